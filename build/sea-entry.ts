@@ -1,0 +1,11 @@
+// Entry of the single executable: the hidden selector makes it a carrier, otherwise it is the CLI.
+// Both branches load lazily so a carrier never initialises the CLI's modules, and vice versa.
+import { CARRIER_SELECTOR } from '../carrier/protocol/revision.ts';
+
+if (process.env[CARRIER_SELECTOR] === '1') {
+  void import('../carrier/carrier.ts').then(({ runCarrier }) => runCarrier());
+} else {
+  void import('../host/cli.ts').then(async ({ main }) => {
+    process.exitCode = await main(process.argv.slice(2));
+  });
+}

@@ -1,0 +1,98 @@
+// The carrier's evaluation loop: adopt the control channel, install program globals, then run one
+// program per `run` request. Per-call carriers run exactly one; the host ends the process after.
+import { types } from 'node:util';
+import { openChannel, type HostRpc } from './channel.ts';
+import { scrubEnvironment } from './environment.ts';
+import { beginOutput, captureStandardStreams, endOutput, inspect } from './output.ts';
+import { BindingError, installBindings } from './bindings.ts';
+import { Image, setImageRegistrar } from './image.ts';
+import { describeSyntaxError, describeThrown } from './errors.ts';
+import { compileAsyncFunction } from './evaluators/async-function.ts';
+import { encodeJson, LossyValueError } from './protocol/json.ts';
+import type { RunOutcome, RunRequest } from './protocol/messages.ts';
+
+interface ActiveRun {
+  settle(outcome: RunOutcome): void;
+  filename: string;
+}
+
+let active: ActiveRun | undefined;
+// Captured before any program runs: a program that replaces Promise.prototype.then must not be able
+// to keep its own completion from reaching the host.
+const promiseThen = Promise.prototype.then;
+
+/** Starts the carrier: called once, before any program code exists in this process. */
+export function runCarrier(): void {
+  scrubEnvironment();
+  process.on('uncaughtException', (error) => failActiveRun(error));
+  process.on('unhandledRejection', (reason) => failActiveRun(reason));
+  captureStandardStreams();
+  defineGlobal('inspect', inspect);
+  defineGlobal('Image', Image);
+  defineGlobal('BindingError', BindingError);
+
+  const channel = openChannel({ run: (request) => evaluate(request, channel.rpc) }, ['async-function', 'images']);
+  setImageRegistrar((path) => channel.rpc.registerImage(path));
+}
+
+function defineGlobal(name: string, value: unknown): void {
+  Object.defineProperty(globalThis, name, { value, writable: true, configurable: true, enumerable: false });
+}
+
+/** An uncaught callback error fails the evaluation that is running; with none running it is dropped. */
+function failActiveRun(thrown: unknown): void {
+  active?.settle({ status: 'exception', error: describeThrown(thrown, active.filename) });
+}
+
+async function evaluate(request: RunRequest, rpc: HostRpc): Promise<RunOutcome> {
+  if (active !== undefined) return { status: 'exception', error: { name: 'Error', message: 'another evaluation is running' } };
+  process.chdir(request.cwd);
+  let settled = false;
+  let resolveOutcome!: (outcome: RunOutcome) => void;
+  const outcome = new Promise<RunOutcome>((resolve) => {
+    resolveOutcome = resolve;
+  });
+  const run: ActiveRun = {
+    filename: request.filename,
+    settle(result) {
+      if (settled) return;
+      settled = true;
+      active = undefined;
+      endOutput();
+      uninstall();
+      resolveOutcome(result);
+    },
+  };
+  active = run;
+  beginOutput((entry) => rpc.output(entry), request.maxOutputBytes);
+  const uninstall = installBindings(
+    request.bindings,
+    { active: () => !settled, invoke: (name, args) => rpc.invoke(name, args) },
+    request,
+  );
+
+  let program: () => Promise<unknown>;
+  try {
+    program = compileAsyncFunction(request.program, request.filename);
+  } catch (error) {
+    run.settle({ status: 'exception', error: describeSyntaxError(error, request.filename) });
+    return outcome;
+  }
+  Reflect.apply(promiseThen, program(), [
+    (value: unknown) => run.settle(completion(value, request.discardCompletion)),
+    (error: unknown) => run.settle({ status: 'exception', error: describeThrown(error, request.filename) }),
+  ]);
+  return outcome;
+}
+
+function completion(value: unknown, discard: boolean): RunOutcome {
+  if (discard || value === undefined) return { status: 'ok' };
+  try {
+    return { status: 'ok', value: encodeJson(value, 'value', { isProxy: types.isProxy }) };
+  } catch (error) {
+    if (error instanceof LossyValueError) {
+      return { status: 'invalid-output', path: error.path, message: `the completion value is not lossless JSON: ${error.message}` };
+    }
+    return { status: 'exception', error: describeThrown(error, 'value') };
+  }
+}

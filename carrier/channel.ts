@@ -1,0 +1,64 @@
+// The carrier's end of the control channel: one socket on fd 3, newline-delimited lossless JSON,
+// birpc for requests and replies. Frames are encoded with intrinsics captured before the program
+// runs (protocol/json.ts), and writes go to the socket captured here, so a program that replaces
+// `JSON` or `process.stdout.write` cannot reach or corrupt the frames the host reads.
+import { Socket } from 'node:net';
+import { types } from 'node:util';
+import { createBirpc, type BirpcReturn } from 'birpc';
+import { decodeJson, encodeJson } from './protocol/json.ts';
+import { createLineReader } from './protocol/framing.ts';
+import { CONTROL_FD, PROTOCOL_REVISION } from './protocol/revision.ts';
+import type { CarrierMethods, Handshake, HostMethods } from './protocol/messages.ts';
+
+export type HostRpc = BirpcReturn<HostMethods, CarrierMethods>;
+
+/** Limit for a single incoming frame before the host has told us its configured limit. */
+const INITIAL_MAX_FRAME = 256 * 1024 * 1024;
+
+export interface Channel {
+  rpc: HostRpc;
+  /** Bytes queued in the socket but not yet written. */
+  queuedBytes(): number;
+}
+
+/** Adopts the inherited control socket, sends the handshake and starts RPC. */
+export function openChannel(methods: CarrierMethods, capabilities: string[]): Channel {
+  const socket = new Socket({ fd: CONTROL_FD, readable: true, writable: true });
+  const write = socket.write.bind(socket);
+  const isProxy = types.isProxy;
+
+  const hello: Handshake = { t: 'hello', revision: PROTOCOL_REVISION, node: process.version, capabilities };
+  write(`${encodeJson(hello, 'handshake')}\n`);
+
+  let deliver: ((line: string) => void) | undefined;
+  const reader = createLineReader({
+    maxLineBytes: INITIAL_MAX_FRAME,
+    onLine: (line) => deliver?.(line),
+    onOverflow: () => process.exit(70),
+  });
+  socket.on('data', (chunk: Buffer) => reader.push(chunk));
+  // The host closing the channel means this carrier is done, whatever the program left running.
+  socket.on('end', () => process.exit(0));
+  socket.on('error', () => process.exit(71));
+
+  const rpc = createBirpc<HostMethods, CarrierMethods>(methods, {
+    post: (frame: string) => void write(`${frame}\n`),
+    on: (handler) => {
+      deliver = handler;
+    },
+    serialize: (message: unknown) => encodeJson(message, 'message', { replaceObject: encodeErrorLike, isProxy, skipUndefinedMembers: true }),
+    deserialize: (line: string) => decodeJson(line),
+    eventNames: ['output'],
+    timeout: -1,
+  });
+  return { rpc, queuedBytes: () => socket.writableLength };
+}
+
+function encodeErrorLike(value: object): string | undefined {
+  if (!types.isNativeError(value)) return undefined;
+  const error = value as Error & { code?: unknown };
+  return encodeJson(
+    { name: String(error.name), message: String(error.message), ...(typeof error.code === 'string' ? { code: error.code } : {}) },
+    'error',
+  );
+}

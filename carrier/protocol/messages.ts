@@ -1,0 +1,84 @@
+// The methods each side exposes over the control channel. The host imports these types; the
+// carrier implements CarrierMethods and calls HostMethods. Values travel as lossless JSON text
+// (see json.ts) so that encoding and its errors stay in one place.
+
+/** The carrier's first line on the control channel, before any RPC traffic. */
+export interface Handshake {
+  t: 'hello';
+  revision: number;
+  node: string;
+  capabilities: string[];
+}
+
+export type ProgramFormat = 'async-function';
+
+export interface RunRequest {
+  format: ProgramFormat;
+  /** Program source with types already stripped on the host. */
+  program: string;
+  /** File name used in stacks and for resolving relative dynamic imports. */
+  filename: string;
+  cwd: string;
+  /** Binding names; a dotted name `a.b` becomes method `b` of the global namespace object `a`. */
+  bindings: string[];
+  discardCompletion: boolean;
+  maxPendingCalls: number;
+  maxMessageBytes: number;
+  maxOutputBytes: number;
+}
+
+export interface SourceLocation {
+  line: number;
+  column: number;
+}
+
+export interface ErrorInfo {
+  name: string;
+  message: string;
+  stack?: string;
+  location?: SourceLocation;
+  /** The source line and a caret under the column, for syntax errors. */
+  excerpt?: string;
+  binding?: string;
+  code?: string;
+}
+
+export type RunOutcome =
+  | { status: 'ok'; value?: string }
+  | { status: 'exception'; error: ErrorInfo }
+  | { status: 'invalid-output'; path: string; message: string };
+
+export interface ImageDescriptor {
+  attachmentId: string;
+  path: string;
+  width: number;
+  height: number;
+}
+
+/** Where a binding result holds an image: the JSON path as keys and indexes, and the image. */
+export interface ImagePlacement {
+  at: Array<string | number>;
+  image: ImageDescriptor;
+}
+
+export interface InvokeResult {
+  value: string;
+  images: ImagePlacement[];
+}
+
+export type OutputMessage =
+  | { type: 'text'; text: string }
+  | { type: 'image'; attachmentId: string };
+
+export interface CarrierMethods {
+  run(request: RunRequest): Promise<RunOutcome>;
+}
+
+export interface HostMethods {
+  /** Calls a binding; `args` is the lossless JSON text of the argument array. */
+  invoke(name: string, args: string): Promise<InvokeResult>;
+  /** Registers a file as an image the program may display. */
+  registerImage(path: string): Promise<ImageDescriptor>;
+  /** One-way: captured output, in order. */
+  output(entry: OutputMessage): void;
+}

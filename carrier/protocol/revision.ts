@@ -1,0 +1,8 @@
+/** Bumped whenever a message shape changes; host and carrier must agree before any code is sent. */
+export const PROTOCOL_REVISION = 1;
+
+/** Environment variable that selects carrier mode in the embedded binary; removed before user code runs. */
+export const CARRIER_SELECTOR = 'PTC_CARRIER';
+
+/** The control channel's file descriptor in the carrier (a socket pair end inherited from the host). */
+export const CONTROL_FD = 3;

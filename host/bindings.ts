@@ -1,0 +1,96 @@
+// Host bindings: the agent's tools. A nested object of functions becomes a namespace, so
+// `{ github: { listIssues } }` is called as `github.listIssues(...)` in the program. Arguments and
+// results are lossless JSON checked here, on the host; a result may carry images made by `image()`.
+import { types } from 'node:util';
+import { encodeJson, decodeJson, LossyValueError, isPlainObject } from '../carrier/protocol/json.ts';
+import type { ImageDescriptor, ImagePlacement, InvokeResult } from '../carrier/protocol/messages.ts';
+import { show } from './config.ts';
+
+export type BindingFunction = (...args: any[]) => unknown;
+export interface Bindings {
+  [name: string]: BindingFunction | Bindings;
+}
+
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+const RESERVED = new Set(['inspect', 'Image', 'BindingError', 'globalThis', 'process', 'console', 'undefined', 'eval', 'arguments']);
+const imageBrand = Symbol.for('ptc.ImageRef');
+
+/** A file to hand to the program as an Image; made with `image(path)`. */
+export interface ImageRef {
+  readonly [imageBrand]: true;
+  readonly path: string;
+}
+
+/** Marks a file (PNG, JPEG, GIF or WebP) as an image for a binding to return. */
+export function image(path: string): ImageRef {
+  if (typeof path !== 'string' || path === '') throw new TypeError(`image() expects a file path, got ${show(path)}`);
+  return Object.freeze({ [imageBrand]: true as const, path });
+}
+
+export function isImageRef(value: unknown): value is ImageRef {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[imageBrand] === true;
+}
+
+/** Flattens a bindings object to dotted names, validating names and leaves. */
+export function flattenBindings(bindings: unknown): Map<string, BindingFunction> {
+  const flat = new Map<string, BindingFunction>();
+  if (bindings === undefined) return flat;
+  const visit = (node: unknown, prefix: string): void => {
+    if (typeof node !== 'object' || node === null || Array.isArray(node) || !isPlainObject(node)) {
+      throw new TypeError(`bindings${prefix === '' ? '' : ` "${prefix}"`} must be a plain object of functions, got ${show(node)}`);
+    }
+    for (const [key, value] of Object.entries(node)) {
+      const name = prefix === '' ? key : `${prefix}.${key}`;
+      if (!IDENTIFIER.test(key)) throw new TypeError(`binding name "${name}" is not a JavaScript identifier`);
+      if (prefix === '' && RESERVED.has(key)) throw new TypeError(`binding name "${name}" is reserved by the runtime`);
+      if (typeof value === 'function') flat.set(name, value as BindingFunction);
+      else visit(value, name);
+    }
+  };
+  visit(bindings, '');
+  return flat;
+}
+
+/** Decodes a program's argument text; throws TypeError when it is not a JSON array. */
+export function decodeArguments(text: string): unknown[] {
+  const args = decodeJson(text);
+  if (!Array.isArray(args)) throw new TypeError('binding arguments must be a JSON array');
+  return args;
+}
+
+/** Encodes a binding's result; images found in it are registered and placed by path. */
+export async function encodeResult(
+  name: string,
+  result: unknown,
+  registerImage: (path: string) => Promise<ImageDescriptor>,
+): Promise<InvokeResult> {
+  const found: Array<{ at: Array<string | number>; ref: ImageRef }> = [];
+  collectImages(result, [], found, new Set());
+  const images: ImagePlacement[] = [];
+  for (const { at, ref } of found) images.push({ at, image: await registerImage(ref.path) });
+  if (result === undefined) return { value: 'null', images };
+  try {
+    const value = encodeJson(result, 'result', {
+      replaceObject: (object) => (isImageRef(object) ? 'null' : undefined),
+      isProxy: types.isProxy,
+    });
+    return { value, images };
+  } catch (error) {
+    if (error instanceof LossyValueError) {
+      throw Object.assign(new TypeError(`binding ${name} returned a value that is not lossless JSON: ${error.message}`), { code: 'PTC_INVALID_RESULT' });
+    }
+    throw error;
+  }
+}
+
+function collectImages(value: unknown, at: Array<string | number>, found: Array<{ at: Array<string | number>; ref: ImageRef }>, seen: Set<object>): void {
+  if (typeof value !== 'object' || value === null || seen.has(value)) return;
+  if (isImageRef(value)) {
+    found.push({ at, ref: value });
+    return;
+  }
+  seen.add(value);
+  if (Array.isArray(value)) value.forEach((item, index) => collectImages(item, [...at, index], found, seen));
+  else if (isPlainObject(value)) for (const [key, item] of Object.entries(value)) collectImages(item, [...at, key], found, seen);
+  seen.delete(value);
+}

@@ -1,0 +1,223 @@
+// The ptc command line: a thin layer over the library. It parses flags, calls the library, prints,
+// and turns outcomes into exit codes: 0 ok, 1 the program failed, 2 usage or configuration error.
+import { readFile, writeFile, chmod } from 'node:fs/promises';
+import { resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { inspect } from 'node:util';
+import yargs, { type Argv } from 'yargs';
+import { stringify as stringifyLossless } from 'lossless-json';
+import { createRuntime, type Bindings, type RuntimeConfig, type RunResult, type OutputEntry } from './index.ts';
+import { PROTOCOL_REVISION } from '../carrier/protocol/revision.ts';
+import { isPlainObject } from '../carrier/protocol/json.ts';
+import { readBootstrap } from './bootstrap-asset.ts';
+import { VERSION } from './version.ts';
+
+/** A usage or configuration problem: exit code 2. */
+class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+const LIMIT_FLAGS = {
+  'timeout-ms': 'timeoutMs',
+  'max-timeout-ms': 'maxTimeoutMs',
+  'max-output-bytes': 'maxOutputBytes',
+  'max-old-generation-size-mb': 'maxOldGenerationSizeMb',
+  'max-message-bytes': 'maxMessageBytes',
+  'max-pending-calls': 'maxPendingCalls',
+  'grace-ms': 'graceMs',
+} as const;
+
+/** Runs the CLI with the given arguments; resolves with the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  let exitCode = 0;
+  const parser = yargs(argv)
+    .scriptName('ptc')
+    .usage('$0 <command> [options]')
+    .command(
+      'run [file]',
+      'Run a program (an async function body in TypeScript) from a file, or from stdin with "-"',
+      (command: Argv) => runOptions(command),
+      async (args) => {
+        exitCode = await runCommand(args as unknown as RunArgs);
+      },
+    )
+    .command('version', 'Print the ptc version, the embedded Node version and the protocol revision', {}, () => {
+      process.stdout.write(`ptc ${VERSION}\nnode ${process.version}\nprotocol ${PROTOCOL_REVISION}\n`);
+    })
+    .command(
+      'bootstrap',
+      'Write the carrier bootstrap that a remote Node (>= 20.12) runs for node-script launches',
+      (command: Argv) => command.option('out', { type: 'string', demandOption: true, describe: 'File to write' }),
+      async (args) => {
+        const out = resolvePath(String(args.out));
+        await writeFile(out, await readBootstrap());
+        await chmod(out, 0o644);
+        process.stdout.write(`wrote ${out}\n`);
+      },
+    )
+    .demandCommand(1, 'Name a command: run, version or bootstrap')
+    .strict()
+    .help()
+    .version(false)
+    .exitProcess(false)
+    .fail((message, error) => {
+      throw error ?? new UsageError(message);
+    });
+  try {
+    await parser.parseAsync();
+    if (argv.includes('--help') || argv.includes('-h')) return 0;
+    return exitCode;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`ptc: ${message}\n`);
+    if (!(error instanceof UsageError)) process.stderr.write('Run "ptc --help" for usage.\n');
+    return 2;
+  }
+}
+
+interface RunArgs {
+  file?: string;
+  json: boolean;
+  bindings?: string;
+  config?: string;
+  cwd?: string;
+  node?: string;
+  bootstrap?: string;
+  'discard-completion': boolean;
+  [flag: string]: unknown;
+}
+
+function runOptions(command: Argv): Argv {
+  command
+    .positional('file', { type: 'string', describe: 'Program file, or - for stdin' })
+    .option('json', { type: 'boolean', default: false, describe: 'Print exactly one lossless JSON result on stdout' })
+    .option('bindings', { type: 'string', describe: 'Module whose exported functions (and objects of functions) become bindings' })
+    .option('config', { type: 'string', describe: 'JSON file with runtime configuration' })
+    .option('cwd', { type: 'string', describe: 'Working directory of the program' })
+    .option('node', { type: 'string', describe: 'Run the carrier with this Node executable (node-script launch)' })
+    .option('bootstrap', { type: 'string', describe: 'Bootstrap file for --node (default: bootstrap.mjs next to ptc)' })
+    .option('discard-completion', { type: 'boolean', default: false, describe: 'Do not return the completion value' });
+  for (const flag of Object.keys(LIMIT_FLAGS)) {
+    command.option(flag, { type: 'number', describe: `Overrides config ${LIMIT_FLAGS[flag as keyof typeof LIMIT_FLAGS]}` });
+  }
+  return command;
+}
+
+async function runCommand(args: RunArgs): Promise<number> {
+  const config = await loadConfig(args);
+  const bindings = args.bindings === undefined ? undefined : await loadBindings(args.bindings);
+  const program = await readProgram(args.file);
+  let runtime;
+  let spec;
+  try {
+    runtime = createRuntime(config);
+    spec = runtime.resolve({
+      program: program.source,
+      ...(bindings ? { bindings } : {}),
+      ...(args.cwd !== undefined ? { cwd: args.cwd } : {}),
+      ...(program.filename !== undefined ? { filename: program.filename } : {}),
+      discardCompletion: args['discard-completion'],
+    });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const controller = new AbortController();
+  const interrupt = (): void => controller.abort(new Error('interrupted'));
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
+  try {
+    const result = await runtime.run(spec, {
+      signal: controller.signal,
+      ...(args.json ? {} : { onOutput: printEntry }),
+    });
+    if (args.json) process.stdout.write(`${stringifyLossless(result)}\n`);
+    else printOutcome(result);
+    return result.status === 'ok' ? 0 : 1;
+  } finally {
+    process.off('SIGINT', interrupt);
+    process.off('SIGTERM', interrupt);
+    await runtime.dispose();
+  }
+}
+
+async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
+  let config: Record<string, unknown> = {};
+  if (args.config !== undefined) {
+    let text: string;
+    try {
+      text = await readFile(args.config, 'utf8');
+    } catch (error) {
+      throw new UsageError(`cannot read --config ${JSON.stringify(args.config)}: ${(error as Error).message}`);
+    }
+    try {
+      config = JSON.parse(text);
+    } catch (error) {
+      throw new UsageError(`--config ${JSON.stringify(args.config)} is not valid JSON: ${(error as Error).message}`);
+    }
+  }
+  for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
+    const value = args[flag];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || Number.isNaN(value)) throw new UsageError(`--${flag} must be a number, got ${JSON.stringify(value)}`);
+    config[field] = value;
+  }
+  if (args.node !== undefined) {
+    config.launch = { kind: 'node-script', executable: args.node, ...(args.bootstrap !== undefined ? { bootstrapPath: resolvePath(args.bootstrap) } : {}) };
+  } else if (args.bootstrap !== undefined) {
+    throw new UsageError('--bootstrap needs --node <executable>');
+  }
+  return config as RuntimeConfig;
+}
+
+async function loadBindings(path: string): Promise<Bindings> {
+  let module: Record<string, unknown>;
+  try {
+    module = await import(pathToFileURL(resolvePath(path)).href);
+  } catch (error) {
+    throw new UsageError(`cannot load --bindings ${JSON.stringify(path)}: ${(error as Error).message}`);
+  }
+  const bindings: Bindings = {};
+  const exports = Object.keys(module).length === 1 && isObject(module.default) ? module.default : module;
+  for (const [name, value] of Object.entries(exports)) {
+    if (name === 'default') continue;
+    if (typeof value === 'function' || isObject(value)) bindings[name] = value as Bindings[string];
+  }
+  return bindings;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && isPlainObject(value);
+}
+
+async function readProgram(file: string | undefined): Promise<{ source: string; filename?: string }> {
+  if (file === undefined || file === '-' || file === '') {
+    if (file === undefined && process.stdin.isTTY) throw new UsageError('no program: pass a file, or - to read stdin');
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return { source: Buffer.concat(chunks).toString('utf8') };
+  }
+  try {
+    return { source: await readFile(file, 'utf8'), filename: resolvePath(file) };
+  } catch (error) {
+    throw new UsageError(`cannot read program ${JSON.stringify(file)}: ${(error as Error).message}`);
+  }
+}
+
+function printEntry(entry: OutputEntry): void {
+  if (entry.type === 'text') process.stdout.write(entry.text);
+  else process.stdout.write(`[image ${entry.attachmentId} ${entry.width}x${entry.height} ${entry.path}]\n`);
+}
+
+function printOutcome(result: RunResult): void {
+  if (result.status === 'ok') {
+    if ('value' in result && result.value !== undefined) process.stdout.write(`${inspect(result.value, { depth: Infinity, colors: process.stdout.isTTY })}\n`);
+    return;
+  }
+  const { failure } = result;
+  const lines = [`ptc: program failed (${failure.kind}): ${failure.message}`];
+  if (failure.kind === 'exception' && failure.stack) lines.push(failure.stack);
+  if (failure.binding) lines.push(`binding: ${failure.binding}${failure.code ? ` (code ${failure.code})` : ''}`);
+  if (failure.path) lines.push(`path: ${failure.path}`);
+  if (failure.stderrTail) lines.push('carrier stderr (tail):', failure.stderrTail.trimEnd());
+  process.stderr.write(`${lines.join('\n')}\n`);
+}

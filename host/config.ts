@@ -1,0 +1,163 @@
+// Runtime configuration: the reference's fields, names and defaults, validated once at creation.
+// Every error names the field and quotes the value, and unknown fields are refused so a typo
+// never silently falls back to a default.
+import { inspect } from 'node:util';
+
+export type ExecutionMode = 'per-call';
+
+export type LaunchConfig =
+  | { kind: 'embedded'; executable?: string }
+  | { kind: 'node-script'; executable: string; bootstrapPath?: string };
+
+export interface RuntimeConfig {
+  /** @default 'per-call' */
+  executionMode?: ExecutionMode;
+  /** Retain a vm-script context per owner; only with executionMode 'vm-script'. @default false */
+  scriptPersistence?: boolean;
+  /** Scoped REPL for persistent-in-memory; only with that mode. @default false here */
+  replScoped?: boolean;
+  /** Default elapsed deadline in ms. @default 120000 */
+  timeoutMs?: number;
+  /** Ceiling applied to requested deadlines. @default 600000 */
+  maxTimeoutMs?: number;
+  /** Combined budget of output and completion or diagnostic bytes. @default 67108864 */
+  maxOutputBytes?: number;
+  /** V8 old-generation heap limit of the carrier, MiB. @default 512 */
+  maxOldGenerationSizeMb?: number;
+  /** Limit for one control message, outstanding binding-argument bytes and queued writes. @default 134217728 */
+  maxMessageBytes?: number;
+  /** Simultaneous binding calls. @default 128 */
+  maxPendingCalls?: number;
+  /** Wait for a cooperative stop acknowledgment before killing. @default 3000 */
+  stopGraceMs?: number;
+  /** Termination and output-drain grace. @default 3000 */
+  graceMs?: number;
+  /** How the carrier is started. @default the local carrier (this binary, or carrier/main.ts from source) */
+  launch?: LaunchConfig;
+}
+
+export interface ResolvedConfig {
+  executionMode: ExecutionMode;
+  scriptPersistence: boolean;
+  replScoped: boolean;
+  timeoutMs: number;
+  maxTimeoutMs: number;
+  maxOutputBytes: number;
+  maxOldGenerationSizeMb: number;
+  maxMessageBytes: number;
+  maxPendingCalls: number;
+  stopGraceMs: number;
+  graceMs: number;
+  launch: LaunchConfig | undefined;
+}
+
+export const DEFAULTS: Omit<ResolvedConfig, 'launch'> = {
+  executionMode: 'per-call',
+  scriptPersistence: false,
+  replScoped: false,
+  timeoutMs: 120_000,
+  maxTimeoutMs: 600_000,
+  maxOutputBytes: 67_108_864,
+  maxOldGenerationSizeMb: 512,
+  maxMessageBytes: 134_217_728,
+  maxPendingCalls: 128,
+  stopGraceMs: 3_000,
+  graceMs: 3_000,
+};
+
+const EXECUTION_MODES: readonly string[] = ['per-call'];
+const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch']);
+
+/** Validates a configuration object and fills defaults; throws TypeError/RangeError naming the field. */
+export function resolveConfig(input: unknown): ResolvedConfig {
+  if (input === undefined) input = {};
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new TypeError(`ptc config must be an object, got ${show(input)}`);
+  }
+  const config = input as Record<string, unknown>;
+  for (const field of Object.keys(config)) {
+    if (!FIELDS.has(field)) throw new TypeError(`ptc config: unknown field "${field}" (value ${show(config[field])})`);
+  }
+  const executionMode = config.executionMode ?? DEFAULTS.executionMode;
+  if (typeof executionMode !== 'string' || !EXECUTION_MODES.includes(executionMode)) {
+    throw new RangeError(`ptc config: executionMode must be one of ${EXECUTION_MODES.map((m) => `"${m}"`).join(', ')}, got ${show(executionMode)}`);
+  }
+  const scriptPersistence = boolean(config, 'scriptPersistence');
+  if (scriptPersistence) throw new RangeError(`ptc config: scriptPersistence: true requires executionMode "vm-script", got executionMode ${show(executionMode)}`);
+  const replScoped = boolean(config, 'replScoped');
+  if (replScoped) throw new RangeError(`ptc config: replScoped: true requires executionMode "persistent-in-memory", got executionMode ${show(executionMode)}`);
+
+  const resolved: ResolvedConfig = {
+    executionMode: executionMode as ExecutionMode,
+    scriptPersistence,
+    replScoped,
+    timeoutMs: positiveInteger(config, 'timeoutMs'),
+    maxTimeoutMs: positiveInteger(config, 'maxTimeoutMs'),
+    maxOutputBytes: positiveInteger(config, 'maxOutputBytes'),
+    maxOldGenerationSizeMb: positiveInteger(config, 'maxOldGenerationSizeMb'),
+    maxMessageBytes: positiveInteger(config, 'maxMessageBytes'),
+    maxPendingCalls: positiveInteger(config, 'maxPendingCalls'),
+    stopGraceMs: nonNegativeInteger(config, 'stopGraceMs'),
+    graceMs: nonNegativeInteger(config, 'graceMs'),
+    launch: launchConfig(config.launch),
+  };
+  if (resolved.timeoutMs > resolved.maxTimeoutMs) {
+    throw new RangeError(`ptc config: timeoutMs (${resolved.timeoutMs}) must not exceed maxTimeoutMs (${resolved.maxTimeoutMs})`);
+  }
+  if (resolved.maxOldGenerationSizeMb < 16) {
+    throw new RangeError(`ptc config: maxOldGenerationSizeMb must be at least 16, got ${resolved.maxOldGenerationSizeMb}`);
+  }
+  if (resolved.maxMessageBytes < 1024) {
+    throw new RangeError(`ptc config: maxMessageBytes must be at least 1024, got ${resolved.maxMessageBytes}`);
+  }
+  return resolved;
+}
+
+function boolean(config: Record<string, unknown>, field: 'scriptPersistence' | 'replScoped'): boolean {
+  const value = config[field] ?? DEFAULTS[field];
+  if (typeof value !== 'boolean') throw new TypeError(`ptc config: ${field} must be a boolean, got ${show(value)}`);
+  return value;
+}
+
+type NumericField = { [K in keyof typeof DEFAULTS]: (typeof DEFAULTS)[K] extends number ? K : never }[keyof typeof DEFAULTS];
+
+function positiveInteger(config: Record<string, unknown>, field: NumericField): number {
+  const value = nonNegativeInteger(config, field);
+  if (value === 0) throw new RangeError(`ptc config: ${field} must be a positive integer, got 0`);
+  return value;
+}
+
+function nonNegativeInteger(config: Record<string, unknown>, field: NumericField): number {
+  const value = config[field] ?? DEFAULTS[field];
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new RangeError(`ptc config: ${field} must be a non-negative integer, got ${show(value)}`);
+  }
+  return value;
+}
+
+function launchConfig(value: unknown): LaunchConfig | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null) throw new TypeError(`ptc config: launch must be an object, got ${show(value)}`);
+  const launch = value as Record<string, unknown>;
+  const allowed = launch.kind === 'embedded' ? ['kind', 'executable'] : ['kind', 'executable', 'bootstrapPath'];
+  if (launch.kind !== 'embedded' && launch.kind !== 'node-script') {
+    throw new RangeError(`ptc config: launch.kind must be "embedded" or "node-script", got ${show(launch.kind)}`);
+  }
+  for (const field of Object.keys(launch)) {
+    if (!allowed.includes(field)) throw new TypeError(`ptc config: unknown field "launch.${field}" for launch.kind "${launch.kind}"`);
+  }
+  for (const field of ['executable', 'bootstrapPath']) {
+    if (launch[field] !== undefined && (typeof launch[field] !== 'string' || launch[field] === '')) {
+      throw new TypeError(`ptc config: launch.${field} must be a non-empty path, got ${show(launch[field])}`);
+    }
+  }
+  if (launch.kind === 'node-script' && launch.executable === undefined) {
+    throw new TypeError('ptc config: launch.executable is required for launch.kind "node-script"');
+  }
+  return launch as LaunchConfig;
+}
+
+/** Quotes a value for an error message. */
+export function show(value: unknown): string {
+  return inspect(value, { depth: 2, breakLength: Infinity, maxStringLength: 200 });
+}

@@ -1,0 +1,11 @@
+// The ptc library: create a runtime, resolve a request, run it, read the result.
+export { createRuntime } from './runtime.ts';
+export type { Runtime, RunRequest, RunSpec, RunOptions, TimeoutDescriptor } from './runtime.ts';
+export type { RuntimeConfig, ResolvedConfig, LaunchConfig, ExecutionMode } from './config.ts';
+export { DEFAULTS } from './config.ts';
+export type { RunResult, SandboxReport } from './execution.ts';
+export type { Failure, FailureKind } from './failures.ts';
+export type { OutputEntry } from './output-ledger.ts';
+export { image, type Bindings, type BindingFunction, type ImageRef } from './bindings.ts';
+export type { JsonValue } from '../carrier/protocol/json.ts';
+export { PROTOCOL_REVISION } from '../carrier/protocol/revision.ts';

@@ -1,0 +1,70 @@
+// How a carrier process is started: the embedded binary re-executing itself, a Node running the
+// bootstrap file, or (from source) this Node running carrier/main.ts. The environment is built
+// from scratch: PATH and temp paths only, plus the selector and heap flag the launch needs.
+import { isSea } from 'node:sea';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CARRIER_SELECTOR } from '../carrier/protocol/revision.ts';
+import type { LaunchConfig } from './config.ts';
+
+export interface LaunchCommand {
+  executable: string;
+  args: string[];
+  env: Record<string, string>;
+  /** What started it, for diagnostics and the version report. */
+  kind: 'embedded' | 'node-script' | 'source';
+}
+
+const KEPT_ENV = ['PATH', 'TMPDIR', 'TMP', 'TEMP'];
+
+/** The launch used when the configuration names none: this binary, or carrier/main.ts from source. */
+export function defaultLaunch(): LaunchConfig | { kind: 'source' } {
+  return isSea() ? { kind: 'embedded', executable: process.execPath } : { kind: 'source' };
+}
+
+/** Builds argv and environment for one carrier with the given heap limit. */
+export function launchCommand(launch: LaunchConfig | undefined, maxOldGenerationSizeMb: number): LaunchCommand {
+  const chosen = launch ?? defaultLaunch();
+  const env: Record<string, string> = {};
+  for (const name of KEPT_ENV) {
+    const value = process.env[name];
+    if (value !== undefined) env[name] = value;
+  }
+  const heap = `--max-old-space-size=${maxOldGenerationSizeMb}`;
+  switch (chosen.kind) {
+    case 'embedded':
+      // A single-executable app treats argv as its own; Node options reach it through NODE_OPTIONS.
+      return {
+        kind: 'embedded',
+        executable: chosen.executable ?? process.execPath,
+        args: [],
+        env: { ...env, [CARRIER_SELECTOR]: '1', NODE_OPTIONS: heap },
+      };
+    case 'node-script':
+      return {
+        kind: 'node-script',
+        executable: chosen.executable,
+        args: [heap, chosen.bootstrapPath ?? defaultBootstrapPath()],
+        env,
+      };
+    case 'source':
+      // Stripping the carrier's TypeScript costs ~150 ms a start; Node's compile cache keeps the
+      // stripped and compiled code between carriers.
+      return {
+        kind: 'source',
+        executable: process.execPath,
+        args: [heap, carrierSourcePath()],
+        env: { ...env, NODE_COMPILE_CACHE: join(tmpdir(), `ptc-compile-cache-${process.getuid?.() ?? 'user'}`) },
+      };
+  }
+}
+
+/** The bootstrap shipped next to the binary (dist/bootstrap.mjs), or the carrier source. */
+export function defaultBootstrapPath(): string {
+  return isSea() ? join(dirname(process.execPath), 'bootstrap.mjs') : carrierSourcePath();
+}
+
+function carrierSourcePath(): string {
+  return fileURLToPath(new URL('../carrier/main.ts', import.meta.url));
+}

@@ -1,0 +1,152 @@
+// The library's runtime object: configuration, request resolution, admission and disposal.
+import { isAbsolute, resolve as resolvePath } from 'node:path';
+import { flattenBindings, type Bindings } from './bindings.ts';
+import { resolveConfig, show, type ResolvedConfig, type RuntimeConfig } from './config.ts';
+import { executePerCall, type RunResult } from './execution.ts';
+import { exceptionFailure } from './failures.ts';
+import type { OutputEntry } from './output-ledger.ts';
+import { stripTypes } from './typescript.ts';
+import { executionInstructions, PROGRAM_FORMAT, type ProgramFormat } from './instructions.ts';
+
+export interface RunRequest {
+  /** The program: an async function body in erasable TypeScript. */
+  program: string;
+  /** Host functions the program can await; nested objects become namespaces. */
+  bindings?: Bindings;
+  /** Working directory of the program. @default process.cwd() */
+  cwd?: string;
+  /** Elapsed deadline: omitted for the default, a number (capped at maxTimeoutMs), or null for none. */
+  timeoutMs?: number | null;
+  /** Omit the completion value without serializing it. @default false */
+  discardCompletion?: boolean;
+  /** Name shown in stack traces. @default "program.ts" in cwd */
+  filename?: string;
+}
+
+export interface RunSpec {
+  readonly program: string;
+  readonly bindings: Bindings;
+  readonly cwd: string;
+  readonly timeoutMs: number | null;
+  readonly discardCompletion: boolean;
+  readonly filename: string;
+}
+
+export interface RunOptions {
+  signal?: AbortSignal;
+  onOutput?: (entry: OutputEntry) => void;
+}
+
+export interface TimeoutDescriptor {
+  readonly defaultMs: number;
+  readonly maxMs: number;
+}
+
+export interface Runtime {
+  readonly config: Readonly<ResolvedConfig>;
+  readonly timeout: TimeoutDescriptor;
+  readonly programFormat: ProgramFormat;
+  readonly executionInstructions: string;
+  resolve(request: RunRequest): RunSpec;
+  run(spec: RunSpec, options?: RunOptions): Promise<RunResult>;
+  dispose(): Promise<void>;
+}
+
+const REQUEST_FIELDS = new Set(['program', 'bindings', 'cwd', 'timeoutMs', 'discardCompletion', 'filename']);
+
+/** Creates a runtime; throws when the configuration names an unknown field or an invalid value. */
+export function createRuntime(input?: RuntimeConfig): Runtime {
+  const config = Object.freeze(resolveConfig(input));
+  const active = new Set<AbortController>();
+  let disposed = false;
+  let attachments = 0;
+
+  const assertLive = (what: string): void => {
+    if (disposed) throw new Error(`ptc runtime: ${what} called after dispose()`);
+  };
+
+  return {
+    config,
+    timeout: Object.freeze({ defaultMs: config.timeoutMs, maxMs: config.maxTimeoutMs }),
+    programFormat: PROGRAM_FORMAT,
+    executionInstructions,
+
+    resolve(request) {
+      assertLive('resolve()');
+      if (typeof request !== 'object' || request === null) throw new TypeError(`ptc request must be an object, got ${show(request)}`);
+      for (const field of Object.keys(request)) {
+        if (!REQUEST_FIELDS.has(field)) throw new TypeError(`ptc request: unknown field "${field}"`);
+      }
+      if (typeof request.program !== 'string') throw new TypeError(`ptc request: program must be a string, got ${show(request.program)}`);
+      const cwd = resolvePath(request.cwd ?? process.cwd());
+      if (request.cwd !== undefined && typeof request.cwd !== 'string') throw new TypeError(`ptc request: cwd must be a path, got ${show(request.cwd)}`);
+      const discardCompletion = request.discardCompletion ?? false;
+      if (typeof discardCompletion !== 'boolean') throw new TypeError(`ptc request: discardCompletion must be a boolean, got ${show(discardCompletion)}`);
+      const filename = request.filename ?? 'program.ts';
+      if (typeof filename !== 'string' || filename === '') throw new TypeError(`ptc request: filename must be a non-empty string, got ${show(filename)}`);
+      flattenBindings(request.bindings);
+      return Object.freeze({
+        program: request.program,
+        bindings: request.bindings ?? {},
+        cwd,
+        timeoutMs: resolveTimeout(request.timeoutMs, config),
+        discardCompletion,
+        filename: resolvePath(cwd, filename),
+      });
+    },
+
+    async run(spec, options = {}) {
+      assertLive('run()');
+      checkSpec(spec);
+      const bindings = flattenBindings(spec.bindings);
+      const stripped = stripTypes(spec.program);
+      if (!stripped.ok) {
+        return { status: 'failed', failure: exceptionFailure(stripped.error), output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false } };
+      }
+      const controller = new AbortController();
+      active.add(controller);
+      const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
+      try {
+        return await executePerCall(config, {
+          program: stripped.code,
+          filename: spec.filename,
+          cwd: spec.cwd,
+          bindings,
+          discardCompletion: spec.discardCompletion,
+          timeoutMs: spec.timeoutMs,
+          signal,
+          ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+          nextAttachmentId: () => `img-${++attachments}`,
+        });
+      } finally {
+        active.delete(controller);
+      }
+    },
+
+    async dispose() {
+      if (disposed) return;
+      disposed = true;
+      for (const controller of active) controller.abort(new Error('runtime disposed'));
+    },
+  };
+}
+
+function resolveTimeout(value: unknown, config: ResolvedConfig): number | null {
+  if (value === undefined) return config.timeoutMs;
+  if (value === null) return null;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new RangeError(`ptc request: timeoutMs must be a positive integer or null, got ${show(value)}`);
+  }
+  return Math.min(value, config.maxTimeoutMs);
+}
+
+function checkSpec(spec: unknown): asserts spec is RunSpec {
+  const value = spec as Partial<RunSpec> | null;
+  if (
+    typeof value !== 'object' || value === null || typeof value.program !== 'string' || typeof value.cwd !== 'string' ||
+    !isAbsolute(value.cwd) || typeof value.filename !== 'string' || typeof value.discardCompletion !== 'boolean' ||
+    !(value.timeoutMs === null || (typeof value.timeoutMs === 'number' && value.timeoutMs > 0))
+  ) {
+    throw new TypeError(`ptc run(): expected a spec from resolve(), got ${show(spec)}`);
+  }
+}

@@ -1,0 +1,65 @@
+// Erasable TypeScript is stripped on the host with Node's own stripper, which blanks types in
+// place so every line and column of the program stays where the author wrote it. The body is
+// wrapped in an async function first because top-level `return` is a syntax error for a module.
+import { stripTypeScriptTypes } from 'node:module';
+import type { ErrorInfo } from '../carrier/protocol/messages.ts';
+
+const PREFIX = 'async function __ptc_program__() {';
+const SUFFIX = '\n}';
+
+export type StripResult = { ok: true; code: string } | { ok: false; error: ErrorInfo };
+
+let warned = false;
+
+/** Strips erasable types from an async function body; non-erasable syntax becomes a located SyntaxError. */
+export function stripTypes(program: string): StripResult {
+  try {
+    const stripped = quietly(() => stripTypeScriptTypes(`${PREFIX}${program}${SUFFIX}`, { mode: 'strip' }));
+    return { ok: true, code: stripped.slice(PREFIX.length, stripped.length - SUFFIX.length) };
+  } catch (error) {
+    const { code, message, stack } = error as { code?: string; message?: string; stack?: string };
+    if (code !== 'ERR_INVALID_TYPESCRIPT_SYNTAX' && code !== 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX') throw error;
+    return { ok: false, error: locate(program, String(message), String(stack), code) };
+  }
+}
+
+// Node decorates the error like a compile error: ":<line>", context lines, and a caret line under
+// the offending span. The caret is the reliable part; its line is the one above it.
+function locate(program: string, message: string, stack: string, code: string): ErrorInfo {
+  const unsupported = code === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX';
+  const info: ErrorInfo = {
+    name: 'SyntaxError',
+    message: unsupported ? `${message} (only erasable TypeScript is accepted: types, interfaces, casts and generics)` : message,
+  };
+  const lines = stack.split('\n');
+  const header = /^:(\d+)$/.exec(lines[0] ?? '');
+  const caretIndex = lines.findIndex((line, index) => index > 0 && /^\s*\^+\s*$/.test(line));
+  if (header === null || caretIndex < 1) return info;
+  const line = Number(header[1]);
+  let column = lines[caretIndex]!.indexOf('^') + 1;
+  if (line === 1) column -= PREFIX.length;
+  const source = program.split('\n')[line - 1];
+  if (source === undefined || column < 1) return info;
+  info.location = { line, column };
+  info.excerpt = `${source}\n${' '.repeat(column - 1)}${'^'.repeat(Math.max(1, lines[caretIndex]!.trim().length))}`;
+  info.stack = `program:${line}:${column}\n${info.excerpt}\n\nSyntaxError: ${info.message}`;
+  return info;
+}
+
+// The stripper announces itself once per process with an ExperimentalWarning; that notice is the
+// runtime's business, not something a library user or CLI user should see.
+function quietly<T>(strip: () => T): T {
+  if (warned) return strip();
+  warned = true;
+  const emitWarning = process.emitWarning;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+    const text = typeof warning === 'string' ? warning : warning.message;
+    if (text.includes('stripTypeScriptTypes')) return;
+    (emitWarning as (...args: unknown[]) => void).call(process, warning, ...rest);
+  }) as typeof process.emitWarning;
+  try {
+    return strip();
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+}

@@ -1,0 +1,74 @@
+// Shape checks for everything the carrier sends. Each returns a description of the first problem,
+// or undefined when the message is well formed.
+import type { RunOutcome } from '../carrier/protocol/messages.ts';
+
+type Check = string | undefined;
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Checks the carrier's first line against this host's protocol revision. */
+export function checkHandshake(message: unknown, revision: number): Check {
+  if (!isObject(message) || message.t !== 'hello') return 'the carrier did not start with a handshake';
+  if (message.revision !== revision) {
+    return `carrier protocol revision ${JSON.stringify(message.revision)} does not match host revision ${revision}; use a bootstrap built with this ptc`;
+  }
+  if (typeof message.node !== 'string' || !Array.isArray(message.capabilities)) return 'malformed handshake';
+  return undefined;
+}
+
+/** Checks an RPC frame: a request the host serves, or a reply to one of the host's calls. */
+export function checkFrame(message: unknown): Check {
+  if (!isObject(message)) return 'not an object';
+  if (message.t === 's') {
+    if (typeof message.i !== 'string') return 'reply without an id';
+    return undefined;
+  }
+  if (message.t !== 'q') return `unknown frame type ${JSON.stringify(message.t)}`;
+  if (message.i !== undefined && typeof message.i !== 'string') return 'request id must be a string';
+  const args = message.a;
+  if (!Array.isArray(args)) return 'request arguments must be an array';
+  switch (message.m) {
+    case 'invoke':
+      return args.length === 2 && typeof args[0] === 'string' && typeof args[1] === 'string' ? undefined : 'invoke takes a binding name and argument text';
+    case 'registerImage':
+      return args.length === 1 && typeof args[0] === 'string' ? undefined : 'registerImage takes a path';
+    case 'output':
+      return args.length === 1 ? checkOutput(args[0]) : 'output takes one entry';
+    default:
+      return `unknown method ${JSON.stringify(message.m)}`;
+  }
+}
+
+function checkOutput(entry: unknown): Check {
+  if (!isObject(entry)) return 'output entry must be an object';
+  if (entry.type === 'text') return typeof entry.text === 'string' ? undefined : 'text output without text';
+  if (entry.type === 'image') return typeof entry.attachmentId === 'string' ? undefined : 'image output without an attachment id';
+  return `unknown output type ${JSON.stringify(entry.type)}`;
+}
+
+/** Checks the carrier's answer to run(). */
+export function checkRunOutcome(outcome: unknown): Check {
+  if (!isObject(outcome)) return 'not an object';
+  const value = outcome as Partial<RunOutcome> & Record<string, unknown>;
+  switch (value.status) {
+    case 'ok':
+      return value.value === undefined || typeof value.value === 'string' ? undefined : 'value must be JSON text';
+    case 'invalid-output':
+      return typeof value.path === 'string' && typeof value.message === 'string' ? undefined : 'invalid-output without path and message';
+    case 'exception': {
+      const error = value.error;
+      if (!isObject(error) || typeof error.name !== 'string' || typeof error.message !== 'string') return 'exception without name and message';
+      for (const field of ['stack', 'excerpt', 'binding', 'code']) {
+        if (error[field] !== undefined && typeof error[field] !== 'string') return `exception ${field} must be a string`;
+      }
+      const location = error.location;
+      if (location !== undefined && (!isObject(location) || !Number.isSafeInteger(location.line) || !Number.isSafeInteger(location.column))) {
+        return 'exception location must have integer line and column';
+      }
+      return undefined;
+    }
+    default:
+      return `unknown status ${JSON.stringify(value.status)}`;
+  }
+}

@@ -1,0 +1,229 @@
+// One carrier process: launch in its own process group, versioned handshake, validated control
+// traffic, and termination of the whole group. The carrier is an untrusted peer: every frame is
+// size-checked, parsed and shape-checked here before anything acts on it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
+import { StringDecoder } from 'node:string_decoder';
+import { createBirpc, type BirpcReturn } from 'birpc';
+import { createLineReader } from '../carrier/protocol/framing.ts';
+import { decodeJson, encodeJson } from '../carrier/protocol/json.ts';
+import { PROTOCOL_REVISION } from '../carrier/protocol/revision.ts';
+import type { CarrierMethods, Handshake, HostMethods, OutputMessage, RunOutcome, RunRequest } from '../carrier/protocol/messages.ts';
+import { checkFrame, checkHandshake, checkRunOutcome } from './validate.ts';
+import type { LaunchCommand } from './launch.ts';
+
+/** Bytes of carrier stderr kept for worker-exit diagnostics. */
+const STDERR_TAIL_BYTES = 8 * 1024;
+
+export interface CarrierEvents {
+  /** The carrier broke the protocol; the process should be torn down. */
+  onProtocolError(message: string): void;
+  /** The carrier exited (before or after a result). */
+  onExit(code: number | null, signal: NodeJS.Signals | null): void;
+  /** The carrier process could not be started at all. */
+  onSpawnError(message: string): void;
+  /** Raw bytes the carrier (or a process it started) wrote to stdout or stderr. */
+  onStdio(text: string, stream: 'stdout' | 'stderr'): void;
+}
+
+export type HostHandlers = Omit<HostMethods, 'output'> & { output(entry: OutputMessage): void };
+
+export interface CarrierOptions {
+  command: LaunchCommand;
+  cwd: string;
+  maxMessageBytes: number;
+  events: CarrierEvents;
+}
+
+/** A running carrier process and its control channel. */
+export class Carrier {
+  readonly child: ChildProcess;
+  readonly #events: CarrierEvents;
+  readonly #control: Socket;
+  #handlers: HostHandlers | undefined;
+  #rpc: BirpcReturn<CarrierMethods, HostHandlers> | undefined;
+  #deliver: ((message: unknown) => void) | undefined;
+  #handshake: { resolve(hello: Handshake): void; reject(error: Error): void } | undefined;
+  #closed = false;
+  #exited = false;
+  #stderrTail = '';
+  readonly #settled: Promise<void>;
+
+  constructor({ command, cwd, maxMessageBytes, events }: CarrierOptions) {
+    this.#events = events;
+    this.child = spawn(command.executable, command.args, {
+      cwd,
+      env: command.env,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+      // Its own session and process group, so one signal reaches everything the program starts.
+      detached: true,
+      windowsHide: true,
+    });
+    this.#control = this.child.stdio[3] as Socket;
+    this.#settled = new Promise((resolve) => {
+      this.child.once('close', () => resolve());
+      this.child.once('error', (error) => {
+        if (this.child.pid === undefined) {
+          this.#exited = true;
+          events.onSpawnError(`could not start the carrier (${command.executable}): ${error.message}`);
+          resolve();
+        }
+      });
+    });
+    this.child.once('exit', (code, signal) => {
+      this.#exited = true;
+      events.onExit(code, signal);
+    });
+    for (const stream of ['stdout', 'stderr'] as const) {
+      const decoder = new StringDecoder('utf8');
+      this.child[stream]!.on('data', (chunk: Buffer) => {
+        const text = decoder.write(chunk);
+        if (stream === 'stderr') this.#stderrTail = (this.#stderrTail + text).slice(-STDERR_TAIL_BYTES);
+        if (text !== '') events.onStdio(text, stream);
+      });
+    }
+    const reader = createLineReader({
+      maxLineBytes: maxMessageBytes,
+      onLine: (line) => this.#receive(line),
+      onOverflow: (bytes) => this.#fail(`control message of more than ${bytes - 1} bytes exceeds maxMessageBytes (${maxMessageBytes})`),
+    });
+    this.#control.on('data', (chunk: Buffer) => reader.push(chunk));
+    this.#control.on('error', () => {});
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get stderrTail(): string {
+    return this.#stderrTail;
+  }
+
+  /** Resolves with the carrier's handshake once it has been checked against this host's revision. */
+  handshake(): Promise<Handshake> {
+    return new Promise((resolve, reject) => {
+      this.#handshake = { resolve, reject };
+    });
+  }
+
+  /** Starts RPC with the given host handlers; call after the handshake. */
+  connect(handlers: HostHandlers): void {
+    this.#handlers = handlers;
+    this.#rpc = createBirpc<CarrierMethods, HostHandlers>(handlers, {
+      post: (frame: string) => {
+        if (!this.#closed && this.#control.writable) this.#control.write(`${frame}\n`);
+      },
+      on: (deliver) => {
+        this.#deliver = deliver as (message: unknown) => void;
+      },
+      serialize: (message: unknown) => encodeJson(message, 'message', { replaceObject: encodeError, skipUndefinedMembers: true }),
+      deserialize: (message: unknown) => message,
+      eventNames: [],
+      timeout: -1,
+      // A handler's failure goes back to the carrier as an error reply; nothing to log here.
+      onFunctionError: () => false,
+      onGeneralError: () => true,
+    });
+  }
+
+  /** Sends the program and resolves with the carrier's checked outcome. */
+  async run(request: RunRequest): Promise<RunOutcome> {
+    if (this.#rpc === undefined) throw new Error('carrier is not connected');
+    const outcome: unknown = await this.#rpc.run(request);
+    const problem = checkRunOutcome(outcome);
+    if (problem !== undefined) {
+      this.#fail(`invalid run result from the carrier: ${problem}`);
+      throw new Error(problem);
+    }
+    return outcome as RunOutcome;
+  }
+
+  /** Stops all traffic: later frames and replies are ignored, pending calls reject. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#rpc?.$close(new Error('carrier channel closed'));
+    this.#control.destroy();
+  }
+
+  /** Kills the carrier's process group and waits (up to graceMs) for the process and its pipes to close. */
+  async terminate(graceMs: number): Promise<void> {
+    this.close();
+    killGroup(this.child.pid);
+    let timer: NodeJS.Timeout | undefined;
+    const drained = await Promise.race([
+      this.#settled.then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), graceMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (drained) return;
+    // A descendant that left the group can hold the pipes open; stop reading them.
+    this.child.stdout?.destroy();
+    this.child.stderr?.destroy();
+    killGroup(this.child.pid);
+    if (!this.#exited) await this.#settled;
+  }
+
+  #receive(line: string): void {
+    if (this.#closed) return;
+    let message: unknown;
+    try {
+      message = decodeJson(line);
+    } catch (error) {
+      this.#fail(`unparsable control message: ${(error as Error).message}`);
+      return;
+    }
+    if (this.#handshake !== undefined) {
+      const pending = this.#handshake;
+      this.#handshake = undefined;
+      const problem = checkHandshake(message, PROTOCOL_REVISION);
+      if (problem !== undefined) {
+        this.#fail(problem);
+        pending.reject(new Error(problem));
+      } else {
+        pending.resolve(message as Handshake);
+      }
+      return;
+    }
+    const problem = checkFrame(message);
+    if (problem !== undefined) {
+      this.#fail(`invalid control message: ${problem}`);
+      return;
+    }
+    const frame = message as { t: string; m?: string; a?: unknown[]; i?: string };
+    // Output is one-way and hot: handle it synchronously so it stays ordered before the reply.
+    if (frame.t === 'q' && frame.m === 'output' && frame.i === undefined) {
+      this.#handlers?.output(frame.a![0] as OutputMessage);
+      return;
+    }
+    if (frame.t === 'q' && frame.i === undefined) {
+      this.#fail(`invalid control message: "${frame.m}" must be a request`);
+      return;
+    }
+    this.#deliver?.(message);
+  }
+
+  #fail(message: string): void {
+    if (this.#closed) return;
+    this.#events.onProtocolError(message);
+    this.close();
+  }
+}
+
+function encodeError(value: object): string | undefined {
+  if (!(value instanceof Error)) return undefined;
+  const { code } = value as { code?: unknown };
+  return encodeJson({ name: value.name, message: value.message, ...(typeof code === 'string' ? { code } : {}) }, 'error');
+}
+
+/** Sends SIGKILL to a whole process group; a group that is already gone is fine. */
+export function killGroup(pid: number | undefined): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
+  }
+}
