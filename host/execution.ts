@@ -11,6 +11,7 @@ import { readImageSize } from './image-size.ts';
 import { launchCommand } from './launch.ts';
 import { OutputLedger, fittingPrefix, type OutputEntry } from './output-ledger.ts';
 import type { JsonValue } from '../carrier/protocol/json.ts';
+import { stripTypes } from './typescript.ts';
 import { Carrier } from './worker.ts';
 
 export interface SandboxReport {
@@ -26,6 +27,7 @@ export type RunResult =
   | { status: 'failed'; failure: Failure; output: OutputEntry[]; sandbox: SandboxReport };
 
 export interface Execution {
+  /** Program source in erasable TypeScript. */
   program: string;
   filename: string;
   cwd: string;
@@ -121,6 +123,11 @@ export async function executePerCall(config: ResolvedConfig, execution: Executio
     }
   };
 
+  // Stripping types overlaps the carrier's start-up: the first strip in a process loads Node's
+  // TypeScript parser, which takes about as long as a carrier takes to boot.
+  const stripped = stripTypes(execution.program);
+  if (!stripped.ok) stop(exceptionFailure(stripped.error));
+
   let outcome: RunOutcome | undefined;
   const running = (async () => {
     await carrier.handshake();
@@ -146,7 +153,7 @@ export async function executePerCall(config: ResolvedConfig, execution: Executio
     codeStarted = true;
     const result = await carrier.run({
       format: 'async-function',
-      program: execution.program,
+      program: stripped.ok ? stripped.code : '',
       filename: execution.filename,
       cwd: execution.cwd,
       bindings: [...execution.bindings.keys()],

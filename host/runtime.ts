@@ -3,9 +3,7 @@ import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { flattenBindings, type Bindings } from './bindings.ts';
 import { resolveConfig, show, type ResolvedConfig, type RuntimeConfig } from './config.ts';
 import { executePerCall, type RunResult } from './execution.ts';
-import { exceptionFailure } from './failures.ts';
 import type { OutputEntry } from './output-ledger.ts';
-import { stripTypes } from './typescript.ts';
 import { executionInstructions, PROGRAM_FORMAT, type ProgramFormat } from './instructions.ts';
 
 export interface RunRequest {
@@ -99,16 +97,12 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       assertLive('run()');
       checkSpec(spec);
       const bindings = flattenBindings(spec.bindings);
-      const stripped = stripTypes(spec.program);
-      if (!stripped.ok) {
-        return { status: 'failed', failure: exceptionFailure(stripped.error), output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false } };
-      }
       const controller = new AbortController();
       active.add(controller);
       const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
       try {
         return await executePerCall(config, {
-          program: stripped.code,
+          program: spec.program,
           filename: spec.filename,
           cwd: spec.cwd,
           bindings,
