@@ -1,0 +1,144 @@
+// The CLI through the built binary: embedded carrier by default, node-script with the machine's
+// own Node and the bootstrap the binary writes. Assumes `npm run build` has run.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodeJson } from '../../carrier/protocol/json.ts';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { repoRoot } from '../helpers/runtime.ts';
+
+const BIN = join(repoRoot, 'dist', 'ptc');
+const SYSTEM_NODE = '/usr/bin/node';
+const work = mkdtempSync(join(tmpdir(), 'ptc-cli-'));
+
+function ptc(args: string[], input = '', env: NodeJS.ProcessEnv = { PATH: '/usr/bin:/bin' }) {
+  assert.ok(existsSync(BIN), `${BIN} is missing: run "npm run build" first`);
+  const result = spawnSync(BIN, args, { cwd: repoRoot, input, encoding: 'utf8', env, timeout: 60_000 });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+const parseResult = (stdout: string) => decodeJson(stdout) as any;
+
+test('the README demo runs through the binary and prints live output and the value', () => {
+  const { code, stdout, stderr } = ptc(['run', 'examples/triage.ts', '--bindings', 'examples/tools.mjs']);
+  assert.is(stderr, '');
+  assert.is(code, 0);
+  assert.match(stdout, /^4 unlabeled issues\n/);
+  assert.match(stdout, /#9007199254740993 \[urgent\] bug/);
+  assert.match(stdout, /notified #oncall:/);
+  assert.match(stdout, /urgent: \[ 9007199254740993n, 9007199254740997n \]/);
+});
+
+test('--json prints exactly one lossless JSON result', () => {
+  const { code, stdout } = ptc(['run', '--json', '-'], 'return 12345678901234567890n');
+  assert.is(code, 0);
+  assert.is(stdout.trimEnd().split('\n').length, 1);
+  assert.match(stdout, /"value":12345678901234567890[,}]/);
+  const result = parseResult(stdout);
+  assert.is(result.status, 'ok');
+  assert.is(result.value, 12345678901234567890n);
+  assert.equal(result.output, []);
+  assert.type(result.sandbox, 'object');
+});
+
+test('--json reports a failed program with its kind and exits 1', () => {
+  const { code, stdout } = ptc(['run', '--json', '-'], 'inspect("before");\nthrow new RangeError("too far")');
+  assert.is(code, 1);
+  const result = parseResult(stdout);
+  assert.is(result.status, 'failed');
+  assert.is(result.failure.kind, 'exception');
+  assert.is(result.failure.name, 'RangeError');
+  assert.is(result.failure.message, 'too far');
+  assert.equal(result.failure.location, { line: 2, column: 7 });
+  assert.equal(result.output, [{ type: 'text', text: 'before\n' }]);
+});
+
+test('human mode prints the failure on stderr; timeouts exit 1', () => {
+  const { code, stdout, stderr } = ptc(['run', '--timeout-ms', '300', '-'], 'inspect("started"); while (true) {}');
+  assert.is(code, 1);
+  assert.is(stdout, 'started\n');
+  assert.match(stderr, /program failed \(timeout\): execution timed out during execution \(deadline 300 ms elapsed\)/);
+});
+
+test('usage and configuration errors exit 2 and name the problem', () => {
+  const bogus = ptc(['run', '--bogus', '-'], 'return 1');
+  assert.is(bogus.code, 2);
+  assert.match(bogus.stderr, /Unknown argument: bogus/);
+
+  const zero = ptc(['run', '--max-pending-calls', '0', '-'], 'return 1');
+  assert.is(zero.code, 2);
+  assert.match(zero.stderr, /maxPendingCalls must be a positive integer, got 0/);
+
+  const configPath = join(work, 'config.json');
+  writeFileSync(configPath, JSON.stringify({ timeoutMs: 1000, maxOutputBytez: 5 }));
+  const unknown = ptc(['run', '--config', configPath, '-'], 'return 1');
+  assert.is(unknown.code, 2);
+  assert.match(unknown.stderr, /unknown field "maxOutputBytez"/);
+
+  const missing = ptc(['run', 'no-such-program.ts']);
+  assert.is(missing.code, 2);
+  assert.match(missing.stderr, /cannot read program "no-such-program.ts"/);
+
+  const none = ptc([]);
+  assert.is(none.code, 2);
+});
+
+test('--config and limit flags reach the runtime', () => {
+  const configPath = join(work, 'limits.json');
+  writeFileSync(configPath, JSON.stringify({ maxOutputBytes: 10 }));
+  const { code, stdout } = ptc(['run', '--json', '--config', configPath, '-'], 'inspect("0123456789abcdef")');
+  assert.is(code, 1);
+  const result = parseResult(stdout);
+  assert.is(result.failure.kind, 'output-limit');
+  assert.equal(result.output, [{ type: 'text', text: '0123456789' }]);
+});
+
+test('the embedded carrier gets the heap limit and a scrubbed environment', () => {
+  const program = `
+    const { execSync } = await import('node:child_process');
+    const v8 = await import('node:v8');
+    return { env: process.env, limitMb: Math.round(v8.getHeapStatistics().heap_size_limit / 2 ** 20), os: execSync('env', { encoding: 'utf8' }) };
+  `;
+  const { code, stdout } = ptc(['run', '--json', '--max-old-generation-size-mb', '64', '-'], program, { PATH: '/usr/bin:/bin', SECRET_TOKEN: 'hunter2' });
+  assert.is(code, 0);
+  const { value } = parseResult(stdout);
+  assert.equal(value.env, {});
+  assert.ok(value.limitMb < 400, `heap limit ${value.limitMb} MiB should reflect --max-old-generation-size-mb 64`);
+  assert.not.match(value.os, /SECRET_TOKEN|PTC_CARRIER|NODE_OPTIONS/);
+});
+
+test('node-script: the machine\'s own Node runs the bootstrap the binary writes', () => {
+  assert.ok(existsSync(SYSTEM_NODE), `${SYSTEM_NODE} is missing: .ci/run installs the distribution's nodejs`);
+  const bootstrap = join(work, 'bootstrap.mjs');
+  const written = ptc(['bootstrap', '--out', bootstrap]);
+  assert.is(written.code, 0);
+  assert.is(readFileSync(bootstrap, 'utf8'), readFileSync(join(repoRoot, 'dist', 'bootstrap.mjs'), 'utf8'));
+  const system = spawnSync(SYSTEM_NODE, ['--version'], { encoding: 'utf8' }).stdout.trim();
+  const { code, stdout, stderr } = ptc(
+    ['run', '--json', '--node', SYSTEM_NODE, '--bootstrap', bootstrap, '--bindings', 'examples/tools.mjs', '-'],
+    'const issue = await tracker.getIssue(9007199254740997n); inspect(issue.title); return { node: process.version, id: issue.id }',
+  );
+  assert.is(stderr, '');
+  assert.is(code, 0);
+  const result = parseResult(stdout);
+  assert.equal(result.value, { node: system, id: 9007199254740997n });
+  assert.equal(result.output, [{ type: 'text', text: 'Login fails after password reset\n' }]);
+});
+
+test('human mode streams output while the program is still running', async () => {
+  const child = spawn(BIN, ['run', '-'], { cwd: repoRoot, env: { PATH: '/usr/bin:/bin' } });
+  child.stdin.end('inspect("first"); await new Promise((resolve) => setTimeout(resolve, 1500)); inspect("second")');
+  let exited = false;
+  child.on('exit', () => {
+    exited = true;
+  });
+  const first = await new Promise<string>((resolve) => child.stdout.once('data', (chunk: Buffer) => resolve(String(chunk))));
+  assert.is(first, 'first\n');
+  assert.is(exited, false, 'the first line arrived before the program finished');
+  const code = await new Promise((resolve) => child.on('close', resolve));
+  assert.is(code, 0);
+});
+
+test.run();

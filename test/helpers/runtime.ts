@@ -1,0 +1,84 @@
+// Shared test helpers: a runtime per test with short limits, and process inspection.
+import { readdirSync, readFileSync } from 'node:fs';
+import { createRuntime, type RuntimeConfig, type RunResult } from '../../host/index.ts';
+
+export const repoRoot = new URL('../..', import.meta.url).pathname;
+
+/**
+ * The carrier launch under test. test/run.ts runs the integration suites once from source and
+ * again with PTC_TEST_LAUNCH=embedded (dist/ptc) and PTC_TEST_LAUNCH=node-script (the machine's
+ * /usr/bin/node running dist/bootstrap.mjs).
+ */
+export function launchUnderTest(): RuntimeConfig['launch'] {
+  switch (process.env.PTC_TEST_LAUNCH) {
+    case undefined:
+    case '':
+    case 'source':
+      return undefined;
+    case 'embedded':
+      return { kind: 'embedded', executable: `${repoRoot}dist/ptc` };
+    case 'node-script':
+      return { kind: 'node-script', executable: '/usr/bin/node', bootstrapPath: `${repoRoot}dist/bootstrap.mjs` };
+    default:
+      throw new Error(`PTC_TEST_LAUNCH must be source, embedded or node-script, got ${process.env.PTC_TEST_LAUNCH}`);
+  }
+}
+
+/** createRuntime with the launch under test unless the config names one. */
+export function createTestRuntime(config: RuntimeConfig = {}): ReturnType<typeof createRuntime> {
+  const launch = launchUnderTest();
+  return createRuntime({ ...(launch && !config.launch ? { launch } : {}), ...config });
+}
+
+/** Runs one program with a fresh runtime and returns the result. */
+export async function runProgram(
+  program: string,
+  request: Record<string, unknown> = {},
+  config: RuntimeConfig = {},
+  options: Parameters<ReturnType<typeof createRuntime>['run']>[1] = {},
+): Promise<RunResult> {
+  const runtime = createTestRuntime({ timeoutMs: 20_000, ...config });
+  try {
+    return await runtime.run(runtime.resolve({ program, ...request }), options);
+  } finally {
+    await runtime.dispose();
+  }
+}
+
+/** PIDs of live (non-zombie) processes whose process group is `pgid`. */
+export function processesInGroup(pgid: number): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[2]) === pgid) found.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return found;
+}
+
+/** Child processes of this process, with their state letter (Z = zombie). */
+export function childrenOf(pid: number): Array<{ pid: number; state: string; command: string }> {
+  const found: Array<{ pid: number; state: string; command: string }> = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const command = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[1]) === pid) found.push({ pid: Number(entry), state: fields[0]!, command });
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
+
+/** Number of open file descriptors of this process. */
+export function openFds(): number {
+  return readdirSync('/proc/self/fd').length;
+}

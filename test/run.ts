@@ -1,0 +1,65 @@
+// Runs every uvu suite under test/ in its own Node process (suites start carriers and count
+// processes, so they must not share one), then prints one closing line: "N passed, N failed".
+import { spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const only = process.argv.slice(2);
+
+async function suites(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory() && entry.name !== 'fixtures' && entry.name !== 'bench') found.push(...(await suites(path)));
+    else if (entry.name.endsWith('.test.ts')) found.push(path);
+  }
+  return found.sort();
+}
+
+function runSuite(file: string, launch?: string): Promise<{ passed: number; failed: number; code: number | null }> {
+  return new Promise((resolve) => {
+    const env = launch === undefined ? process.env : { ...process.env, PTC_TEST_LAUNCH: launch };
+    const child = spawn(process.execPath, [file], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk;
+      process.stdout.write(chunk);
+    });
+    child.on('close', (code) => {
+      const plain = out.replace(/\x1b\[[0-9;]*m/g, '');
+      const total = Number(/Total:\s+(\d+)/.exec(plain)?.[1] ?? 0);
+      const passed = Number(/Passed:\s+(\d+)/.exec(plain)?.[1] ?? 0);
+      resolve({ passed, failed: Math.max(total - passed, code === 0 ? 0 : 1), code });
+    });
+  });
+}
+
+let passed = 0;
+let failed = 0;
+const failedSuites: string[] = [];
+// Integration suites that go through the test runtime helper run again against the built
+// binary's embedded carrier and against the machine's Node with the bootstrap file.
+const LAUNCHES = [undefined, 'embedded', 'node-script'];
+const all = await suites(join(root, 'test'));
+for (const launch of LAUNCHES) {
+  for (const file of all) {
+    const name = relative(root, file);
+    if (only.length > 0 && !only.some((pattern) => name.includes(pattern))) continue;
+    if (launch !== undefined && !(name.startsWith('test/integration/') && (await usesTestLaunch(file)))) continue;
+    const label = launch === undefined ? name : `${name} [${launch}]`;
+    process.stdout.write(`\n# ${label}\n`);
+    const result = await runSuite(file, launch);
+    passed += result.passed;
+    failed += result.failed;
+    if (result.code !== 0 || result.failed > 0) failedSuites.push(label);
+  }
+}
+
+async function usesTestLaunch(file: string): Promise<boolean> {
+  const source = await readFile(file, 'utf8');
+  return /\b(runProgram|createTestRuntime)\(/.test(source) && !source.includes('launch: source only');
+}
+if (failedSuites.length > 0) process.stdout.write(`\nfailed suites:\n${failedSuites.map((s) => `  ${s}`).join('\n')}\n`);
+process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
+process.exitCode = failed > 0 ? 1 : 0;
