@@ -20,10 +20,12 @@ let active: ActiveRun | undefined;
 // Captured before any program runs: a program that replaces Promise.prototype.then must not be able
 // to keep its own completion from reaching the host.
 const promiseThen = Promise.prototype.then;
+const NativePromise = Promise;
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
   scrubEnvironment();
+  silenceLoaderWarning();
   process.on('uncaughtException', (error) => failActiveRun(error));
   process.on('unhandledRejection', (reason) => failActiveRun(reason));
   captureStandardStreams();
@@ -32,7 +34,26 @@ export function runCarrier(): void {
   defineGlobal('BindingError', BindingError);
 
   const channel = openChannel({ run: (request) => evaluate(request, channel.rpc) }, ['async-function', 'images']);
-  setImageRegistrar((path) => channel.rpc.registerImage(path));
+  setImageRegistrar(async (path) => {
+    try {
+      return await channel.rpc.registerImage(path);
+    } catch (error) {
+      // The host's reason arrives as plain data; the program should catch a real Error.
+      const { message } = (error ?? {}) as { message?: unknown };
+      throw new Error(typeof message === 'string' ? message : `Image.fromFile failed for ${path}`);
+    }
+  });
+}
+
+// The program's first dynamic import makes Node warn that vm.USE_MAIN_CONTEXT_DEFAULT_LOADER (the
+// evaluator's import hook) is experimental; that is the runtime's choice, not program output.
+function silenceLoaderWarning(): void {
+  const emitWarning = process.emitWarning;
+  process.emitWarning = function (this: unknown, warning: string | Error, ...rest: unknown[]) {
+    const text = typeof warning === 'string' ? warning : warning?.message;
+    if (typeof text === 'string' && text.includes('vm.USE_MAIN_CONTEXT_DEFAULT_LOADER')) return;
+    return Reflect.apply(emitWarning, process, [warning, ...rest]);
+  } as typeof process.emitWarning;
 }
 
 function defineGlobal(name: string, value: unknown): void {
@@ -44,14 +65,19 @@ function failActiveRun(thrown: unknown): void {
   active?.settle({ status: 'exception', error: describeThrown(thrown, active.filename) });
 }
 
-async function evaluate(request: RunRequest, rpc: HostRpc): Promise<RunOutcome> {
-  if (active !== undefined) return { status: 'exception', error: { name: 'Error', message: 'another evaluation is running' } };
-  process.chdir(request.cwd);
-  let settled = false;
+// Not an async function: returning `outcome` from one would resolve through `outcome.then`, which
+// the program may have replaced. birpc awaits this native promise without looking up `then`.
+function evaluate(request: RunRequest, rpc: HostRpc): Promise<RunOutcome> {
   let resolveOutcome!: (outcome: RunOutcome) => void;
-  const outcome = new Promise<RunOutcome>((resolve) => {
+  const outcome = new NativePromise<RunOutcome>((resolve) => {
     resolveOutcome = resolve;
   });
+  if (active !== undefined) {
+    resolveOutcome({ status: 'exception', error: { name: 'Error', message: 'another evaluation is running' } });
+    return outcome;
+  }
+  process.chdir(request.cwd);
+  let settled = false;
   const run: ActiveRun = {
     filename: request.filename,
     settle(result) {
@@ -64,7 +90,7 @@ async function evaluate(request: RunRequest, rpc: HostRpc): Promise<RunOutcome> 
     },
   };
   active = run;
-  beginOutput((entry) => rpc.output(entry), request.maxOutputBytes);
+  beginOutput((entry) => rpc.output(entry), request.maxOutputBytes, request.maxMessageBytes);
   const uninstall = installBindings(
     request.bindings,
     { active: () => !settled, invoke: (name, args) => rpc.invoke(name, args) },

@@ -2,6 +2,8 @@
 // place so every line and column of the program stays where the author wrote it. The body is
 // wrapped in an async function first because top-level `return` is a syntax error for a module.
 import { stripTypeScriptTypes } from 'node:module';
+import { parse, type Node } from 'acorn';
+import { simple as walkSimple } from 'acorn-walk';
 import type { ErrorInfo } from '../carrier/protocol/messages.ts';
 
 const PREFIX = 'async function __ptc_program__() {';
@@ -13,6 +15,7 @@ let warned = false;
 
 /** Strips erasable types from an async function body; non-erasable syntax becomes a located SyntaxError. */
 export function stripTypes(program: string): StripResult {
+  if (isPlainJavaScript(program)) return { ok: true, code: program };
   try {
     const stripped = quietly(() => stripTypeScriptTypes(`${PREFIX}${program}${SUFFIX}`, { mode: 'strip' }));
     return { ok: true, code: stripped.slice(PREFIX.length, stripped.length - SUFFIX.length) };
@@ -21,6 +24,27 @@ export function stripTypes(program: string): StripResult {
     if (code !== 'ERR_INVALID_TYPESCRIPT_SYNTAX' && code !== 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX') throw error;
     return { ok: false, error: locate(program, String(message), String(stack), code) };
   }
+}
+
+// Loading Node's TypeScript parser costs ~65 ms per process; a program that already parses as
+// JavaScript has no types to strip. The one construct both languages accept with different
+// meanings is `a < b > (c)`, a comparison chain in JavaScript and a generic call in TypeScript;
+// programs containing it go to the TypeScript parser.
+function isPlainJavaScript(program: string): boolean {
+  let ast: Node;
+  try {
+    ast = parse(`(async function () {\n${program}\n})`, { ecmaVersion: 'latest', sourceType: 'script' });
+  } catch {
+    return false;
+  }
+  let ambiguous = false;
+  walkSimple(ast, {
+    BinaryExpression(node) {
+      const { operator, left } = node as unknown as { operator: string; left: { type: string; operator?: string } };
+      if (operator === '>' && left.type === 'BinaryExpression' && left.operator === '<') ambiguous = true;
+    },
+  });
+  return !ambiguous;
 }
 
 // Node decorates the error like a compile error: ":<line>", context lines, and a caret line under
