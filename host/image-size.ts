@@ -1,0 +1,157 @@
+// Pixel size of PNG, JPEG, GIF and WebP images, read from their header bytes without decoding them.
+import { open, type FileHandle } from 'node:fs/promises';
+
+export type ImageFormat = 'png' | 'jpeg' | 'gif' | 'webp';
+export interface ImageSize { format: ImageFormat; width: number; height: number }
+
+/** Bytes read at once; every format's size fits in here except a JPEG with large metadata segments before SOFn. */
+const WINDOW = 64 * 1024;
+
+/** Reads the pixel size of a PNG, JPEG, GIF or WebP file from its header bytes. Throws a TypeError naming the path when the file is not one of those formats or is truncated/corrupt. */
+export async function readImageSize(path: string): Promise<ImageSize> {
+  const label = `Image.fromFile: "${path}"`;
+  const handle = await io(label, open(path, 'r'));
+  try {
+    let window = await readWindow(handle, 0, label);
+    if (detect(window) !== 'jpeg') return imageSizeFromBytes(window, label);
+    // EXIF/ICC/XMP segments can push SOFn far past the first window: skip segments by their length, reading on.
+    let base = 0;
+    let start = 2; // after SOI
+    for (;;) {
+      const step = scanJpeg(window, start, label);
+      if (typeof step !== 'number') return step;
+      if (window.length < WINDOW) throw truncated(label); // this window already reached the end of the file
+      base += step;
+      window = await readWindow(handle, base, label);
+      start = 0;
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Same, from bytes already in memory; `label` names the source in error messages. */
+export function imageSizeFromBytes(bytes: Uint8Array, label: string): ImageSize {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const need = (n: number): void => { if (bytes.length < n) throw truncated(label); };
+  switch (detect(bytes)) {
+    case 'png':
+      // 8-byte signature, then the IHDR chunk: length(4) type(4) width(4) height(4), big-endian.
+      need(24);
+      if (ascii(bytes, 12, 4) !== 'IHDR') throw corrupt(label, 'PNG', 'first chunk is not IHDR');
+      return { format: 'png', width: view.getUint32(16), height: view.getUint32(20) };
+    case 'gif':
+      // "GIF87a"/"GIF89a", then the logical screen width and height, little-endian.
+      need(10);
+      return { format: 'gif', width: view.getUint16(6, true), height: view.getUint16(8, true) };
+    case 'jpeg': {
+      const step = scanJpeg(bytes, 2, label);
+      if (typeof step === 'number') throw truncated(label);
+      return step;
+    }
+    case 'webp':
+      return webpSize(bytes, view, label);
+    default:
+      throw new TypeError(`${label} is not a PNG, JPEG, GIF or WebP image`);
+  }
+}
+
+function detect(b: Uint8Array): ImageFormat | undefined {
+  if (hasBytes(b, 0, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])) return 'png';
+  if (hasBytes(b, 0, [0xff, 0xd8, 0xff])) return 'jpeg';
+  if (ascii(b, 0, 6) === 'GIF87a' || ascii(b, 0, 6) === 'GIF89a') return 'gif';
+  if (ascii(b, 0, 4) === 'RIFF' && ascii(b, 8, 4) === 'WEBP') return 'webp';
+  return undefined;
+}
+
+/**
+ * Walks JPEG markers from `i` (where a marker is expected) to the first SOFn. Returns the size, or, when the
+ * bytes run out first, the index to resume from once more bytes are available (may lie beyond `b.length`).
+ */
+function scanJpeg(b: Uint8Array, i: number, label: string): ImageSize | number {
+  for (;;) {
+    if (i >= b.length) return i;
+    if (b[i] !== 0xff) throw corrupt(label, 'JPEG', `expected a marker at byte ${i}`);
+    let j = i + 1;
+    while (j < b.length && b[j] === 0xff) j++; // any number of 0xFF fill bytes may precede the marker code
+    if (j >= b.length) return j - 1; // resume at the last 0xFF, which still starts a valid marker
+    const marker = b[j]!;
+    // SOI, TEM and RST0..7 stand alone: no length field follows.
+    if (marker === 0xd8 || marker === 0x01 || (marker >= 0xd0 && marker <= 0xd7)) { i = j + 1; continue; }
+    // Start of scan or end of image: entropy-coded data follows or nothing does, and no SOFn was seen.
+    if (marker === 0xda || marker === 0xd9) throw corrupt(label, 'JPEG', 'no SOF marker before the image data');
+    if (j + 3 > b.length) return j - 1;
+    const length = (b[j + 1]! << 8) | b[j + 2]!; // counts itself but not the marker
+    if (length < 2) throw corrupt(label, 'JPEG', `bad segment length at byte ${j + 1}`);
+    // SOF0..SOF15, except DHT (C4), JPG (C8) and DAC (CC) which share the range.
+    if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
+      // SOFn payload: length(2) precision(1) height(2) width(2).
+      if (j + 8 > b.length) return j - 1;
+      return { format: 'jpeg', height: (b[j + 4]! << 8) | b[j + 5]!, width: (b[j + 6]! << 8) | b[j + 7]! };
+    }
+    i = j + 1 + length;
+  }
+}
+
+function webpSize(b: Uint8Array, view: DataView, label: string): ImageSize {
+  // RIFF header (12 bytes), then the first chunk: fourCC(4) size(4) payload from byte 20.
+  const need = (n: number): void => { if (b.length < n) throw truncated(label); };
+  need(20);
+  const chunk = ascii(b, 12, 4);
+  if (chunk === 'VP8 ') {
+    // Lossy: 3-byte frame tag, start code 9d 01 2a, then 14-bit width and height (top 2 bits are scaling).
+    need(30);
+    if (!hasBytes(b, 23, [0x9d, 0x01, 0x2a])) throw corrupt(label, 'WebP', 'missing VP8 start code');
+    return { format: 'webp', width: view.getUint16(26, true) & 0x3fff, height: view.getUint16(28, true) & 0x3fff };
+  }
+  if (chunk === 'VP8L') {
+    // Lossless: signature byte 0x2f, then width-1 and height-1 as consecutive 14-bit fields, LSB first.
+    need(25);
+    if (b[20] !== 0x2f) throw corrupt(label, 'WebP', 'missing VP8L signature');
+    const bits = view.getUint32(21, true);
+    return { format: 'webp', width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1 };
+  }
+  if (chunk === 'VP8X') {
+    // Extended: flags(1) reserved(3), then canvas width-1 and height-1 as 24-bit little-endian.
+    need(30);
+    const u24 = (at: number): number => b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16);
+    return { format: 'webp', width: u24(24) + 1, height: u24(27) + 1 };
+  }
+  throw corrupt(label, 'WebP', `unknown first chunk "${chunk}"`);
+}
+
+async function readWindow(handle: FileHandle, position: number, label: string): Promise<Uint8Array> {
+  const buffer = new Uint8Array(WINDOW);
+  let filled = 0;
+  while (filled < WINDOW) {
+    const { bytesRead } = await io(label, handle.read(buffer, filled, WINDOW - filled, position + filled));
+    if (bytesRead === 0) break; // end of file
+    filled += bytesRead;
+  }
+  return buffer.subarray(0, filled);
+}
+
+/** File-system failures (missing file, directory, permissions) keep their cause but name the path up front. */
+async function io<T>(label: string, promise: Promise<T>): Promise<T> {
+  try {
+    return await promise;
+  } catch (error) {
+    throw new Error(`${label} cannot be read: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+function hasBytes(b: Uint8Array, at: number, expected: number[]): boolean {
+  return b.length >= at + expected.length && expected.every((value, k) => b[at + k] === value);
+}
+
+function ascii(b: Uint8Array, at: number, length: number): string {
+  return String.fromCharCode(...b.subarray(at, at + length));
+}
+
+function truncated(label: string): TypeError {
+  return new TypeError(`${label} is truncated`);
+}
+
+function corrupt(label: string, format: string, detail: string): TypeError {
+  return new TypeError(`${label} is not a valid ${format} image: ${detail}`);
+}
