@@ -5,7 +5,11 @@ import { CARRIER_SELECTOR } from '../carrier/protocol/revision.ts';
 if (process.env[CARRIER_SELECTOR] === '1') {
   void import('../carrier/carrier.ts').then(({ runCarrier }) => runCarrier());
 } else {
-  void import('../host/cli.ts').then(async ({ main }) => {
-    process.exitCode = await main(process.argv.slice(2));
-  });
+  const argv = process.argv.slice(2);
+  void import('../host/spare.ts')
+    .then(({ prestartForCli }) => prestartForCli(argv))
+    .then(() => import('../host/cli.ts'))
+    .then(async ({ main }) => {
+      process.exitCode = await main(argv);
+    });
 }

@@ -1,5 +1,8 @@
 #!/usr/bin/env node
 // `ptc` from source: node host/bin.ts <command>.
-import { main } from './cli.ts';
+import { prestartForCli } from './spare.ts';
 
-process.exitCode = await main(process.argv.slice(2));
+const argv = process.argv.slice(2);
+await prestartForCli(argv);
+const { main } = await import('./cli.ts');
+process.exitCode = await main(argv);

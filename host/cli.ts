@@ -141,7 +141,8 @@ async function runCommand(args: RunArgs): Promise<number> {
 }
 
 async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
-  let config: Record<string, unknown> = {};
+  // One run per process: the carrier started by prestartForCli is the only one worth having.
+  let config: Record<string, unknown> = { prestartCarrier: false };
   if (args.config !== undefined) {
     let text: string;
     try {

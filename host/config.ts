@@ -34,6 +34,8 @@ export interface RuntimeConfig {
   graceMs?: number;
   /** How the carrier is started. @default the local carrier (this binary, or carrier/main.ts from source) */
   launch?: LaunchConfig;
+  /** Keep one fresh, never-used carrier booted ahead of the next run. @default true */
+  prestartCarrier?: boolean;
 }
 
 export interface ResolvedConfig {
@@ -49,6 +51,7 @@ export interface ResolvedConfig {
   stopGraceMs: number;
   graceMs: number;
   launch: LaunchConfig | undefined;
+  prestartCarrier: boolean;
 }
 
 export const DEFAULTS: Omit<ResolvedConfig, 'launch'> = {
@@ -63,6 +66,7 @@ export const DEFAULTS: Omit<ResolvedConfig, 'launch'> = {
   maxPendingCalls: 128,
   stopGraceMs: 3_000,
   graceMs: 3_000,
+  prestartCarrier: true,
 };
 
 const EXECUTION_MODES: readonly string[] = ['per-call'];
@@ -100,6 +104,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     stopGraceMs: nonNegativeInteger(config, 'stopGraceMs'),
     graceMs: nonNegativeInteger(config, 'graceMs'),
     launch: launchConfig(config.launch),
+    prestartCarrier: boolean(config, 'prestartCarrier'),
   };
   if (resolved.timeoutMs > resolved.maxTimeoutMs) {
     throw new RangeError(`ptc config: timeoutMs (${resolved.timeoutMs}) must not exceed maxTimeoutMs (${resolved.maxTimeoutMs})`);
@@ -113,7 +118,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
   return resolved;
 }
 
-function boolean(config: Record<string, unknown>, field: 'scriptPersistence' | 'replScoped'): boolean {
+function boolean(config: Record<string, unknown>, field: 'scriptPersistence' | 'replScoped' | 'prestartCarrier'): boolean {
   const value = config[field] ?? DEFAULTS[field];
   if (typeof value !== 'boolean') throw new TypeError(`ptc config: ${field} must be a boolean, got ${show(value)}`);
   return value;

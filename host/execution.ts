@@ -12,7 +12,7 @@ import { launchCommand } from './launch.ts';
 import { OutputLedger, fittingPrefix, type OutputEntry } from './output-ledger.ts';
 import type { JsonValue } from '../carrier/protocol/json.ts';
 import { stripTypes } from './typescript.ts';
-import { Carrier } from './worker.ts';
+import { startSpare, takeCarrier } from './spare.ts';
 
 export interface SandboxReport {
   mode: 'full-access';
@@ -78,20 +78,18 @@ export async function executePerCall(config: ResolvedConfig, execution: Executio
   };
 
   let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-  const carrier = new Carrier({
-    command: launchCommand(config.launch, config.maxOldGenerationSizeMb),
-    cwd: execution.cwd,
-    maxMessageBytes: config.maxMessageBytes,
-    events: {
-      onProtocolError: (message) => stop(protocolFailure(message)),
-      onSpawnError: (message) => stop({ kind: 'worker-exit', message, exitCode: null, signal: null }),
-      onExit: (code, signal) => {
-        exit = { code, signal };
-        if (!settled) stop({ kind: 'worker-exit', message: '', exitCode: code, signal });
-      },
-      onStdio: (text) => {
-        if (!settled || failure === undefined) addText(text);
-      },
+  const command = launchCommand(config.launch, config.maxOldGenerationSizeMb);
+  const carrier = takeCarrier(command, config.maxMessageBytes, execution.cwd);
+  if (config.prestartCarrier) startSpare(command, config.maxMessageBytes);
+  carrier.attach({
+    onProtocolError: (message) => stop(protocolFailure(message)),
+    onSpawnError: (message) => stop({ kind: 'worker-exit', message, exitCode: null, signal: null }),
+    onExit: (code, signal) => {
+      exit = { code, signal };
+      if (!settled) stop({ kind: 'worker-exit', message: '', exitCode: code, signal });
+    },
+    onStdio: (text) => {
+      if (!settled || failure === undefined) addText(text);
     },
   });
 

@@ -4,6 +4,8 @@ import { flattenBindings, type Bindings } from './bindings.ts';
 import { resolveConfig, show, type ResolvedConfig, type RuntimeConfig } from './config.ts';
 import { executePerCall, type RunResult } from './execution.ts';
 import type { OutputEntry } from './output-ledger.ts';
+import { launchCommand } from './launch.ts';
+import { holdSpares, startSpare } from './spare.ts';
 import { executionInstructions, PROGRAM_FORMAT, type ProgramFormat } from './instructions.ts';
 
 export interface RunRequest {
@@ -56,6 +58,12 @@ const REQUEST_FIELDS = new Set(['program', 'bindings', 'cwd', 'timeoutMs', 'disc
 export function createRuntime(input?: RuntimeConfig): Runtime {
   const config = Object.freeze(resolveConfig(input));
   const active = new Set<AbortController>();
+  let releaseSpares: (() => Promise<void>) | undefined;
+  if (config.prestartCarrier) {
+    const command = launchCommand(config.launch, config.maxOldGenerationSizeMb);
+    releaseSpares = holdSpares(command, config.maxMessageBytes, config.graceMs);
+    startSpare(command, config.maxMessageBytes);
+  }
   let disposed = false;
   let attachments = 0;
 
@@ -76,8 +84,8 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
         if (!REQUEST_FIELDS.has(field)) throw new TypeError(`ptc request: unknown field "${field}"`);
       }
       if (typeof request.program !== 'string') throw new TypeError(`ptc request: program must be a string, got ${show(request.program)}`);
-      const cwd = resolvePath(request.cwd ?? process.cwd());
       if (request.cwd !== undefined && typeof request.cwd !== 'string') throw new TypeError(`ptc request: cwd must be a path, got ${show(request.cwd)}`);
+      const cwd = resolvePath(request.cwd ?? process.cwd());
       const discardCompletion = request.discardCompletion ?? false;
       if (typeof discardCompletion !== 'boolean') throw new TypeError(`ptc request: discardCompletion must be a boolean, got ${show(discardCompletion)}`);
       const filename = request.filename ?? 'program.ts';
@@ -121,6 +129,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       if (disposed) return;
       disposed = true;
       for (const controller of active) controller.abort(new Error('runtime disposed'));
+      await releaseSpares?.();
     },
   };
 }
@@ -138,6 +147,7 @@ function checkSpec(spec: unknown): asserts spec is RunSpec {
   const value = spec as Partial<RunSpec> | null;
   if (
     typeof value !== 'object' || value === null || typeof value.program !== 'string' || typeof value.cwd !== 'string' ||
+    typeof value.bindings !== 'object' || value.bindings === null ||
     !isAbsolute(value.cwd) || typeof value.filename !== 'string' || typeof value.discardCompletion !== 'boolean' ||
     !(value.timeoutMs === null || (typeof value.timeoutMs === 'number' && value.timeoutMs > 0))
   ) {

@@ -32,14 +32,23 @@ export interface CarrierOptions {
   command: LaunchCommand;
   cwd: string;
   maxMessageBytes: number;
-  events: CarrierEvents;
+  /** Listeners; a spare carrier gets them later through attach(). */
+  events?: CarrierEvents;
 }
+
+/** What happened to a carrier before anyone listened: replayed by attach(). */
+type EarlyEvent =
+  | { type: 'exit'; code: number | null; signal: NodeJS.Signals | null }
+  | { type: 'spawn-error'; message: string }
+  | { type: 'protocol'; message: string };
 
 /** A running carrier process and its control channel. */
 export class Carrier {
   readonly child: ChildProcess;
-  readonly #events: CarrierEvents;
+  #events: CarrierEvents | undefined;
+  readonly #early: EarlyEvent[] = [];
   readonly #control: Socket;
+  readonly #ready: Promise<Handshake>;
   #handlers: HostHandlers | undefined;
   #rpc: BirpcReturn<CarrierMethods, HostHandlers> | undefined;
   #deliver: ((message: unknown) => void) | undefined;
@@ -51,6 +60,10 @@ export class Carrier {
 
   constructor({ command, cwd, maxMessageBytes, events }: CarrierOptions) {
     this.#events = events;
+    this.#ready = new Promise((resolve, reject) => {
+      this.#handshake = { resolve, reject };
+    });
+    this.#ready.catch(() => {});
     this.child = spawn(command.executable, command.args, {
       cwd,
       env: command.env,
@@ -65,21 +78,25 @@ export class Carrier {
       this.child.once('error', (error) => {
         if (this.child.pid === undefined) {
           this.#exited = true;
-          events.onSpawnError(`could not start the carrier (${command.executable}): ${error.message}`);
+          const message = `could not start the carrier (${command.executable}): ${error.message}`;
+          this.#handshake?.reject(new Error(message));
+          this.#emit({ type: 'spawn-error', message });
           resolve();
         }
       });
     });
     this.child.once('exit', (code, signal) => {
       this.#exited = true;
-      events.onExit(code, signal);
+      this.#handshake?.reject(new Error('the carrier exited before its handshake'));
+      this.#emit({ type: 'exit', code, signal });
     });
     for (const stream of ['stdout', 'stderr'] as const) {
       const decoder = new StringDecoder('utf8');
       this.child[stream]!.on('data', (chunk: Buffer) => {
         const text = decoder.write(chunk);
         if (stream === 'stderr') this.#stderrTail = (this.#stderrTail + text).slice(-STDERR_TAIL_BYTES);
-        if (text !== '') events.onStdio(text, stream);
+        // Without a listener the carrier is idle: its stdout is discarded, stderr kept as the tail.
+        if (text !== '') this.#events?.onStdio(text, stream);
       });
     }
     const reader = createLineReader({
@@ -101,9 +118,42 @@ export class Carrier {
 
   /** Resolves with the carrier's handshake once it has been checked against this host's revision. */
   handshake(): Promise<Handshake> {
-    return new Promise((resolve, reject) => {
-      this.#handshake = { resolve, reject };
-    });
+    return this.#ready;
+  }
+
+  /** True once the process has exited or could not start. */
+  get exited(): boolean {
+    return this.#exited;
+  }
+
+  /** Starts listening; anything that happened before (exit, protocol error) is delivered now. */
+  attach(events: CarrierEvents): void {
+    this.#events = events;
+    for (const event of this.#early.splice(0)) this.#deliverEvent(event);
+  }
+
+  #emit(event: EarlyEvent): void {
+    if (this.#events === undefined) this.#early.push(event);
+    else this.#deliverEvent(event);
+  }
+
+  #deliverEvent(event: EarlyEvent): void {
+    const events = this.#events!;
+    if (event.type === 'exit') events.onExit(event.code, event.signal);
+    else if (event.type === 'spawn-error') events.onSpawnError(event.message);
+    else events.onProtocolError(event.message);
+  }
+
+  /** Lets the host exit while this carrier idles; a spare must not keep the process alive. */
+  unref(): void {
+    this.child.unref();
+    for (const stream of [this.child.stdout, this.child.stderr, this.#control]) (stream as Socket | null)?.unref?.();
+  }
+
+  /** Undoes unref() once the carrier has work. */
+  ref(): void {
+    this.child.ref();
+    for (const stream of [this.child.stdout, this.child.stderr, this.#control]) (stream as Socket | null)?.ref?.();
   }
 
   /** Starts RPC with the given host handlers; call after the handshake. */
@@ -207,7 +257,7 @@ export class Carrier {
 
   #fail(message: string): void {
     if (this.#closed) return;
-    this.#events.onProtocolError(message);
+    this.#emit({ type: 'protocol', message });
     this.close();
   }
 }
