@@ -69,6 +69,7 @@ export function installBindings(names: string[], scope: BindingScope, limits: Bi
       pending--;
       pendingBytes -= bytes;
     }
+    if (typeof reply.value !== 'string') return undefined;
     return placeImages(decodeJson(reply.value), reply.images);
   };
 

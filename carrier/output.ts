@@ -18,12 +18,24 @@ const inspectOptions = {
   breakLength: 100,
 } as const;
 
+const { apply } = Reflect;
+const stringSlice = String.prototype.slice;
+const charCodeAt = String.prototype.charCodeAt;
+/** Bytes of an output frame around its text: `{"t":"q","m":"output","a":[{"type":"text","text":""}]}` and slack. */
+const FRAME_OVERHEAD = 256;
+
 let sink: OutputSink | undefined;
 let remaining = 0;
+let maxChunkUnits = Infinity;
 
-/** Directs output to `send` until the run's budget (plus one entry to show the overflow) is spent. */
-export function beginOutput(send: OutputSink, maxOutputBytes: number): void {
+/**
+ * Directs output to `send` until the run's budget (plus one entry to show the overflow) is spent.
+ * Text is sent in pieces that fit one control frame, since the host refuses larger frames.
+ */
+export function beginOutput(send: OutputSink, maxOutputBytes: number, maxMessageBytes: number): void {
   remaining = maxOutputBytes;
+  // JSON escaping turns one UTF-16 unit into at most 6 bytes (\u001f).
+  maxChunkUnits = Math.max(1, Math.floor((maxMessageBytes - FRAME_OVERHEAD) / 6));
   sink = send;
 }
 
@@ -34,8 +46,29 @@ export function endOutput(): void {
 
 function emit(entry: OutputMessage): void {
   if (sink === undefined || remaining < 0) return;
-  remaining -= entry.type === 'text' ? byteLength(entry.text) : 64;
-  sink(entry);
+  if (entry.type !== 'text') {
+    remaining -= 64;
+    sink(entry);
+    return;
+  }
+  // Every unit is at least one byte, so remaining + 1 units are enough for the host to see the
+  // overflow; the rest is never sent.
+  const text = entry.text;
+  const end = cutPoint(text, remaining + 1);
+  for (let start = 0; start < end && sink !== undefined; ) {
+    const stop = cutPoint(text, Math.min(end, start + maxChunkUnits));
+    const piece = apply(stringSlice, text, [start, stop]) as string;
+    remaining -= byteLength(piece);
+    sink({ type: 'text', text: piece });
+    start = stop;
+  }
+}
+
+/** `index`, moved one unit on when it would split a surrogate pair. */
+function cutPoint(text: string, index: number): number {
+  if (index >= text.length) return text.length;
+  const unit = apply(charCodeAt, text, [index - 1]) as number;
+  return unit >= 0xd800 && unit <= 0xdbff ? index + 1 : index;
 }
 
 /** Displays values: strings as they are, Images as attachments, anything else via util.inspect. */

@@ -14,6 +14,7 @@ export interface Bindings {
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 const RESERVED = new Set(['inspect', 'Image', 'BindingError', 'globalThis', 'process', 'console', 'undefined', 'eval', 'arguments']);
 const imageBrand = Symbol.for('ptc.ImageRef');
+const imageRefPrototype = Object.freeze({ [imageBrand]: true });
 
 /** A file to hand to the program as an Image; made with `image(path)`. */
 export interface ImageRef {
@@ -24,7 +25,8 @@ export interface ImageRef {
 /** Marks a file (PNG, JPEG, GIF or WebP) as an image for a binding to return. */
 export function image(path: string): ImageRef {
   if (typeof path !== 'string' || path === '') throw new TypeError(`image() expects a file path, got ${show(path)}`);
-  return Object.freeze({ [imageBrand]: true as const, path });
+  // Not a plain object, so the result encoder hands it to replaceObject instead of rejecting the brand key.
+  return Object.freeze(Object.assign(Object.create(imageRefPrototype) as ImageRef, { path }));
 }
 
 export function isImageRef(value: unknown): value is ImageRef {
@@ -68,7 +70,7 @@ export async function encodeResult(
   collectImages(result, [], found, new Set());
   const images: ImagePlacement[] = [];
   for (const { at, ref } of found) images.push({ at, image: await registerImage(ref.path) });
-  if (result === undefined) return { value: 'null', images };
+  if (result === undefined) return { images };
   try {
     const value = encodeJson(result, 'result', {
       replaceObject: (object) => (isImageRef(object) ? 'null' : undefined),

@@ -60,7 +60,14 @@ export async function executePerCall(config: ResolvedConfig, execution: Executio
     stopRun();
   };
 
-  const emit = (entry: OutputEntry): void => execution.onOutput?.(entry);
+  // The caller's listener must not be able to break the run; its failure is its own.
+  const emit = (entry: OutputEntry): void => {
+    try {
+      execution.onOutput?.(entry);
+    } catch {
+      // Ignored: the entry is still in the result.
+    }
+  };
   const addText = (text: string): void => {
     if (settled && failure?.kind === 'output-limit') return;
     const kept = ledger.addText(text);

@@ -18,6 +18,9 @@ const arrayJoin = Array.prototype.join;
 const arrayPush = Array.prototype.push;
 const hasOwn = Object.hasOwn;
 const isFiniteNumber = Number.isFinite;
+const isIntegerNumber = Number.isInteger;
+const isSafeIntegerNumber = Number.isSafeInteger;
+const numberToExponential = Number.prototype.toExponential;
 const identifierPattern = /^[A-Za-z_$][\w$]*$/;
 const regexpTest = RegExp.prototype.test;
 const BigIntCtor = BigInt;
@@ -63,7 +66,11 @@ function encode(value: unknown, path: string, options: EncodeOptions, seen: Set<
       return value ? 'true' : 'false';
     case 'number':
       if (!isFiniteNumber(value)) throw new LossyValueError(path, `is ${apply(numberToString, value, [])}, which JSON cannot represent`);
-      return value === 0 ? '0' : apply(numberToString, value, []);
+      // -0 keeps its sign, and an integer beyond 2^53 is written with an exponent: as plain digits
+      // decodeJson would read it back as a bigint (and, from toString's rounded digits, a different one).
+      if (value === 0) return 1 / value < 0 ? '-0' : '0';
+      if (isIntegerNumber(value) && !isSafeIntegerNumber(value)) return apply(numberToExponential, value, []);
+      return apply(numberToString, value, []);
     case 'bigint':
       return apply(bigintToString, value, []);
     case 'undefined':

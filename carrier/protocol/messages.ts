@@ -62,7 +62,8 @@ export interface ImagePlacement {
 }
 
 export interface InvokeResult {
-  value: string;
+  /** Lossless JSON text of the result; absent when the binding returned undefined. */
+  value?: string;
   images: ImagePlacement[];
 }
 

@@ -82,3 +82,42 @@ export function childrenOf(pid: number): Array<{ pid: number; state: string; com
 export function openFds(): number {
   return readdirSync('/proc/self/fd').length;
 }
+
+/** PIDs of processes in group `pgid` that have not exited; zombies awaiting their reaper are dead. */
+export function liveProcessesInGroup(pgid: number): number[] {
+  return processesInGroup(pgid).filter((pid) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] !== 'Z';
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Polls `check` every 10 ms until it is true or `deadlineMs` elapses; returns its last answer. */
+export async function waitUntil(check: () => boolean, deadlineMs: number): Promise<boolean> {
+  const end = Date.now() + deadlineMs;
+  while (!check()) {
+    if (Date.now() >= end) return false;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return true;
+}
+
+/** Every process that has not exited, with its process group; one pass over /proc. */
+export function liveProcesses(): Array<{ pid: number; pgid: number; command: string }> {
+  const found: Array<{ pid: number; pgid: number; command: string }> = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] === 'Z') continue;
+      found.push({ pid: Number(entry), pgid: Number(fields[2]), command: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) });
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return found;
+}
