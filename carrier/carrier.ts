@@ -39,8 +39,9 @@ export function runCarrier(): void {
       return await channel.rpc.registerImage(path);
     } catch (error) {
       // The host's reason arrives as plain data; the program should catch a real Error.
-      const { message } = (error ?? {}) as { message?: unknown };
-      throw new Error(typeof message === 'string' ? message : `Image.fromFile failed for ${path}`);
+      const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
+      const text = typeof message === 'string' ? message : `Image.fromFile failed for ${path}`;
+      throw name === 'TypeError' ? new TypeError(text) : new Error(text);
     }
   });
 }

@@ -127,8 +127,10 @@ function boolean(config: Record<string, unknown>, field: 'scriptPersistence' | '
 type NumericField = { [K in keyof typeof DEFAULTS]: (typeof DEFAULTS)[K] extends number ? K : never }[keyof typeof DEFAULTS];
 
 function positiveInteger(config: Record<string, unknown>, field: NumericField): number {
-  const value = nonNegativeInteger(config, field);
-  if (value === 0) throw new RangeError(`ptc config: ${field} must be a positive integer, got 0`);
+  const value = config[field] ?? DEFAULTS[field];
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new RangeError(`ptc config: ${field} must be a positive integer, got ${show(value)}`);
+  }
   return value;
 }
 

@@ -14,7 +14,7 @@ export type StripResult = { ok: true; code: string } | { ok: false; error: Error
 let warned = false;
 
 /** Strips erasable types from an async function body; non-erasable syntax becomes a located SyntaxError. */
-export function stripTypes(program: string): StripResult {
+export function stripTypes(program: string, filename: string): StripResult {
   if (isPlainJavaScript(program)) return { ok: true, code: program };
   try {
     const stripped = quietly(() => stripTypeScriptTypes(`${PREFIX}${program}${SUFFIX}`, { mode: 'strip' }));
@@ -22,7 +22,7 @@ export function stripTypes(program: string): StripResult {
   } catch (error) {
     const { code, message, stack } = error as { code?: string; message?: string; stack?: string };
     if (code !== 'ERR_INVALID_TYPESCRIPT_SYNTAX' && code !== 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX') throw error;
-    return { ok: false, error: locate(program, String(message), String(stack), code) };
+    return { ok: false, error: locate(program, filename, String(message), String(stack), code) };
   }
 }
 
@@ -49,7 +49,7 @@ function isPlainJavaScript(program: string): boolean {
 
 // Node decorates the error like a compile error: ":<line>", context lines, and a caret line under
 // the offending span. The caret is the reliable part; its line is the one above it.
-function locate(program: string, message: string, stack: string, code: string): ErrorInfo {
+function locate(program: string, filename: string, message: string, stack: string, code: string): ErrorInfo {
   const unsupported = code === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX';
   const info: ErrorInfo = {
     name: 'SyntaxError',
@@ -66,7 +66,8 @@ function locate(program: string, message: string, stack: string, code: string): 
   if (source === undefined || column < 1) return info;
   info.location = { line, column };
   info.excerpt = `${source}\n${' '.repeat(column - 1)}${'^'.repeat(Math.max(1, lines[caretIndex]!.trim().length))}`;
-  info.stack = `program:${line}:${column}\n${info.excerpt}\n\nSyntaxError: ${info.message}`;
+  // The same shape as a syntax error V8 reports in the carrier.
+  info.stack = `${filename}:${line}\n${info.excerpt}\n\nSyntaxError: ${info.message}`;
   return info;
 }
 

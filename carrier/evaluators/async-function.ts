@@ -2,20 +2,16 @@
 // wrapped in a strict async function and compiled as a vm.Script whose line offset cancels the
 // wrapper's first line, so stack lines and columns are those of the program source.
 import vm from 'node:vm';
-import { withoutRuntimeWarnings } from '../warnings.ts';
 
 const PREFIX = '(async function () {"use strict";\n';
 const SUFFIX = '\n})';
 
 /** Compiles a function body; throws the engine's SyntaxError for invalid source. */
 export function compileAsyncFunction(program: string, filename: string): () => Promise<unknown> {
-  const script = withoutRuntimeWarnings(
-    () =>
-      new vm.Script(`${PREFIX}${program}${SUFFIX}`, {
-        filename,
-        lineOffset: -1,
-        importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
-      }),
-  );
+  const script = new vm.Script(`${PREFIX}${program}${SUFFIX}`, {
+    filename,
+    lineOffset: -1,
+    importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+  });
   return script.runInThisContext() as () => Promise<unknown>;
 }
