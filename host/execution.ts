@@ -98,6 +98,9 @@ export async function executePerCall(config: ResolvedConfig, execution: Executio
     onStdio: (text) => {
       if (!settled || failure === undefined) addText(text);
     },
+    onControlLost: () => {
+      if (!settled) stop({ kind: 'worker-exit', message: CONTROL_LOST, exitCode: null, signal: null });
+    },
   });
 
   const timer = execution.timeoutMs === null ? undefined : setTimeout(() => stop(timeoutFailure(execution.timeoutMs!, codeStarted)), execution.timeoutMs);
@@ -130,7 +133,7 @@ export async function executePerCall(config: ResolvedConfig, execution: Executio
 
   // Stripping types overlaps the carrier's start-up: the first strip in a process loads Node's
   // TypeScript parser, which takes about as long as a carrier takes to boot.
-  const stripped = stripTypes(execution.program);
+  const stripped = stripTypes(execution.program, execution.filename);
   if (!stripped.ok) stop(exceptionFailure(stripped.error));
 
   let outcome: RunOutcome | undefined;
@@ -184,6 +187,9 @@ export async function executePerCall(config: ResolvedConfig, execution: Executio
   if (failure !== undefined) {
     if (failure.kind === 'worker-exit' && exit !== undefined && failure.message === '') {
       Object.assign(failure, describeExit(exit.code, exit.signal, carrier.stderrTail));
+    } else if (failure.message === CONTROL_LOST && exit !== undefined) {
+      // The transport diagnostic stays; the exit status is what was observed after the kill.
+      Object.assign(failure, { exitCode: exit.code, signal: exit.signal, stderrTail: carrier.stderrTail });
     }
     return failed(failure, ledger, sandbox);
   }
@@ -226,6 +232,8 @@ function fitDiagnostic(failure: Failure, ledger: OutputLedger): void {
 function outputLimit(limit: number, what = 'captured output'): Failure {
   return { kind: 'output-limit', message: `${what} exceeded maxOutputBytes (${limit} bytes); the output that fit is kept` };
 }
+
+const CONTROL_LOST = 'the carrier closed its control channel before the program finished';
 
 function describeExit(code: number | null, signal: NodeJS.Signals | null, stderrTail: string): Partial<Failure> {
   const how = signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;

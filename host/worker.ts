@@ -14,6 +14,8 @@ import type { LaunchCommand } from './launch.ts';
 
 /** Bytes of carrier stderr kept for worker-exit diagnostics. */
 const STDERR_TAIL_BYTES = 8 * 1024;
+/** How long a closed control channel waits for the carrier's exit status, the better diagnostic. */
+const CONTROL_LOSS_GRACE_MS = 500;
 
 export interface CarrierEvents {
   /** The carrier broke the protocol; the process should be torn down. */
@@ -24,6 +26,8 @@ export interface CarrierEvents {
   onSpawnError(message: string): void;
   /** Raw bytes the carrier (or a process it started) wrote to stdout or stderr. */
   onStdio(text: string, stream: 'stdout' | 'stderr'): void;
+  /** The carrier closed its end of the control channel but did not exit: it can never answer. */
+  onControlLost(): void;
 }
 
 export type HostHandlers = Omit<HostMethods, 'output'> & { output(entry: OutputMessage): void };
@@ -40,7 +44,8 @@ export interface CarrierOptions {
 type EarlyEvent =
   | { type: 'exit'; code: number | null; signal: NodeJS.Signals | null }
   | { type: 'spawn-error'; message: string }
-  | { type: 'protocol'; message: string };
+  | { type: 'protocol'; message: string }
+  | { type: 'control-lost' };
 
 /** A running carrier process and its control channel. */
 export class Carrier {
@@ -106,6 +111,14 @@ export class Carrier {
     });
     this.#control.on('data', (chunk: Buffer) => reader.push(chunk));
     this.#control.on('error', () => {});
+    this.#control.on('close', () => {
+      if (this.#closed || this.#exited) return;
+      const timer = setTimeout(() => {
+        if (!this.#closed && !this.#exited) this.#emit({ type: 'control-lost' });
+      }, CONTROL_LOSS_GRACE_MS);
+      timer.unref();
+      this.child.once('exit', () => clearTimeout(timer));
+    });
   }
 
   get pid(): number | undefined {
@@ -141,6 +154,7 @@ export class Carrier {
     const events = this.#events!;
     if (event.type === 'exit') events.onExit(event.code, event.signal);
     else if (event.type === 'spawn-error') events.onSpawnError(event.message);
+    else if (event.type === 'control-lost') events.onControlLost();
     else events.onProtocolError(event.message);
   }
 

@@ -10,7 +10,9 @@ import { parse as parseLossless, isSafeNumber, isInteger } from 'lossless-json';
 const stringifyString = JSON.stringify as (value: string) => string;
 const { isArray } = Array;
 const { getPrototypeOf, prototype: objectPrototype } = Object;
-const { ownKeys, apply } = Reflect;
+const { ownKeys, apply, getOwnPropertyDescriptor } = Reflect;
+const SetCtor = Set;
+const { has: setHas, add: setAdd, delete: setDelete } = Set.prototype;
 const toTag = objectPrototype.toString;
 const numberToString = Number.prototype.toString;
 const bigintToString = BigInt.prototype.toString;
@@ -49,7 +51,7 @@ export interface EncodeOptions {
 
 /** Encodes a value as lossless JSON text, or throws LossyValueError naming the first lossy path. */
 export function encodeJson(value: unknown, root: string, options: EncodeOptions = {}): string {
-  const seen = new Set<object>();
+  const seen = new SetCtor<object>();
   try {
     return encode(value, root, options, seen);
   } catch (error) {
@@ -83,9 +85,9 @@ function encode(value: unknown, path: string, options: EncodeOptions, seen: Set<
   if (value === null) return 'null';
   const object = value as object;
   if (options.isProxy?.(object)) throw new LossyValueError(path, 'is a Proxy, which is not plain data');
-  if (seen.has(object)) throw new LossyValueError(path, 'is a circular reference');
+  if (apply(setHas, seen, [object])) throw new LossyValueError(path, 'is a circular reference');
   if (isArray(object)) {
-    seen.add(object);
+    apply(setAdd, seen, [object]);
     const items: string[] = [];
     const length = (object as unknown[]).length;
     for (let index = 0; index < length; index++) {
@@ -93,7 +95,7 @@ function encode(value: unknown, path: string, options: EncodeOptions, seen: Set<
       if (!hasOwn(object, index)) throw new LossyValueError(itemPath, 'is a hole in a sparse array');
       apply(arrayPush, items, [encode((object as unknown[])[index], itemPath, options, seen)]);
     }
-    seen.delete(object);
+    apply(setDelete, seen, [object]);
     return `[${apply(arrayJoin, items, [','])}]`;
   }
   if (!isPlainObject(object)) {
@@ -101,18 +103,18 @@ function encode(value: unknown, path: string, options: EncodeOptions, seen: Set<
     if (replaced !== undefined) return replaced;
     throw new LossyValueError(path, `is ${describe(object)}, which is not plain JSON data`);
   }
-  seen.add(object);
+  apply(setAdd, seen, [object]);
   const members: string[] = [];
   for (const key of ownKeys(object)) {
     if (typeof key === 'symbol') throw new LossyValueError(path, `has a symbol key ${String(key.description)}, which JSON drops`);
-    const descriptor = Reflect.getOwnPropertyDescriptor(object, key);
+    const descriptor = getOwnPropertyDescriptor(object, key);
     if (descriptor === undefined || !descriptor.enumerable) continue;
     const memberPath = apply(regexpTest, identifierPattern, [key]) ? `${path}.${key}` : `${path}[${stringifyString(key)}]`;
     const member = 'value' in descriptor ? descriptor.value : (object as Record<string, unknown>)[key];
     if (member === undefined && options.skipUndefinedMembers) continue;
     apply(arrayPush, members, [`${stringifyString(key)}:${encode(member, memberPath, options, seen)}`]);
   }
-  seen.delete(object);
+  apply(setDelete, seen, [object]);
   return `{${apply(arrayJoin, members, [','])}}`;
 }
 

@@ -1,0 +1,246 @@
+// Every way a run can fail short of an exception, through real carriers: the deadline (before and
+// during execution, while a binding is pending, and none), cancellation, the carrier ending
+// (exit code, signal, abort with its stderr tail, heap limit, no executable) and a peer that breaks
+// the protocol. Each test asserts the whole failure, not just its kind.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createRuntime, PROTOCOL_REVISION, type RunResult, type SandboxReport } from '../../host/index.ts';
+import { repoRoot, runProgram } from '../helpers/runtime.ts';
+
+const fixtures = join(repoRoot, 'test/fixtures/launch');
+const node = join(repoRoot, 'node_modules/.bin/node');
+const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false };
+/** Keeps a program alive until the host ends it; a failure to end it shows up as a timeout. */
+const WAIT_FOREVER = 'await new Promise(() => {});';
+
+function failure(result: RunResult) {
+  assert.equal(result.status, 'failed', `expected a failure, got ${JSON.stringify(result)}`);
+  return (result as Extract<RunResult, { status: 'failed' }>).failure;
+}
+
+// ---------------------------------------------------------------- timeout
+
+test('timeout: a busy loop ends at the deadline with the output printed before it', async () => {
+  const result = await runProgram('inspect("before the loop"); while (true) {}', { timeoutMs: 300 });
+  assert.equal(result, {
+    status: 'failed',
+    failure: { kind: 'timeout', message: 'execution timed out during execution (deadline 300 ms elapsed)', timeoutMs: 300 },
+    output: [{ type: 'text', text: 'before the loop\n' }],
+    sandbox: SANDBOX,
+  });
+});
+
+test('timeout: a deadline that elapses while the carrier starts is reported before code started', async () => {
+  const result = await runProgram(
+    'inspect("never runs"); return 1',
+    { timeoutMs: 300 },
+    { launch: { kind: 'node-script', executable: join(fixtures, 'slow-node.sh') } },
+  );
+  assert.equal(result, {
+    status: 'failed',
+    failure: { kind: 'timeout', message: 'execution timed out before code started (deadline 300 ms elapsed)', timeoutMs: 300 },
+    output: [],
+    sandbox: SANDBOX,
+  });
+});
+
+test('timeout: the slow launch fixture does start a working carrier given time', async () => {
+  // The control for the test above: the fixture is slow, not broken.
+  const result = await runProgram('return 1', { timeoutMs: 15_000 }, { launch: { kind: 'node-script', executable: join(fixtures, 'slow-node.sh') } });
+  assert.equal(result, { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
+});
+
+test('timeout: the deadline keeps running while a binding is pending', async () => {
+  let called = 0;
+  const result = await runProgram('inspect("calling"); await never(); return 1', {
+    timeoutMs: 300,
+    bindings: {
+      never: () => {
+        called++;
+        return new Promise(() => {});
+      },
+    },
+  });
+  assert.equal(called, 1);
+  assert.equal(result, {
+    status: 'failed',
+    failure: { kind: 'timeout', message: 'execution timed out during execution (deadline 300 ms elapsed)', timeoutMs: 300 },
+    output: [{ type: 'text', text: 'calling\n' }],
+    sandbox: SANDBOX,
+  });
+});
+
+test('timeout: timeoutMs null sets no deadline', async () => {
+  const runtime = createRuntime({ timeoutMs: 100 });
+  try {
+    const spec = runtime.resolve({ program: 'await new Promise((resolve) => setTimeout(resolve, 300)); return "waited"', timeoutMs: null });
+    assert.is(spec.timeoutMs, null);
+    assert.equal(await runtime.run(spec), { status: 'ok', value: 'waited', output: [], sandbox: SANDBOX });
+  } finally {
+    await runtime.dispose();
+  }
+});
+
+// ---------------------------------------------------------------- abort
+
+test('abort: a signal aborted mid-run ends it as abort, keeping earlier output', async () => {
+  const controller = new AbortController();
+  const result = await runProgram(
+    'inspect("started"); while (true) {}',
+    {},
+    {},
+    { signal: controller.signal, onOutput: () => controller.abort() },
+  );
+  assert.equal(result, {
+    status: 'failed',
+    failure: { kind: 'abort', message: 'execution aborted' },
+    output: [{ type: 'text', text: 'started\n' }],
+    sandbox: SANDBOX,
+  });
+});
+
+test('abort: the abort reason is part of the message', async () => {
+  const controller = new AbortController();
+  const result = await runProgram(`inspect("started"); ${WAIT_FOREVER}`, {}, {}, {
+    signal: controller.signal,
+    onOutput: () => controller.abort(new Error('the user pressed stop')),
+  });
+  const reported = failure(result);
+  assert.ok(reported.message.startsWith('execution aborted'), reported.message);
+  assert.equal(reported, { kind: 'abort', message: 'execution aborted: the user pressed stop' });
+});
+
+test('abort: an already-aborted signal fails without starting a process', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ptc-abort-'));
+  try {
+    const marker = join(dir, 'started');
+    const launch = { kind: 'node-script' as const, executable: join(fixtures, 'record-start.sh'), bootstrapPath: marker };
+    // No spare either: a runtime that boots one ahead of its runs would start the launch itself.
+    const result = await runProgram('return 1', {}, { launch, prestartCarrier: false }, { signal: AbortSignal.abort() });
+    assert.equal(result, { status: 'failed', failure: { kind: 'abort', message: 'execution aborted' }, output: [], sandbox: SANDBOX });
+    assert.not.ok(existsSync(marker), 'the launch executable was started');
+
+    // The control: without the abort, the same launch is started (and fails, as it never speaks).
+    const started = await runProgram('return 1', {}, { launch, prestartCarrier: false });
+    assert.ok(existsSync(marker), 'the record-start fixture did not record its start');
+    assert.equal(failure(started).kind, 'worker-exit');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// ---------------------------------------------------------------- worker-exit
+
+test('worker-exit: process.exit(7) reports exit code 7', async () => {
+  const result = await runProgram('inspect("leaving"); process.exit(7)');
+  assert.equal(result, {
+    status: 'failed',
+    failure: { kind: 'worker-exit', message: 'the carrier exited with code 7 before the program finished', exitCode: 7, signal: null, stderrTail: '' },
+    output: [{ type: 'text', text: 'leaving\n' }],
+    sandbox: SANDBOX,
+  });
+});
+
+test('worker-exit: a carrier killed by SIGKILL reports the signal', async () => {
+  const result = await runProgram("process.kill(process.pid, 'SIGKILL'); " + WAIT_FOREVER);
+  assert.equal(failure(result), {
+    kind: 'worker-exit',
+    message: 'the carrier was killed by SIGKILL before the program finished',
+    exitCode: null,
+    signal: 'SIGKILL',
+    stderrTail: '',
+  });
+});
+
+test('worker-exit: the stderr tail keeps what was written to fd 2 before process.abort()', async () => {
+  const result = await runProgram("(await import('node:fs')).writeSync(2, 'boom: last words\\n'); process.abort();");
+  const reported = failure(result);
+  assert.is(reported.kind, 'worker-exit');
+  assert.is(reported.message, 'the carrier was killed by SIGABRT before the program finished');
+  assert.is(reported.exitCode, null);
+  assert.is(reported.signal, 'SIGABRT');
+  assert.ok(reported.stderrTail?.includes('boom: last words\n'), JSON.stringify(reported.stderrTail));
+});
+
+test('worker-exit: reaching the heap limit names it, and the host keeps working', async () => {
+  const runtime = createRuntime({ timeoutMs: 30_000, maxOldGenerationSizeMb: 64 });
+  try {
+    const result = await runtime.run(runtime.resolve({ program: 'const a = []; for (;;) a.push(new Array(1e5).fill(1));' }));
+    const reported = failure(result);
+    assert.is(reported.kind, 'worker-exit');
+    assert.match(reported.message, /heap limit \(maxOldGenerationSizeMb\)/);
+    assert.match(reported.stderrTail ?? '', /heap out of memory|Reached heap limit/);
+    assert.ok(reported.exitCode !== 0, `exit code ${reported.exitCode}`);
+
+    const after = await runtime.run(runtime.resolve({ program: 'inspect("still here"); return [1, 2n ** 70n]' }));
+    assert.equal(after, { status: 'ok', value: [1, 2n ** 70n], output: [{ type: 'text', text: 'still here\n' }], sandbox: SANDBOX });
+  } finally {
+    await runtime.dispose();
+  }
+});
+
+test('worker-exit: a carrier that closes its control channel but keeps running is not waited for', async () => {
+  const result = await runProgram(`inspect('closing'); (await import('node:fs')).closeSync(3); ${WAIT_FOREVER}`, { timeoutMs: 20_000 });
+  const reported = failure(result);
+  assert.is(reported.kind, 'worker-exit');
+  assert.is(reported.message, 'the carrier closed its control channel before the program finished');
+  // The observed exit status is the host's kill that followed.
+  assert.is(reported.signal, 'SIGKILL');
+  assert.equal(result.output, [{ type: 'text', text: 'closing\n' }]);
+});
+
+test('worker-exit: a carrier that closes its control channel and exits reports its exit', async () => {
+  const result = await runProgram("(await import('node:fs')).closeSync(3); process.exit(5);", { timeoutMs: 20_000 });
+  assert.equal(failure(result), { kind: 'worker-exit', message: 'the carrier exited with code 5 before the program finished', exitCode: 5, signal: null, stderrTail: '' });
+});
+
+test('worker-exit: a missing launch executable is named in the failure', async () => {
+  const missing = join(repoRoot, 'test/fixtures/launch/no-such-node');
+  const result = await runProgram('return 1', {}, { launch: { kind: 'node-script', executable: missing } });
+  const reported = failure(result);
+  assert.is(reported.kind, 'worker-exit');
+  assert.ok(reported.message.includes(missing), reported.message);
+  assert.match(reported.message, /ENOENT/);
+});
+
+// ---------------------------------------------------------------- protocol
+
+test('protocol: garbage on the control channel', async () => {
+  const result = await runProgram(`(await import('node:fs')).writeSync(3, 'garbage\\n'); ${WAIT_FOREVER}`);
+  assert.equal(result, {
+    status: 'failed',
+    failure: { kind: 'protocol', message: "unparsable control message: JSON value expected but got 'g' at position 0" },
+    output: [],
+    sandbox: SANDBOX,
+  });
+});
+
+test('protocol: a frame longer than maxMessageBytes', async () => {
+  const result = await runProgram(`(await import('node:fs')).writeSync(3, 'x'.repeat(5000)); ${WAIT_FOREVER}`, {}, { maxMessageBytes: 4096 });
+  const reported = failure(result);
+  assert.is(reported.kind, 'protocol');
+  assert.match(reported.message, /exceeds maxMessageBytes \(4096\)/);
+  assert.equal(Object.keys(reported), ['kind', 'message']);
+});
+
+test('protocol: a well-formed frame calling an unknown method', async () => {
+  const frame = JSON.stringify({ t: 'q', i: 'forged-1', m: 'shell', a: ['rm -rf /'] });
+  const result = await runProgram(`(await import('node:fs')).writeSync(3, ${JSON.stringify(`${frame}\n`)}); ${WAIT_FOREVER}`);
+  assert.equal(failure(result), { kind: 'protocol', message: 'invalid control message: unknown method "shell"' });
+});
+
+test('protocol: a handshake with another revision names both revisions', async () => {
+  const result = await runProgram('inspect("never runs"); return 1', {}, {
+    launch: { kind: 'node-script', executable: node, bootstrapPath: join(fixtures, 'wrong-revision.mjs') },
+  });
+  const reported = failure(result);
+  assert.is(reported.kind, 'protocol');
+  assert.ok(reported.message.includes('revision 999'), reported.message);
+  assert.ok(reported.message.includes(`host revision ${PROTOCOL_REVISION}`), reported.message);
+  assert.equal(result.output, []);
+});
+
+test.run();

@@ -1,0 +1,158 @@
+// Process hygiene: each carrier is a session and process-group leader, and every way a per-call
+// run ends (completion, timeout, abort, failure) kills the whole group, including processes the
+// program started. The host reaps its children, closes its descriptors and does not grow with use.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import v8 from 'node:v8';
+import vm from 'node:vm';
+import { createRuntime, type RunResult } from '../../host/index.ts';
+import { childrenOf, liveProcesses, liveProcessesInGroup, openFds, runProgram, waitUntil } from '../helpers/runtime.ts';
+
+/** Time for the kernel to finish deaths the host has already caused; not a speed assertion. */
+const SETTLE_MS = 2_000;
+
+/** Starts `sleep 1000` in the carrier's group and prints the carrier and sleep pids as JSON. */
+const SPAWN_SLEEP = `
+const { spawn } = await import('node:child_process');
+const sleeper = spawn('sleep', ['1000'], { stdio: 'ignore' });
+await new Promise((resolve, reject) => { sleeper.once('spawn', resolve); sleeper.once('error', reject); });
+inspect(JSON.stringify({ carrier: process.pid, sleeper: sleeper.pid }));
+`;
+
+function reportedPids(result: RunResult): { carrier: number; sleeper: number } {
+  const first = result.output[0];
+  assert.ok(first?.type === 'text', `no pids in ${JSON.stringify(result)}`);
+  return JSON.parse(first.text);
+}
+
+async function assertGroupGone(pgid: number): Promise<void> {
+  const gone = await waitUntil(() => liveProcessesInGroup(pgid).length === 0, SETTLE_MS);
+  assert.ok(gone, `processes left in group ${pgid}: ${JSON.stringify(liveProcessesInGroup(pgid))}`);
+}
+
+async function assertNoZombieChildren(): Promise<void> {
+  const clean = await waitUntil(() => childrenOf(process.pid).every((child) => child.state !== 'Z'), SETTLE_MS);
+  assert.ok(clean, `zombie children of the host: ${JSON.stringify(childrenOf(process.pid))}`);
+}
+
+test('the carrier leads its own session and process group', async () => {
+  const result = await runProgram(`
+    const stat = (await import('node:fs')).readFileSync('/proc/self/stat', 'utf8');
+    const [, , pgid, sid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    return { pid: process.pid, pgid, sid };
+  `);
+  assert.equal(result.status, 'ok', JSON.stringify(result));
+  const { pid, pgid, sid } = (result as Extract<RunResult, { status: 'ok' }>).value as { pid: number; pgid: number; sid: number };
+  assert.is(pgid, pid);
+  assert.is(sid, pid);
+  assert.is.not(pgid, liveProcesses().find((entry) => entry.pid === process.pid)?.pgid);
+  await assertGroupGone(pgid);
+});
+
+test('completion kills the group, including a process the program left running', async () => {
+  const result = await runProgram(`${SPAWN_SLEEP} return 'done';`);
+  assert.equal(result.status, 'ok', JSON.stringify(result));
+  const { carrier, sleeper } = reportedPids(result);
+  assert.ok(sleeper !== carrier);
+  await assertGroupGone(carrier);
+  assert.not.ok(liveProcesses().some((entry) => entry.pid === sleeper), 'the sleep survived');
+  await assertNoZombieChildren();
+});
+
+test('completion kills a descendant that holds the carrier stdout and stderr', async () => {
+  const program = SPAWN_SLEEP.replace("stdio: 'ignore'", "stdio: 'inherit'");
+  const result = await runProgram(`${program} return 'done';`);
+  assert.equal(result.status, 'ok', JSON.stringify(result));
+  const { carrier } = reportedPids(result);
+  await assertGroupGone(carrier);
+  await assertNoZombieChildren();
+});
+
+test('timeout kills the group while the program loops forever', async () => {
+  const result = await runProgram(`${SPAWN_SLEEP} while (true) {}`, { timeoutMs: 1_000 });
+  assert.equal(result.status, 'failed');
+  assert.is((result as Extract<RunResult, { status: 'failed' }>).failure.kind, 'timeout');
+  const { carrier, sleeper } = reportedPids(result);
+  await assertGroupGone(carrier);
+  assert.not.ok(liveProcesses().some((entry) => entry.pid === sleeper), 'the sleep survived');
+  await assertNoZombieChildren();
+});
+
+test('abort kills the group while the program awaits forever', async () => {
+  const controller = new AbortController();
+  const result = await runProgram(`${SPAWN_SLEEP} await new Promise(() => {});`, {}, {}, {
+    signal: controller.signal,
+    onOutput: () => controller.abort(),
+  });
+  assert.equal(result.status, 'failed');
+  assert.is((result as Extract<RunResult, { status: 'failed' }>).failure.kind, 'abort');
+  const { carrier, sleeper } = reportedPids(result);
+  await assertGroupGone(carrier);
+  assert.not.ok(liveProcesses().some((entry) => entry.pid === sleeper), 'the sleep survived');
+  await assertNoZombieChildren();
+});
+
+test('a carrier that exits on its own leaves no descendant behind', async () => {
+  const result = await runProgram(`${SPAWN_SLEEP} process.exit(3);`);
+  assert.equal(result.status, 'failed');
+  assert.is((result as Extract<RunResult, { status: 'failed' }>).failure.kind, 'worker-exit');
+  const { carrier } = reportedPids(result);
+  await assertGroupGone(carrier);
+  await assertNoZombieChildren();
+});
+
+test('the host fd count returns to its baseline after every kind of ending', async () => {
+  await runProgram('return 1;');
+  const baseline = openFds();
+  const controller = new AbortController();
+  const endings: Array<() => Promise<RunResult>> = [
+    () => runProgram(`${SPAWN_SLEEP} return 1;`),
+    () => runProgram(`${SPAWN_SLEEP} while (true) {}`, { timeoutMs: 300 }),
+    () => runProgram(`${SPAWN_SLEEP} await new Promise(() => {});`, {}, {}, { signal: controller.signal, onOutput: () => controller.abort() }),
+    () => runProgram('process.exit(9);'),
+    () => runProgram("(await import('node:fs')).writeSync(3, 'garbage\\n'); await new Promise(() => {});"),
+    () => runProgram("process.stdout.write('x'.repeat(2000));", {}, { maxOutputBytes: 1000 }),
+    () => runProgram('return 1;', {}, { launch: { kind: 'node-script', executable: '/nonexistent/ptc-node' } }),
+  ];
+  for (const ending of endings) await ending();
+  const settled = await waitUntil(() => openFds() <= baseline, SETTLE_MS);
+  assert.ok(settled, `fds: baseline ${baseline}, now ${openFds()}`);
+  await assertNoZombieChildren();
+});
+
+test('1,000 runs in a row leave no processes, no descriptors and little memory behind', async () => {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  const runtime = createRuntime({ timeoutMs: 30_000 });
+  try {
+    const spec = runtime.resolve({ program: 'return process.pid;' });
+    const warmup = await runtime.run(spec);
+    assert.equal(warmup.status, 'ok', JSON.stringify(warmup));
+    gc();
+    const fdsBefore = openFds();
+    const heapBefore = process.memoryUsage().heapUsed;
+
+    const carriers = new Set<number>();
+    for (let i = 0; i < 1_000; i++) {
+      const result = await runtime.run(spec);
+      if (result.status !== 'ok') assert.unreachable(`run ${i}: ${JSON.stringify(result)}`);
+      else carriers.add(Number(result.value));
+    }
+    assert.is(carriers.size, 1_000);
+
+    const survivors = (): number[] => liveProcesses().filter((entry) => carriers.has(entry.pgid)).map((entry) => entry.pid);
+    assert.ok(await waitUntil(() => survivors().length === 0, SETTLE_MS), `surviving carrier processes: ${survivors().join(', ')}`);
+    await assertNoZombieChildren();
+    assert.ok(await waitUntil(() => openFds() <= fdsBefore + 2, SETTLE_MS), `fds grew from ${fdsBefore} to ${openFds()}`);
+    gc();
+    const growth = process.memoryUsage().heapUsed - heapBefore;
+    assert.ok(growth < 20 * 1024 * 1024, `heap grew by ${(growth / 1024 / 1024).toFixed(1)} MB`);
+  } finally {
+    await runtime.dispose();
+  }
+  // Disposal also ends the spare carrier the runtime kept booted for a next run.
+  const children = (): unknown[] => childrenOf(process.pid).filter((child) => child.state !== 'Z');
+  assert.ok(await waitUntil(() => children().length === 0, SETTLE_MS), `host children left: ${JSON.stringify(children())}`);
+});
+
+test.run();

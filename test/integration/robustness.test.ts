@@ -1,0 +1,219 @@
+// The program is an untrusted peer inside the carrier. It can overwrite the intrinsics the carrier
+// relies on, write forged frames to the control fd, leave binding calls running past its end and
+// print right up to the output budget; none of that may corrupt a result or the host.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createRuntime, type RunResult, type SandboxReport } from '../../host/index.ts';
+import { runProgram, waitUntil } from '../helpers/runtime.ts';
+
+const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false };
+const VALUE = { a: 12345678901234567890n, b: [1, 'x'] };
+const RETURN_VALUE = "return { a: 12345678901234567890n, b: [1, 'x'] };";
+
+// Anything that escapes the host's handling of a run shows up here and fails the suite.
+const leaked: unknown[] = [];
+process.on('uncaughtException', (error) => leaked.push(error));
+process.on('unhandledRejection', (reason) => leaked.push(reason));
+
+test.after.each(() => {
+  assert.equal(leaked, [], 'an error escaped to the host process');
+});
+
+/** The result must be the genuine one or a protocol failure: never a wrong value, never a hang. */
+function assertGenuineOrProtocol(result: RunResult, genuine: RunResult): void {
+  if (result.status === 'failed' && result.failure.kind === 'protocol') return;
+  assert.equal(result, genuine);
+}
+
+// ---------------------------------------------------------------- overwritten intrinsics
+
+// Methods first: replacing the globals afterwards would leave no Array.prototype to reach.
+const OVERWRITES: Array<[string, string]> = [
+  ['JSON.stringify', "JSON.stringify = () => 'x';"],
+  ['Promise.prototype.then', "Promise.prototype.then = function () { return 'junk'; };"],
+  ['process.stdout.write', 'process.stdout.write = () => true;'],
+  ['Set.prototype.has', 'Set.prototype.has = () => true;'],
+  ['Array.prototype.push and join', "Array.prototype.push = () => 0; Array.prototype.join = () => '';"],
+  ['Array', "globalThis.Array = 'junk';"],
+  ['Object', "globalThis.Object = 'junk';"],
+  ['JSON', "globalThis.JSON = 'junk';"],
+  ['Promise', "globalThis.Promise = 'junk';"],
+  ['Function', "globalThis.Function = 'junk';"],
+  ['Error', "globalThis.Error = 'junk';"],
+  ['Reflect', "globalThis.Reflect = 'junk';"],
+];
+
+for (const [name, overwrite] of OVERWRITES) {
+  test(`intrinsics: a program that overwrites ${name} still returns its exact value`, async () => {
+    const result = await runProgram(`${overwrite}\n${RETURN_VALUE}`, { timeoutMs: 10_000 });
+    assertGenuineOrProtocol(result, { status: 'ok', value: VALUE, output: [], sandbox: SANDBOX });
+    assert.equal(result, { status: 'ok', value: VALUE, output: [], sandbox: SANDBOX });
+  });
+}
+
+test('intrinsics: a program that overwrites all of them at once still returns its exact value', async () => {
+  const program = `inspect('before');\n${OVERWRITES.map(([, overwrite]) => overwrite).join('\n')}\n${RETURN_VALUE}`;
+  const result = await runProgram(program, { timeoutMs: 10_000 });
+  const genuine: RunResult = { status: 'ok', value: VALUE, output: [{ type: 'text', text: 'before\n' }], sandbox: SANDBOX };
+  assertGenuineOrProtocol(result, genuine);
+  assert.equal(result, genuine);
+});
+
+test('intrinsics: an exception thrown after the overwrites is still reported', async () => {
+  const program = `const NativeError = Error;\n${OVERWRITES.map(([, overwrite]) => overwrite).join('\n')}\nthrow new NativeError('still reported');`;
+  const result = await runProgram(program, { timeoutMs: 10_000 });
+  assert.equal(result.status, 'failed');
+  const { failure } = result as Extract<RunResult, { status: 'failed' }>;
+  assert.is(failure.kind, 'exception');
+  assert.is(failure.name, 'Error');
+  assert.is(failure.message, 'still reported');
+});
+
+// ---------------------------------------------------------------- forged frames
+
+const writeFd3 = (line: string): string => `(await import('node:fs')).writeSync(3, ${JSON.stringify(line)});`;
+const FORGERIES: Array<[string, string]> = [
+  ['a successful reply to a guessed call id', `${JSON.stringify({ t: 's', i: 'V1StGXR8_Z5jdHi6B-myT', r: { status: 'ok', value: '666' } })}\n`],
+  ['a successful reply without an id', `${JSON.stringify({ t: 's', r: { status: 'ok', value: '666' } })}\n`],
+  ['a run request to the host', `${JSON.stringify({ t: 'q', i: 'x', m: 'run', a: [{}] })}\n`],
+  ['an output frame naming an image the host never issued', `${JSON.stringify({ t: 'q', m: 'output', a: [{ type: 'image', attachmentId: 'img-1' }] })}\n`],
+  ['half a frame', '{"t":"s","i":"x","r":'],
+  ['a frame of another type', `${JSON.stringify({ t: 'hello', revision: 1, node: 'x', capabilities: [] })}\n`],
+];
+
+for (const [name, line] of FORGERIES) {
+  test(`forged frames: ${name} cannot change the result`, async () => {
+    const program = `inspect('working'); ${writeFd3(line)} await new Promise((resolve) => setTimeout(resolve, 100)); return 42;`;
+    const result = await runProgram(program, { timeoutMs: 10_000 });
+    assertGenuineOrProtocol(result, { status: 'ok', value: 42, output: [{ type: 'text', text: 'working\n' }], sandbox: SANDBOX });
+  });
+}
+
+test('forged frames: a forged reply before the genuine one is ignored, not taken as the result', async () => {
+  const forged = `${JSON.stringify({ t: 's', i: 'forged-id', r: { status: 'ok', value: '666' } })}\n`;
+  const result = await runProgram(`${writeFd3(forged)} await new Promise((resolve) => setTimeout(resolve, 100)); return 42;`, { timeoutMs: 10_000 });
+  // A reply to no call of the host's is dropped: the genuine completion arrives afterwards.
+  assert.equal(result, { status: 'ok', value: 42, output: [], sandbox: SANDBOX });
+});
+
+// ---------------------------------------------------------------- late binding replies
+
+test('late replies: a binding that resolves after the run settled is dropped', async () => {
+  let resolvedLate = false;
+  const runtime = createRuntime({ timeoutMs: 10_000 });
+  try {
+    const result = await runtime.run(
+      runtime.resolve({
+        program: 'slow(); return 1;',
+        bindings: {
+          slow: () => new Promise((resolve) => setTimeout(() => {
+            resolvedLate = true;
+            resolve({ big: 2n ** 80n, list: [1, 2, 3] });
+          }, 300)),
+        },
+      }),
+    );
+    assert.equal(result, { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
+    assert.not.ok(resolvedLate, 'the binding resolved before the run settled; the test proves nothing');
+    assert.ok(await waitUntil(() => resolvedLate, 5_000), 'the binding never resolved');
+    // Let the host try to reply on its closed channel.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(leaked, []);
+    assert.equal(await runtime.run(runtime.resolve({ program: 'return 2;' })), { status: 'ok', value: 2, output: [], sandbox: SANDBOX });
+  } finally {
+    await runtime.dispose();
+  }
+});
+
+test('late replies: a binding that rejects after the run settled is dropped', async () => {
+  let rejectedLate = false;
+  const result = await runProgram('slowFail().catch(() => {}); return 1;', {
+    bindings: {
+      slowFail: () => new Promise((_, reject) => setTimeout(() => {
+        rejectedLate = true;
+        reject(Object.assign(new Error('too late'), { code: 'LATE' }));
+      }, 300)),
+    },
+  });
+  assert.equal(result, { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
+  assert.ok(await waitUntil(() => rejectedLate, 5_000), 'the binding never rejected');
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(leaked, []);
+});
+
+test('late replies: a binding that throws synchronously after the run settled is dropped', async () => {
+  let thrownLate = false;
+  const result = await runProgram('setTimeout(() => late().catch(() => {}), 200); return 1;', {
+    bindings: {
+      late: () => {
+        thrownLate = true;
+        throw new Error('thrown after the end');
+      },
+    },
+  });
+  assert.equal(result, { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
+  // The carrier is gone before its timer fires, so the binding is not even called.
+  await new Promise((resolve) => setTimeout(resolve, 400));
+  assert.not.ok(thrownLate, 'a call from an ended run reached the binding');
+  assert.equal(leaked, []);
+});
+
+// ---------------------------------------------------------------- output budget
+
+const text = (result: RunResult): string => result.output.map((entry) => (entry.type === 'text' ? entry.text : '')).join('');
+const OUTPUT_LIMIT = { kind: 'output-limit', message: 'captured output exceeded maxOutputBytes (1000 bytes); the output that fit is kept' };
+
+test('output budget: 1000 bytes fit a 1000-byte budget', async () => {
+  const result = await runProgram("process.stdout.write('x'.repeat(1000));", {}, { maxOutputBytes: 1000 });
+  assert.equal(result, { status: 'ok', output: [{ type: 'text', text: 'x'.repeat(1000) }], sandbox: SANDBOX });
+});
+
+test('output budget: 1001 bytes overflow it, keeping exactly 1000', async () => {
+  const result = await runProgram("process.stdout.write('x'.repeat(1001));", {}, { maxOutputBytes: 1000 });
+  assert.equal(result, { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'x'.repeat(1000) }], sandbox: SANDBOX });
+});
+
+test('output budget: inspect counts its newline', async () => {
+  const fits = await runProgram("inspect('y'.repeat(999));", {}, { maxOutputBytes: 1000 });
+  assert.equal(fits, { status: 'ok', output: [{ type: 'text', text: `${'y'.repeat(999)}\n` }], sandbox: SANDBOX });
+  const over = await runProgram("inspect('y'.repeat(1000));", {}, { maxOutputBytes: 1000 });
+  assert.equal(over, { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'y'.repeat(1000) }], sandbox: SANDBOX });
+});
+
+test('output budget: many small writes are cut at the same byte', async () => {
+  const result = await runProgram("for (let i = 0; i < 1001; i++) process.stdout.write('z');", {}, { maxOutputBytes: 1000 });
+  assert.equal(result.status, 'failed');
+  assert.equal((result as Extract<RunResult, { status: 'failed' }>).failure, OUTPUT_LIMIT);
+  assert.is(text(result), 'z'.repeat(1000));
+});
+
+test('output budget: a character that does not fit whole is left out', async () => {
+  const result = await runProgram("process.stdout.write('x'.repeat(999) + 'é');", {}, { maxOutputBytes: 1000 });
+  assert.equal(result, { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'x'.repeat(999) }], sandbox: SANDBOX });
+});
+
+test('output budget: the completion value shares the budget', async () => {
+  const fits = await runProgram("process.stdout.write('x'.repeat(995)); return 12345;", {}, { maxOutputBytes: 1000 });
+  assert.equal(fits, { status: 'ok', value: 12345, output: [{ type: 'text', text: 'x'.repeat(995) }], sandbox: SANDBOX });
+  const over = await runProgram("process.stdout.write('x'.repeat(996)); return 12345;", {}, { maxOutputBytes: 1000 });
+  assert.equal(over, {
+    status: 'failed',
+    failure: { kind: 'output-limit', message: 'the completion value exceeded maxOutputBytes (1000 bytes); the output that fit is kept' },
+    output: [{ type: 'text', text: 'x'.repeat(996) }],
+    sandbox: SANDBOX,
+  });
+});
+
+test('output budget: output larger than one control message is not a protocol failure', async () => {
+  const within = await runProgram("inspect('w'.repeat(5000)); return 1;", {}, { maxMessageBytes: 4096, maxOutputBytes: 100_000 });
+  assert.equal(within, { status: 'ok', value: 1, output: [{ type: 'text', text: `${'w'.repeat(5000)}\n` }], sandbox: SANDBOX });
+  const over = await runProgram("process.stdout.write('\\u0000'.repeat(5000)); return 1;", {}, { maxMessageBytes: 4096, maxOutputBytes: 2000 });
+  assert.equal(over, {
+    status: 'failed',
+    failure: { kind: 'output-limit', message: 'captured output exceeded maxOutputBytes (2000 bytes); the output that fit is kept' },
+    output: [{ type: 'text', text: '\u0000'.repeat(2000) }],
+    sandbox: SANDBOX,
+  });
+});
+
+test.run();
