@@ -7,6 +7,7 @@ import { createImage, imageDescriptor } from './image.ts';
 import type { ImagePlacement, InvokeResult } from './protocol/messages.ts';
 
 const brand = Symbol.for('ptc.BindingError');
+const { defineProperty } = Object;
 
 /** The error a program sees when a binding call fails: the host's message, the binding and its code. */
 export class BindingError extends Error {
@@ -17,7 +18,7 @@ export class BindingError extends Error {
     this.name = 'BindingError';
     this.binding = binding;
     this.code = code;
-    Object.defineProperty(this, brand, { value: true });
+    defineProperty(this, brand, { value: true });
   }
 
   static override [Symbol.hasInstance](value: unknown): boolean {

@@ -1,7 +1,7 @@
 // The carrier's evaluation loop: adopt the control channel, install program globals, then run one
 // program per `run` request. Per-call carriers run exactly one; the host ends the process after.
 import { types } from 'node:util';
-import { openChannel, type HostRpc } from './channel.ts';
+import { openChannel, type HostLink } from './channel.ts';
 import { scrubEnvironment } from './environment.ts';
 import { beginOutput, captureStandardStreams, endOutput, inspect } from './output.ts';
 import { BindingError, installBindings } from './bindings.ts';
@@ -21,6 +21,10 @@ let active: ActiveRun | undefined;
 // to keep its own completion from reaching the host.
 const promiseThen = Promise.prototype.then;
 const NativePromise = Promise;
+const { setPrototypeOf } = Object;
+const byteLength = Buffer.byteLength;
+/** Room for the reply envelope around a completion value in one frame. */
+const FRAME_OVERHEAD = 1024;
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
@@ -33,10 +37,10 @@ export function runCarrier(): void {
   defineGlobal('Image', Image);
   defineGlobal('BindingError', BindingError);
 
-  const channel = openChannel({ run: (request) => evaluate(request, channel.rpc) }, ['async-function', 'images']);
+  const channel = openChannel({ run: (request) => evaluate(request, channel.host) }, ['async-function', 'images']);
   setImageRegistrar(async (path) => {
     try {
-      return await channel.rpc.registerImage(path);
+      return await channel.host.registerImage(path);
     } catch (error) {
       // The host's reason arrives as plain data; the program should catch a real Error.
       const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
@@ -68,7 +72,7 @@ function failActiveRun(thrown: unknown): void {
 
 // Not an async function: returning `outcome` from one would resolve through `outcome.then`, which
 // the program may have replaced. birpc awaits this native promise without looking up `then`.
-function evaluate(request: RunRequest, rpc: HostRpc): Promise<RunOutcome> {
+function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
   let resolveOutcome!: (outcome: RunOutcome) => void;
   const outcome = new NativePromise<RunOutcome>((resolve) => {
     resolveOutcome = resolve;
@@ -87,14 +91,15 @@ function evaluate(request: RunRequest, rpc: HostRpc): Promise<RunOutcome> {
       active = undefined;
       endOutput();
       uninstall();
-      resolveOutcome(result);
+      // A null prototype keeps a program's Object.prototype.then from adopting the outcome.
+      resolveOutcome(setPrototypeOf(result, null));
     },
   };
   active = run;
-  beginOutput((entry) => rpc.output(entry), request.maxOutputBytes, request.maxMessageBytes);
+  beginOutput(host.output, request.maxOutputBytes, request.maxMessageBytes);
   const uninstall = installBindings(
     request.bindings,
-    { active: () => !settled, invoke: (name, args) => rpc.invoke(name, args) },
+    { active: () => !settled, invoke: host.invoke },
     request,
   );
 
@@ -106,16 +111,20 @@ function evaluate(request: RunRequest, rpc: HostRpc): Promise<RunOutcome> {
     return outcome;
   }
   Reflect.apply(promiseThen, program(), [
-    (value: unknown) => run.settle(completion(value, request.discardCompletion)),
+    (value: unknown) => run.settle(completion(value, request)),
     (error: unknown) => run.settle({ status: 'exception', error: describeThrown(error, request.filename) }),
   ]);
   return outcome;
 }
 
-function completion(value: unknown, discard: boolean): RunOutcome {
-  if (discard || value === undefined) return { status: 'ok' };
+function completion(value: unknown, request: RunRequest): RunOutcome {
+  if (request.discardCompletion || value === undefined) return { status: 'ok' };
   try {
-    return { status: 'ok', value: encodeJson(value, 'value', { isProxy: types.isProxy }) };
+    const text = encodeJson(value, 'value', { isProxy: types.isProxy });
+    // A value too big for the budget or for one frame is reported by size, not sent.
+    const bytes = byteLength(text);
+    if (bytes > request.maxOutputBytes || bytes > request.maxMessageBytes - FRAME_OVERHEAD) return { status: 'oversized', bytes };
+    return { status: 'ok', value: text };
   } catch (error) {
     if (error instanceof LossyValueError) {
       return { status: 'invalid-output', path: error.path, message: `the completion value is not lossless JSON: ${error.message}` };

@@ -10,13 +10,21 @@ import { createLineReader } from './protocol/framing.ts';
 import { CONTROL_FD, PROTOCOL_REVISION } from './protocol/revision.ts';
 import type { CarrierMethods, Handshake, HostMethods } from './protocol/messages.ts';
 
-export type HostRpc = BirpcReturn<HostMethods, CarrierMethods>;
+type HostRpc = BirpcReturn<HostMethods, CarrierMethods>;
+
+/** The host's methods, bound once at start-up: birpc's proxy looks up globals such as `Object` on
+ * every property access, and a program may have replaced them by the time it prints. */
+export interface HostLink {
+  output: HostMethods['output'];
+  invoke: HostMethods['invoke'];
+  registerImage: HostMethods['registerImage'];
+}
 
 /** Limit for a single incoming frame before the host has told us its configured limit. */
 const INITIAL_MAX_FRAME = 256 * 1024 * 1024;
 
 export interface Channel {
-  rpc: HostRpc;
+  host: HostLink;
   /** Bytes queued in the socket but not yet written. */
   queuedBytes(): number;
 }
@@ -51,7 +59,14 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
     eventNames: ['output'],
     timeout: -1,
   });
-  return { rpc, queuedBytes: () => socket.writableLength };
+  const callEvent = rpc.$callEvent as (method: string, ...args: unknown[]) => Promise<void>;
+  const call = rpc.$call as (method: string, ...args: unknown[]) => Promise<unknown>;
+  const host: HostLink = {
+    output: (entry) => void callEvent('output', entry),
+    invoke: (name, args) => call('invoke', name, args) as ReturnType<HostLink['invoke']>,
+    registerImage: (path) => call('registerImage', path) as ReturnType<HostLink['registerImage']>,
+  };
+  return { host, queuedBytes: () => socket.writableLength };
 }
 
 function encodeErrorLike(value: object): string | undefined {

@@ -193,10 +193,11 @@ export async function executePerCall(config: ResolvedConfig, execution: Executio
     }
     return failed(failure, ledger, sandbox);
   }
-  return complete(outcome!, ledger, sandbox, config.maxOutputBytes);
+  return complete(outcome!, ledger, sandbox, config);
 }
 
-function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxReport, limit: number): RunResult {
+function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxReport, config: ResolvedConfig): RunResult {
+  const limit = config.maxOutputBytes;
   switch (outcome.status) {
     case 'ok': {
       if (outcome.value === undefined) return { status: 'ok', output: ledger.entries, sandbox };
@@ -209,6 +210,12 @@ function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxRep
       }
       return { status: 'ok', value, output: ledger.entries, sandbox };
     }
+    case 'oversized':
+      ledger.charge(Number.MAX_SAFE_INTEGER);
+      return failed({
+        kind: 'output-limit',
+        message: `the completion value (${outcome.bytes} bytes) does not fit maxOutputBytes (${limit}) or one control message (maxMessageBytes ${config.maxMessageBytes}); the output that fit is kept`,
+      }, ledger, sandbox);
     case 'invalid-output':
       return failed({ kind: 'invalid-output', message: outcome.message, path: outcome.path }, ledger, sandbox);
     case 'exception': {

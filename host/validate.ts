@@ -54,6 +54,8 @@ export function checkRunOutcome(outcome: unknown): Check {
   switch (value.status) {
     case 'ok':
       return value.value === undefined || typeof value.value === 'string' ? undefined : 'value must be JSON text';
+    case 'oversized':
+      return Number.isSafeInteger(value.bytes) ? undefined : 'oversized without a byte count';
     case 'invalid-output':
       return typeof value.path === 'string' && typeof value.message === 'string' ? undefined : 'invalid-output without path and message';
     case 'exception': {

@@ -3,6 +3,7 @@
 // size-checked, parsed and shape-checked here before anything acts on it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
+import { readSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { createBirpc, type BirpcReturn } from 'birpc';
 import { createLineReader } from '../carrier/protocol/framing.ts';
@@ -54,6 +55,7 @@ export class Carrier {
   readonly #early: EarlyEvent[] = [];
   readonly #control: Socket;
   readonly #ready: Promise<Handshake>;
+  readonly #stdioDrains: Array<() => void> = [];
   #handlers: HostHandlers | undefined;
   #rpc: BirpcReturn<CarrierMethods, HostHandlers> | undefined;
   #deliver: ((message: unknown) => void) | undefined;
@@ -97,17 +99,19 @@ export class Carrier {
     });
     for (const stream of ['stdout', 'stderr'] as const) {
       const decoder = new StringDecoder('utf8');
-      this.child[stream]!.on('data', (chunk: Buffer) => {
+      const accept = (chunk: Buffer): void => {
         const text = decoder.write(chunk);
         if (stream === 'stderr') this.#stderrTail = (this.#stderrTail + text).slice(-STDERR_TAIL_BYTES);
         // Without a listener the carrier is idle: its stdout is discarded, stderr kept as the tail.
         if (text !== '') this.#events?.onStdio(text, stream);
-      });
+      };
+      this.child[stream]!.on('data', accept);
+      this.#stdioDrains.push(drainer(this.child[stream] as Socket, accept));
     }
     const reader = createLineReader({
       maxLineBytes: maxMessageBytes,
       onLine: (line) => this.#receive(line),
-      onOverflow: (bytes) => this.#fail(`control message of more than ${bytes - 1} bytes exceeds maxMessageBytes (${maxMessageBytes})`),
+      onOverflow: () => this.#fail(`a control message was longer than maxMessageBytes (${maxMessageBytes} bytes)`),
     });
     this.#control.on('data', (chunk: Buffer) => reader.push(chunk));
     this.#control.on('error', () => {});
@@ -257,6 +261,9 @@ export class Carrier {
       return;
     }
     const frame = message as { t: string; m?: string; a?: unknown[]; i?: string };
+    // Raw bytes a child process wrote before the carrier sent this frame are already in the stdio
+    // pipes; take them first so they keep their place before the carrier's own output and reply.
+    if (frame.t !== 'q' || frame.m !== 'invoke') for (const drain of this.#stdioDrains) drain();
     // Output is one-way and hot: handle it synchronously so it stays ordered before the reply.
     if (frame.t === 'q' && frame.m === 'output' && frame.i === undefined) {
       this.#handlers?.output(frame.a![0] as OutputMessage);
@@ -280,6 +287,26 @@ function encodeError(value: object): string | undefined {
   if (!(value instanceof Error)) return undefined;
   const { code } = value as { code?: unknown };
   return encodeJson({ name: value.name, message: value.message, ...(typeof code === 'string' ? { code } : {}) }, 'error');
+}
+
+/** Reads whatever is waiting in a pipe right now, without blocking, and hands it to `accept`.
+ * libuv keeps pipes non-blocking, so an empty pipe answers EAGAIN at once. */
+function drainer(stream: Socket, accept: (chunk: Buffer) => void): () => void {
+  const buffer = Buffer.allocUnsafe(64 * 1024);
+  return () => {
+    const fd = (stream as unknown as { _handle?: { fd?: number } })._handle?.fd;
+    if (typeof fd !== 'number' || fd < 0) return;
+    for (;;) {
+      let bytes: number;
+      try {
+        bytes = readSync(fd, buffer, 0, buffer.length, null);
+      } catch {
+        return; // EAGAIN: nothing waiting (or the pipe is gone)
+      }
+      if (bytes === 0) return;
+      accept(Buffer.from(buffer.subarray(0, bytes)));
+    }
+  };
 }
 
 /** Sends SIGKILL to a whole process group; a group that is already gone is fine. */

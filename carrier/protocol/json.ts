@@ -134,7 +134,23 @@ function describe(value: object): string {
 
 /** Parses JSON text, turning integers beyond 2^53 into bigint so they survive exactly. */
 export function decodeJson(text: string): JsonValue {
+  // Only a run of 16+ digits can be an integer beyond 2^53; without one, the native parser is exact.
+  if (!apply(regexpTest, longDigits, [text])) return nativeParse(text) as JsonValue;
+  if (sourceAccess) return nativeParse(text, reviveBigInt) as JsonValue;
   return parseLossless(text, null, parseNumber) as JsonValue;
+}
+
+// JSON.parse hands revivers the source text of each primitive on Node 21+; older Nodes (the
+// bootstrap runs on 20.12) fall back to lossless-json, which reads globals at call time.
+const nativeParse = JSON.parse as (text: string, reviver?: (key: string, value: unknown, context?: { source?: string }) => unknown) => unknown;
+const longDigits = /\d{16}/;
+const integerText = /^-?\d+$/;
+const isSafeIntegerValue = Number.isSafeInteger;
+const sourceAccess = nativeParse('1', (_key, value, context) => (context?.source === '1' ? value : undefined)) === 1;
+
+function reviveBigInt(_key: string, value: unknown, context?: { source?: string }): unknown {
+  if (typeof value !== 'number' || isSafeIntegerValue(value) || context?.source === undefined) return value;
+  return apply(regexpTest, integerText, [context.source]) ? BigIntCtor(context.source) : value;
 }
 
 function parseNumber(text: string): number | bigint {

@@ -46,7 +46,9 @@ export interface ErrorInfo {
 export type RunOutcome =
   | { status: 'ok'; value?: string }
   | { status: 'exception'; error: ErrorInfo }
-  | { status: 'invalid-output'; path: string; message: string };
+  | { status: 'invalid-output'; path: string; message: string }
+  /** The completion value's JSON text was larger than the output budget or one control message. */
+  | { status: 'oversized'; bytes: number };
 
 export interface ImageDescriptor {
   attachmentId: string;

@@ -222,7 +222,7 @@ test('protocol: a frame longer than maxMessageBytes', async () => {
   const result = await runProgram(`(await import('node:fs')).writeSync(3, 'x'.repeat(5000)); ${WAIT_FOREVER}`, {}, { maxMessageBytes: 4096 });
   const reported = failure(result);
   assert.is(reported.kind, 'protocol');
-  assert.match(reported.message, /exceeds maxMessageBytes \(4096\)/);
+  assert.match(reported.message, /longer than maxMessageBytes \(4096 bytes\)/);
   assert.equal(Object.keys(reported), ['kind', 'message']);
 });
 

@@ -59,6 +59,30 @@ test('intrinsics: a program that overwrites all of them at once still returns it
   assert.equal(result, genuine);
 });
 
+test('intrinsics: Object.prototype.then cannot adopt or stall the outcome', async () => {
+  // The program's own value has a null prototype so that only the carrier's objects could be adopted.
+  const program = `Object.prototype.then = function (resolve) { resolve({ status: 'ok', value: '666' }); };
+return Object.assign(Object.create(null), { a: 12345678901234567890n, b: [1, 'x'] });`;
+  const result = await runProgram(program, { timeoutMs: 10_000 });
+  delete (Object.prototype as { then?: unknown }).then;
+  assert.equal(result, { status: 'ok', value: VALUE, output: [], sandbox: SANDBOX });
+});
+
+test('intrinsics: inspect and bindings keep working after Object and Reflect are replaced', async () => {
+  const program = `globalThis.Object = 'junk'; globalThis.Reflect = 'junk';\ninspect('still here');\nreturn await echo(5);`;
+  const result = await runProgram(program, { timeoutMs: 10_000, bindings: { echo: async (value: number) => value * 2 } });
+  assert.equal(result, { status: 'ok', value: 10, output: [{ type: 'text', text: 'still here\n' }], sandbox: SANDBOX });
+});
+
+test('a completion value larger than one control message is output-limit, not protocol', async () => {
+  const result = await runProgram(`inspect('kept'); return 'y'.repeat(20_000)`, {}, { maxMessageBytes: 8192 });
+  assert.is(result.status, 'failed');
+  if (result.status !== 'failed') return;
+  assert.is(result.failure.kind, 'output-limit');
+  assert.match(result.failure.message, /the completion value \(20002 bytes\) does not fit maxOutputBytes \(67108864\) or one control message \(maxMessageBytes 8192\)/);
+  assert.equal(result.output, [{ type: 'text', text: 'kept\n' }]);
+});
+
 test('intrinsics: an exception thrown after the overwrites is still reported', async () => {
   const program = `const NativeError = Error;\n${OVERWRITES.map(([, overwrite]) => overwrite).join('\n')}\nthrow new NativeError('still reported');`;
   const result = await runProgram(program, { timeoutMs: 10_000 });
