@@ -12,7 +12,7 @@ import { launchCommand } from './launch.ts';
 import { OutputLedger, fittingPrefix, type OutputEntry } from './output-ledger.ts';
 import type { JsonValue } from '../carrier/protocol/json.ts';
 import { stripTypes } from './typescript.ts';
-import { startSpare, takeCarrier } from './spare.ts';
+import { takeCarrier } from './spare.ts';
 
 export interface SandboxReport {
   mode: 'full-access';
@@ -87,7 +87,6 @@ export async function executePerCall(config: ResolvedConfig, execution: Executio
   let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   const command = launchCommand(config.launch, config.maxOldGenerationSizeMb);
   const carrier = takeCarrier(command, config.maxMessageBytes, execution.cwd);
-  if (config.prestartCarrier) startSpare(command, config.maxMessageBytes);
   carrier.attach({
     onProtocolError: (message) => stop(protocolFailure(message)),
     onSpawnError: (message) => stop({ kind: 'worker-exit', message, exitCode: null, signal: null }),

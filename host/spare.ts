@@ -23,17 +23,22 @@ export function startSpare(command: LaunchCommand, maxMessageBytes: number): voi
   spares.set(key, carrier);
 }
 
-/** A carrier for one run: the waiting spare when it is alive, otherwise a new one. */
+/** A carrier for one run: the waiting spare when it is alive, otherwise a new one. While any
+ * runtime holds spares for this launch, a replacement starts booting at once. */
 export function takeCarrier(command: LaunchCommand, maxMessageBytes: number, cwd: string): Carrier {
   const key = keyOf(command, maxMessageBytes);
   const spare = spares.get(key);
   spares.delete(key);
+  let carrier: Carrier;
   if (spare !== undefined && !spare.exited) {
     spare.ref();
-    return spare;
+    carrier = spare;
+  } else {
+    if (spare !== undefined) void spare.terminate(0);
+    carrier = new Carrier({ command, cwd, maxMessageBytes });
   }
-  if (spare !== undefined) void spare.terminate(0);
-  return new Carrier({ command, cwd, maxMessageBytes });
+  if ((holders.get(key) ?? 0) > 0) startSpare(command, maxMessageBytes);
+  return carrier;
 }
 
 /** Declares interest in spares for a launch; the returned function withdraws it and stops the spare when no one else wants it. */
@@ -67,7 +72,9 @@ process.once('exit', () => {
  * overlap. A run whose flags change the launch or limits simply starts its own carrier.
  */
 export async function prestartForCli(argv: string[]): Promise<void> {
-  if (argv[0] !== 'run' || argv.includes('--node') || argv.includes('--help')) return;
+  // Flags that change the launch shape would make the early carrier a wasted process.
+  const reshaping = ['--node', '--config', '--max-old-generation-size-mb', '--max-message-bytes', '--help'];
+  if (argv[0] !== 'run' || argv.some((arg) => reshaping.some((flag) => arg === flag || arg.startsWith(`${flag}=`)))) return;
   const [{ launchCommand }, { DEFAULTS }] = await Promise.all([import('./launch.ts'), import('./config.ts')]);
   startSpare(launchCommand(undefined, DEFAULTS.maxOldGenerationSizeMb), DEFAULTS.maxMessageBytes);
 }

@@ -60,14 +60,28 @@ export function encodeJson(value: unknown, root: string, options: EncodeOptions 
   }
 }
 
-function encode(value: unknown, path: string, options: EncodeOptions, seen: Set<object>): string {
+// A path is built only when something fails: the common case encodes without a string per member.
+type Path = string | { parent: Path; key: string | number };
+
+function formatPath(path: Path): string {
+  if (typeof path === 'string') return path;
+  const { parent, key } = path;
+  if (typeof key === 'number') return `${formatPath(parent)}[${key}]`;
+  return apply(regexpTest, identifierPattern, [key]) ? `${formatPath(parent)}.${key}` : `${formatPath(parent)}[${stringifyString(key)}]`;
+}
+
+function lossy(path: Path, problem: string): LossyValueError {
+  return new LossyValueError(formatPath(path), problem);
+}
+
+function encode(value: unknown, path: Path, options: EncodeOptions, seen: Set<object>): string {
   switch (typeof value) {
     case 'string':
       return stringifyString(value);
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
-      if (!isFiniteNumber(value)) throw new LossyValueError(path, `is ${apply(numberToString, value, [])}, which JSON cannot represent`);
+      if (!isFiniteNumber(value)) throw lossy(path, `is ${apply(numberToString, value, [])}, which JSON cannot represent`);
       // -0 keeps its sign, and an integer beyond 2^53 is written with an exponent: as plain digits
       // decodeJson would read it back as a bigint (and, from toString's rounded digits, a different one).
       if (value === 0) return 1 / value < 0 ? '-0' : '0';
@@ -76,43 +90,42 @@ function encode(value: unknown, path: string, options: EncodeOptions, seen: Set<
     case 'bigint':
       return apply(bigintToString, value, []);
     case 'undefined':
-      throw new LossyValueError(path, 'is undefined, which JSON drops');
+      throw lossy(path, 'is undefined, which JSON drops');
     case 'function':
-      throw new LossyValueError(path, 'is a function, which JSON cannot represent');
+      throw lossy(path, 'is a function, which JSON cannot represent');
     case 'symbol':
-      throw new LossyValueError(path, 'is a symbol, which JSON cannot represent');
+      throw lossy(path, 'is a symbol, which JSON cannot represent');
   }
   if (value === null) return 'null';
   const object = value as object;
-  if (options.isProxy?.(object)) throw new LossyValueError(path, 'is a Proxy, which is not plain data');
-  if (apply(setHas, seen, [object])) throw new LossyValueError(path, 'is a circular reference');
+  if (options.isProxy?.(object)) throw lossy(path, 'is a Proxy, which is not plain data');
+  if (apply(setHas, seen, [object])) throw lossy(path, 'is a circular reference');
   if (isArray(object)) {
     apply(setAdd, seen, [object]);
     const items: string[] = [];
     const length = (object as unknown[]).length;
     for (let index = 0; index < length; index++) {
-      const itemPath = `${path}[${index}]`;
-      if (!hasOwn(object, index)) throw new LossyValueError(itemPath, 'is a hole in a sparse array');
+      const itemPath = { parent: path, key: index };
+      if (!hasOwn(object, index)) throw lossy(itemPath, 'is a hole in a sparse array');
       apply(arrayPush, items, [encode((object as unknown[])[index], itemPath, options, seen)]);
     }
     apply(setDelete, seen, [object]);
     return `[${apply(arrayJoin, items, [','])}]`;
   }
   if (!isPlainObject(object)) {
-    const replaced = options.replaceObject?.(object, path);
+    const replaced = options.replaceObject?.(object, formatPath(path));
     if (replaced !== undefined) return replaced;
-    throw new LossyValueError(path, `is ${describe(object)}, which is not plain JSON data`);
+    throw lossy(path, `is ${describe(object)}, which is not plain JSON data`);
   }
   apply(setAdd, seen, [object]);
   const members: string[] = [];
   for (const key of ownKeys(object)) {
-    if (typeof key === 'symbol') throw new LossyValueError(path, `has a symbol key ${String(key.description)}, which JSON drops`);
+    if (typeof key === 'symbol') throw lossy(path, `has a symbol key ${String(key.description)}, which JSON drops`);
     const descriptor = getOwnPropertyDescriptor(object, key);
     if (descriptor === undefined || !descriptor.enumerable) continue;
-    const memberPath = apply(regexpTest, identifierPattern, [key]) ? `${path}.${key}` : `${path}[${stringifyString(key)}]`;
     const member = 'value' in descriptor ? descriptor.value : (object as Record<string, unknown>)[key];
     if (member === undefined && options.skipUndefinedMembers) continue;
-    apply(arrayPush, members, [`${stringifyString(key)}:${encode(member, memberPath, options, seen)}`]);
+    apply(arrayPush, members, [`${stringifyString(key)}:${encode(member, { parent: path, key }, options, seen)}`]);
   }
   apply(setDelete, seen, [object]);
   return `{${apply(arrayJoin, members, [','])}}`;

@@ -212,7 +212,7 @@ test('protocol: garbage on the control channel', async () => {
   const result = await runProgram(`(await import('node:fs')).writeSync(3, 'garbage\\n'); ${WAIT_FOREVER}`);
   assert.equal(result, {
     status: 'failed',
-    failure: { kind: 'protocol', message: "unparsable control message: JSON value expected but got 'g' at position 0" },
+    failure: { kind: 'protocol', message: "unparsable control message: Unexpected token 'g', \"garbage\" is not valid JSON" },
     output: [],
     sandbox: SANDBOX,
   });

@@ -1,0 +1,265 @@
+// `npm run bench`: ptc's speed as ratios against floors measured in the same run, a bare `node`
+// start (process floor) and a raw fd-3 pipe ping-pong (transport floor), each with its target.
+// The bench reports and does not gate: a MISS still exits 0; only a broken bench exits 1.
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createRuntime, type RunResult, type Runtime, type RuntimeConfig } from '../../host/index.ts';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const BIN = join(ROOT, 'dist', 'ptc');
+const ECHO = join(import.meta.dirname, 'echo.ts');
+const NODE = process.execPath;
+const HAVE_BIN = existsSync(BIN);
+const WORK = mkdtempSync(join(tmpdir(), 'ptc-bench-'));
+/** Idle time before each measurement, so a spare carrier that the previous run started (prestartCarrier)
+ * has booted: it then neither competes with the next measurement for CPU nor is taken half-booted. */
+const SETTLE_MS = 100;
+
+/** The library's carriers: from source always, the binary's own carrier when it is built. */
+const EMBEDDED: RuntimeConfig = { launch: { kind: 'embedded', executable: BIN } };
+const VARIANTS: Array<[string, RuntimeConfig]> = [['source', {}], ...(HAVE_BIN ? [['embedded', EMBEDDED] as [string, RuntimeConfig]] : [])];
+/** The same without a spare carrier booted ahead of each run: what a run costs when it has to start one. */
+const COLD: Array<[string, RuntimeConfig]> = VARIANTS.map(([name, config]) => [`${name}, cold`, { ...config, prestartCarrier: false }]);
+
+// ---- shared helpers ----
+
+function quantile(samples: number[], q: number): number {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (sorted.length - 1) * q;
+  const low = Math.floor(at);
+  return sorted[low]! + (sorted[Math.ceil(at)]! - sorted[low]!) * (at - low);
+}
+const median = (samples: number[]): number => quantile(samples, 0.5);
+const p90 = (samples: number[]): number => quantile(samples, 0.9);
+const ratio = (value: number, floor: number): number => value / floor;
+
+const ms = (value: number): string => `${value.toFixed(1)} ms`.padStart(10);
+const pad = (label: string): string => `  ${label.padEnd(26)}`;
+
+/** "ratio 2.31  target ≤ 1.5  MISS" for a ratio that should stay at or below `max` (or at or above `min`). */
+function verdict(value: number, target: { max: number } | { min: number }): string {
+  const pass = 'max' in target ? value <= target.max : value >= target.min;
+  const goal = 'max' in target ? `≤ ${target.max}` : `≥ ${target.min.toFixed(2)}`;
+  return `ratio ${value.toFixed(2).padStart(5)}  target ${goal}  ${pass ? 'PASS' : 'MISS'}`;
+}
+
+async function timed(fn: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await fn();
+  return performance.now() - start;
+}
+
+/** Runs every case once per round, rotating the order, so machine noise lands on all of them alike. */
+async function interleave(
+  cases: Record<string, () => Promise<unknown>>,
+  { warmups = 3, iterations = 30 } = {},
+): Promise<Record<string, number[]>> {
+  const names = Object.keys(cases);
+  const samples: Record<string, number[]> = Object.fromEntries(names.map((name) => [name, []]));
+  for (let round = 0; round < warmups + iterations; round++) {
+    for (let k = 0; k < names.length; k++) {
+      const name = names[(round + k) % names.length]!;
+      await sleep(SETTLE_MS);
+      const elapsed = await timed(cases[name]!);
+      if (round >= warmups) samples[name]!.push(elapsed);
+    }
+  }
+  return samples;
+}
+
+/** Spawns a process, drains its stdout, and resolves with it once the process has exited with 0. */
+async function exec(file: string, args: string[]): Promise<string> {
+  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  const [code] = await once(child, 'close');
+  if (code !== 0) throw new Error(`${file} ${args.join(' ')} exited with ${code}`);
+  return out;
+}
+
+const bareNode = (): Promise<string> => exec(NODE, ['-e', '0']);
+
+async function runOk(runtime: Runtime, request: Parameters<Runtime['resolve']>[0]): Promise<RunResult & { status: 'ok' }> {
+  const result = await runtime.run(runtime.resolve(request));
+  if (result.status !== 'ok') throw new Error(`run() failed: ${result.failure.kind}: ${result.failure.message}`);
+  return result;
+}
+
+// ---- measurements ----
+
+function machine(): void {
+  let commit = 'unknown commit';
+  try {
+    const git = (...args: string[]): string => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    commit = `commit ${git('rev-parse', '--short', 'HEAD')}${git('status', '--porcelain', '--untracked-files=no') === '' ? '' : ' + uncommitted changes'}`;
+  } catch {
+    // not a git checkout
+  }
+  const cpu = cpus()[0]?.model ?? 'unknown cpu';
+  console.log(`machine: ${availableParallelism()} cores (${cpu}), ${(totalmem() / 2 ** 30).toFixed(1)} GiB, ${process.platform}-${process.arch}`);
+  console.log(`node:    ${NODE} ${process.version}; load average ${loadavg().map((n) => n.toFixed(2)).join(' ')}`);
+  console.log(`ptc:     ${commit}; ${HAVE_BIN ? BIN : 'dist/ptc missing (npm run build): embedded variants skipped'}\n`);
+}
+
+/**
+ * 1. A trivial program through run() against spawning a bare `node -e 0`. The cold pass runs after
+ * the default runtimes are disposed: spares are shared by launch, so it would otherwise take theirs.
+ */
+async function perCallStart(variants: Array<[string, RuntimeConfig]>, cold: boolean): Promise<void> {
+  const runtimes = variants.map(([name, config]) => [name, createRuntime(config)] as const);
+  const cases: Record<string, () => Promise<unknown>> = { floor: bareNode };
+  for (const [name, runtime] of runtimes) cases[name] = () => runOk(runtime, { program: 'return 1' });
+  const samples = await interleave(cases);
+  const floor = samples.floor!;
+  console.log(`${pad('floor: node -e 0')}${ms(median(floor))}${ms(p90(floor))}`);
+  for (const [name, runtime] of runtimes) {
+    const own = samples[name]!;
+    const p90Ratio = `p90 ratio ${ratio(p90(own), p90(floor)).toFixed(2)}`;
+    const judged = cold
+      ? `ratio ${ratio(median(own), median(floor)).toFixed(2).padStart(5)}  (reference, no target; ${p90Ratio})`
+      : `${verdict(ratio(median(own), median(floor)), { max: 1.5 })}  (${p90Ratio})`;
+    console.log(`${pad(`run() ${name}`)}${ms(median(own))}${ms(p90(own))}   ${judged}`);
+    await runtime.dispose();
+  }
+}
+
+/** 2. `dist/ptc run FILE --json` as a whole process against a bare `node -e 0`. */
+async function cliStart(): Promise<void> {
+  console.log('\n2. `dist/ptc run return1.ts --json` vs `node -e 0` (median / p90 of 30 after 3 warm-ups, interleaved)');
+  if (!HAVE_BIN) return console.log('  skipped: dist/ptc is missing (npm run build)');
+  const program = join(WORK, 'return1.ts');
+  writeFileSync(program, 'return 1\n');
+  const samples = await interleave({
+    floor: bareNode,
+    ptc: async () => {
+      const printed = JSON.parse(await exec(BIN, ['run', program, '--json'])) as { status: string; value?: unknown };
+      if (printed.status !== 'ok' || printed.value !== 1) throw new Error(`ptc run printed ${JSON.stringify(printed)}`);
+    },
+  });
+  const { floor, ptc } = samples as { floor: number[]; ptc: number[] };
+  console.log(`${pad('floor: node -e 0')}${ms(median(floor))}${ms(p90(floor))}`);
+  console.log(`${pad('dist/ptc run --json')}${ms(median(ptc))}${ms(p90(ptc))}   ${verdict(ratio(median(ptc), median(floor)), { max: 1.5 })}  (p90 ratio ${ratio(p90(ptc), p90(floor)).toFixed(2)})`);
+}
+
+/** Calls/s of `await ping(i)` in a loop; timed between the first and last call reaching the host. */
+async function ptcPingRate(runtime: Runtime, n: number): Promise<number> {
+  let calls = 0;
+  let first = 0;
+  let last = 0;
+  const ping = async (x: unknown): Promise<unknown> => {
+    last = performance.now();
+    if (calls++ === 0) first = last;
+    return x;
+  };
+  await runOk(runtime, { program: `for (let i = 0; i < ${n}; i++) await ping(i)`, bindings: { ping }, timeoutMs: null });
+  if (calls !== n) throw new Error(`ping was called ${calls} times, expected ${n}`);
+  return (n - 1) / ((last - first) / 1000);
+}
+
+/** Round trips/s of one JSON line at a time over fd 3 to test/bench/echo.ts, after the first reply. */
+async function rawPingRate(n: number): Promise<number> {
+  const child = spawn(NODE, [ECHO], { stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
+  const socket = child.stdio[3] as Socket;
+  let pending = '';
+  let reply: (line: string) => void = () => {};
+  socket.setEncoding('utf8').on('data', (chunk: string) => {
+    pending += chunk;
+    let newline: number;
+    while ((newline = pending.indexOf('\n')) !== -1) {
+      const line = pending.slice(0, newline);
+      pending = pending.slice(newline + 1);
+      reply(line);
+    }
+  });
+  const roundTrip = (id: number): Promise<unknown> =>
+    new Promise((resolve) => {
+      reply = (line) => resolve(JSON.parse(line));
+      socket.write(`${JSON.stringify({ id, method: 'ping', args: [id] })}\n`);
+    });
+  await roundTrip(0);
+  const start = performance.now();
+  for (let id = 1; id < n; id++) await roundTrip(id);
+  const rate = (n - 1) / ((performance.now() - start) / 1000);
+  socket.end();
+  const [code] = await once(child, 'close');
+  if (code !== 0) throw new Error(`echo.ts exited with ${code}`);
+  return rate;
+}
+
+/** 3. Sequential awaited binding calls against a raw pipe ping-pong between the same two processes. */
+async function bindingCalls(): Promise<void> {
+  const rounds = 5;
+  console.log(`\n3. sequential \`await ping(i)\` calls/s vs raw fd-3 JSON-line ping-pong (median of ${rounds} interleaved, ~1.5 s each)`);
+  const FLOOR = 'floor: raw pipe';
+  const measures: Record<string, (n: number) => Promise<number>> = { [FLOOR]: rawPingRate };
+  const runtimes = VARIANTS.map(([name, config]) => [`run() ${name}`, createRuntime(config)] as const);
+  for (const [name, runtime] of runtimes) measures[name] = (n) => ptcPingRate(runtime, n);
+  const cases: Record<string, () => Promise<unknown>> = {};
+  const rates: Record<string, number[]> = {};
+  const sizes: Record<string, number> = {};
+  for (const [name, measure] of Object.entries(measures)) {
+    // Two short runs warm up and size N for about 1.5 s (from the faster one: noise only slows).
+    sizes[name] = Math.max(1000, Math.round(Math.max(await measure(2000), await measure(2000)) * 1.5));
+    rates[name] = [];
+    cases[name] = async () => rates[name]!.push(await measure(sizes[name]!));
+  }
+  await interleave(cases, { warmups: 0, iterations: rounds });
+  const floor = median(rates[FLOOR]!);
+  for (const name of Object.keys(measures)) {
+    const own = median(rates[name]!);
+    const rate = `${Math.round(own).toLocaleString('en-US')} /s`.padStart(10);
+    const judged = name === FLOOR ? '' : `   ${verdict(ratio(own, floor), { min: 1 / 3 })}`;
+    console.log(`${pad(name)}${rate}  N=${String(sizes[name]).padEnd(6)}${judged}`);
+  }
+  for (const [, runtime] of runtimes) await runtime.dispose();
+}
+
+/** 4. inspect() of a 50 MB string end to end through run(), against building it without output. */
+async function inspectThroughput(): Promise<void> {
+  const size = 50 * 1024 * 1024;
+  // One carrier is enough: the output path is the same code whichever way the carrier started.
+  const [name, config] = VARIANTS.at(-1)!;
+  console.log(`\n4. inspect() of a 50 MB string through run() with the ${name} carrier (median of 3, interleaved; no target)`);
+  const runtime = createRuntime({ ...config, maxOutputBytes: 128 * 1024 * 1024 });
+  const samples = await interleave(
+    {
+      build: () => runOk(runtime, { program: `const s = 'x'.repeat(${size}); return s.length` }),
+      inspect: async () => {
+        const result = await runOk(runtime, { program: `inspect('x'.repeat(${size}))` });
+        const bytes = result.output.reduce((sum, entry) => sum + (entry.type === 'text' ? entry.text.length : 0), 0);
+        if (bytes !== size + 1) throw new Error(`inspect printed ${bytes} bytes, expected ${size + 1}`);
+      },
+    },
+    { warmups: 0, iterations: 3 },
+  );
+  await runtime.dispose();
+  const build = median(samples.build!);
+  const total = median(samples.inspect!);
+  const mbps = (milliseconds: number): string => `${(50 / (milliseconds / 1000)).toFixed(0)} MB/s`;
+  console.log(`${pad('build only')}${ms(build)}`);
+  console.log(`${pad('build + inspect')}${ms(total)}   ${mbps(total)} end to end; output path ${ms(total - build).trim()} = ${mbps(total - build)}`);
+}
+
+const started = performance.now();
+try {
+  machine();
+  console.log('1. run() of `return 1` vs spawn `node -e 0` (median / p90 of 30 after 3 warm-ups, interleaved)');
+  await perCallStart(VARIANTS, false);
+  console.log('   the same with prestartCarrier: false, so every run starts its carrier:');
+  await perCallStart(COLD, true);
+  await cliStart();
+  await bindingCalls();
+  await inspectThroughput();
+  console.log(`\nbench took ${((performance.now() - started) / 1000).toFixed(1)} s`);
+} catch (error) {
+  console.error('\nbench broke:', error);
+  process.exitCode = 1;
+} finally {
+  rmSync(WORK, { recursive: true, force: true });
+}
