@@ -37,8 +37,14 @@ export interface BindingScope {
   invoke(name: string, args: string): Promise<InvokeResult>;
 }
 
-/** Installs one async global per binding; dotted names become namespace objects. Returns an uninstaller. */
-export function installBindings(names: string[], scope: BindingScope, limits: BindingLimits): () => void {
+/** Installs one async global per binding on `target`; dotted names become namespace objects. Returns an uninstaller. */
+export function installBindings(
+  names: string[],
+  scope: BindingScope,
+  limits: BindingLimits,
+  target: Record<string, unknown> = globalThis as unknown as Record<string, unknown>,
+): () => void {
+  const root = target;
   let pending = 0;
   let pendingBytes = 0;
   const installed: string[] = [];
@@ -77,21 +83,21 @@ export function installBindings(names: string[], scope: BindingScope, limits: Bi
   for (const name of names) {
     const parts = name.split('.');
     const leaf = parts.pop()!;
-    let target: Record<string, unknown> = globalThis as unknown as Record<string, unknown>;
+    let holder = root;
     for (const part of parts) {
-      const next = target[part];
+      const next = holder[part];
       if (typeof next !== 'object' || next === null) {
-        target[part] = {};
-        if (target === (globalThis as unknown)) installed.push(part);
+        holder[part] = {};
+        if (holder === root) installed.push(part);
       }
-      target = target[part] as Record<string, unknown>;
+      holder = holder[part] as Record<string, unknown>;
     }
     const proxy = { [leaf]: (...args: unknown[]) => call(name, args) }[leaf];
-    target[leaf] = proxy;
+    holder[leaf] = proxy;
     if (parts.length === 0) installed.push(leaf);
   }
   return () => {
-    for (const name of installed) delete (globalThis as Record<string, unknown>)[name];
+    for (const name of installed) delete root[name];
   };
 }
 

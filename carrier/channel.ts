@@ -16,6 +16,7 @@ type HostRpc = BirpcReturn<HostMethods, CarrierMethods>;
  * every property access, and a program may have replaced them by the time it prints. */
 export interface HostLink {
   output: HostMethods['output'];
+  initialized: HostMethods['initialized'];
   invoke: HostMethods['invoke'];
   registerImage: HostMethods['registerImage'];
 }
@@ -63,6 +64,7 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
   const call = rpc.$call as (method: string, ...args: unknown[]) => Promise<unknown>;
   const host: HostLink = {
     output: (entry) => void callEvent('output', entry),
+    initialized: () => call('initialized') as ReturnType<HostLink['initialized']>,
     invoke: (name, args) => call('invoke', name, args) as ReturnType<HostLink['invoke']>,
     registerImage: (path) => call('registerImage', path) as ReturnType<HostLink['registerImage']>,
   };

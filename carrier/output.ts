@@ -1,7 +1,7 @@
 // Everything the program shows goes through one ordered sink: inspect(), the native console and
 // raw process.stdout/stderr writes. The host meters the bytes; the carrier only stops sending
 // once the run's budget is spent, so a runaway loop cannot flood the control channel.
-import { inspect as utilInspect } from 'node:util';
+import { inspect as utilInspect, types } from 'node:util';
 import { StringDecoder } from 'node:string_decoder';
 import { collectInspectedImages, imageDescriptor } from './image.ts';
 import type { OutputMessage } from './protocol/messages.ts';
@@ -11,6 +11,8 @@ export interface OutputSink {
 }
 
 const byteLength = Buffer.byteLength;
+// Works across realms: a vm-script program's Uint8Array is not an instance of this realm's.
+const isUint8Array = types.isUint8Array as (value: unknown) => value is Uint8Array;
 const inspectOptions = {
   depth: Infinity,
   maxArrayLength: Infinity,
@@ -25,6 +27,8 @@ const charCodeAt = String.prototype.charCodeAt;
 const FRAME_OVERHEAD = 256;
 
 let sink: OutputSink | undefined;
+/** Whether the code printing right now belongs to the run that owns the sink. */
+let current: () => boolean = () => false;
 let remaining = 0;
 let maxChunkUnits = Infinity;
 
@@ -32,8 +36,9 @@ let maxChunkUnits = Infinity;
  * Directs output to `send` until the run's budget (plus one entry to show the overflow) is spent.
  * Text is sent in pieces that fit one control frame, since the host refuses larger frames.
  */
-export function beginOutput(send: OutputSink, maxOutputBytes: number, maxMessageBytes: number): void {
+export function beginOutput(send: OutputSink, maxOutputBytes: number, maxMessageBytes: number, isCurrent: () => boolean): void {
   remaining = maxOutputBytes;
+  current = isCurrent;
   // JSON escaping turns one UTF-16 unit into at most 6 bytes (\u001f).
   maxChunkUnits = Math.max(1, Math.floor((maxMessageBytes - FRAME_OVERHEAD) / 6));
   sink = send;
@@ -45,7 +50,7 @@ export function endOutput(): void {
 }
 
 function emit(entry: OutputMessage): void {
-  if (sink === undefined || remaining < 0) return;
+  if (sink === undefined || remaining < 0 || !current()) return;
   if (entry.type !== 'text') {
     remaining -= 64;
     sink(entry);
@@ -117,7 +122,7 @@ export function captureStandardStreams(): void {
         text = typeof encoding === 'string' && encoding !== 'utf8' && encoding !== 'utf-8'
           ? decoder.write(Buffer.from(chunk, encoding as BufferEncoding))
           : chunk;
-      } else if (chunk instanceof Uint8Array) {
+      } else if (isUint8Array(chunk)) {
         text = decoder.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
       } else {
         throw new TypeError(`The "chunk" argument must be a string or Uint8Array, got ${utilInspect(chunk)}`);

@@ -11,13 +11,14 @@ import { PROTOCOL_REVISION } from '../carrier/protocol/revision.ts';
 import { isPlainObject } from '../carrier/protocol/json.ts';
 import { readBootstrap } from './bootstrap-asset.ts';
 import { VERSION } from './version.ts';
+import { replCommand, replOptions, type ReplArgs } from './repl.ts';
 
 /** A usage or configuration problem: exit code 2. */
-class UsageError extends Error {
+export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-const LIMIT_FLAGS = {
+export const LIMIT_FLAGS = {
   'timeout-ms': 'timeoutMs',
   'max-timeout-ms': 'maxTimeoutMs',
   'max-output-bytes': 'maxOutputBytes',
@@ -41,6 +42,14 @@ export async function main(argv: string[]): Promise<number> {
         exitCode = await runCommand(args as unknown as RunArgs);
       },
     )
+    .command(
+      'repl',
+      'Start an interactive session on one retained environment (.help inside lists its commands)',
+      (command: Argv) => replOptions(command),
+      async (args) => {
+        exitCode = await replCommand(args as unknown as ReplArgs);
+      },
+    )
     .command('version', 'Print the ptc version, the embedded Node version and the protocol revision', {}, () => {
       process.stdout.write(`ptc ${VERSION}\nnode ${process.version}\nprotocol ${PROTOCOL_REVISION}\n`);
     })
@@ -55,7 +64,7 @@ export async function main(argv: string[]): Promise<number> {
         process.stdout.write(`wrote ${out}\n`);
       },
     )
-    .demandCommand(1, 'Name a command: run, version or bootstrap')
+    .demandCommand(1, 'Name a command: run, repl, version or bootstrap')
     .strict()
     .help()
     .version(false)
@@ -83,6 +92,7 @@ interface RunArgs {
   cwd?: string;
   node?: string;
   bootstrap?: string;
+  mode?: string;
   'discard-completion': boolean;
   [flag: string]: unknown;
 }
@@ -94,6 +104,11 @@ function runOptions(command: Argv): Argv {
     .option('bindings', { type: 'string', describe: 'Module whose exported functions (and objects of functions) become bindings' })
     .option('config', { type: 'string', describe: 'JSON file with runtime configuration' })
     .option('cwd', { type: 'string', describe: 'Working directory of the program' })
+    .option('mode', {
+      type: 'string',
+      choices: ['per-call', 'vm-script', 'persistent-in-memory'],
+      describe: 'Execution mode, which sets the program syntax: async function body, Script, or scoped REPL statements',
+    })
     .option('node', { type: 'string', describe: 'Run the carrier with this Node executable (node-script launch)' })
     .option('bootstrap', { type: 'string', describe: 'Bootstrap file for --node (default: bootstrap.mjs next to ptc)' })
     .option('discard-completion', { type: 'boolean', default: false, describe: 'Do not return the completion value' });
@@ -140,7 +155,7 @@ async function runCommand(args: RunArgs): Promise<number> {
   }
 }
 
-async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
+export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
   // One run per process: the carrier started by prestartForCli is the only one worth having.
   let config: Record<string, unknown> = { prestartCarrier: false };
   if (args.config !== undefined) {
@@ -162,6 +177,7 @@ async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
     if (typeof value !== 'number' || Number.isNaN(value)) throw new UsageError(`--${flag} must be a number, got ${JSON.stringify(value)}`);
     config[field] = value;
   }
+  if (args.mode !== undefined) config.executionMode = args.mode;
   if (args.node !== undefined) {
     config.launch = { kind: 'node-script', executable: args.node, ...(args.bootstrap !== undefined ? { bootstrapPath: resolvePath(args.bootstrap) } : {}) };
   } else if (args.bootstrap !== undefined) {
@@ -170,7 +186,7 @@ async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
   return config as RuntimeConfig;
 }
 
-async function loadBindings(path: string): Promise<Bindings> {
+export async function loadBindings(path: string): Promise<Bindings> {
   let module: Record<string, unknown>;
   try {
     module = await import(pathToFileURL(resolvePath(path)).href);

@@ -3,18 +3,18 @@
 // never silently falls back to a default.
 import { inspect } from 'node:util';
 
-export type ExecutionMode = 'per-call';
+export type ExecutionMode = 'per-call' | 'vm-script' | 'persistent-in-memory';
 
 export type LaunchConfig =
   | { kind: 'embedded'; executable?: string }
   | { kind: 'node-script'; executable: string; bootstrapPath?: string };
 
 export interface RuntimeConfig {
-  /** @default 'per-call' */
+  /** per-call: a fresh process per program; vm-script: Script programs; persistent-in-memory: a REPL retained per owner. @default 'per-call' */
   executionMode?: ExecutionMode;
   /** Retain a vm-script context per owner; only with executionMode 'vm-script'. @default false */
   scriptPersistence?: boolean;
-  /** Scoped REPL for persistent-in-memory; only with that mode. @default false here */
+  /** The scoped REPL (true) or Node's REPL evaluator (false); only with persistent-in-memory. @default true with persistent-in-memory */
   replScoped?: boolean;
   /** Default elapsed deadline in ms. @default 120000 */
   timeoutMs?: number;
@@ -69,7 +69,7 @@ export const DEFAULTS: Omit<ResolvedConfig, 'launch'> = {
   prestartCarrier: true,
 };
 
-const EXECUTION_MODES: readonly string[] = ['per-call'];
+const EXECUTION_MODES: readonly string[] = ['per-call', 'vm-script', 'persistent-in-memory'];
 const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch']);
 
 /** Validates a configuration object and fills defaults; throws TypeError/RangeError naming the field. */
@@ -87,9 +87,13 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     throw new RangeError(`ptc config: executionMode must be one of ${EXECUTION_MODES.map((m) => `"${m}"`).join(', ')}, got ${show(executionMode)}`);
   }
   const scriptPersistence = boolean(config, 'scriptPersistence');
-  if (scriptPersistence) throw new RangeError(`ptc config: scriptPersistence: true requires executionMode "vm-script", got executionMode ${show(executionMode)}`);
-  const replScoped = boolean(config, 'replScoped');
-  if (replScoped) throw new RangeError(`ptc config: replScoped: true requires executionMode "persistent-in-memory", got executionMode ${show(executionMode)}`);
+  if (scriptPersistence && executionMode !== 'vm-script') {
+    throw new RangeError(`ptc config: scriptPersistence: true requires executionMode "vm-script", got executionMode ${show(executionMode)}`);
+  }
+  const replScoped = config.replScoped === undefined ? executionMode === 'persistent-in-memory' : boolean(config, 'replScoped');
+  if (replScoped && executionMode !== 'persistent-in-memory') {
+    throw new RangeError(`ptc config: replScoped: true requires executionMode "persistent-in-memory", got executionMode ${show(executionMode)}`);
+  }
 
   const resolved: ResolvedConfig = {
     executionMode: executionMode as ExecutionMode,

@@ -31,6 +31,8 @@ export interface Failure {
   stderrTail?: string;
   /** invalid-output: the path of the first lossy value. */
   path?: string;
+  /** Retained runs: whether the environment's variables survived this failure. */
+  state?: 'preserved' | 'cleared';
 }
 
 export function exceptionFailure(error: ErrorInfo): Failure {

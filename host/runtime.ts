@@ -2,11 +2,12 @@
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { flattenBindings, type Bindings } from './bindings.ts';
 import { resolveConfig, show, type ResolvedConfig, type RuntimeConfig } from './config.ts';
-import { executePerCall, type RunResult } from './execution.ts';
+import { Executor, type RunResult } from './execution.ts';
+import { stripTypes } from './typescript.ts';
 import type { OutputEntry } from './output-ledger.ts';
 import { launchCommand } from './launch.ts';
 import { holdSpares, startSpare } from './spare.ts';
-import { executionInstructions, PROGRAM_FORMAT, type ProgramFormat } from './instructions.ts';
+import { executionInstructions, type ProgramFormat } from './instructions.ts';
 
 export interface RunRequest {
   /** The program: an async function body in erasable TypeScript. */
@@ -21,6 +22,8 @@ export interface RunRequest {
   discardCompletion?: boolean;
   /** Name shown in stack traces. @default "program.ts" in cwd */
   filename?: string;
+  /** Any object: runs with the same owner share one retained environment (retained modes only). */
+  stateOwner?: object;
 }
 
 export interface RunSpec {
@@ -30,6 +33,7 @@ export interface RunSpec {
   readonly timeoutMs: number | null;
   readonly discardCompletion: boolean;
   readonly filename: string;
+  readonly stateOwner: object | undefined;
 }
 
 export interface RunOptions {
@@ -47,12 +51,30 @@ export interface Runtime {
   readonly timeout: TimeoutDescriptor;
   readonly programFormat: ProgramFormat;
   readonly executionInstructions: string;
+  /** Whether runs with a stateOwner keep their environment between runs. */
+  readonly retainsState: boolean;
   resolve(request: RunRequest): RunSpec;
   run(spec: RunSpec, options?: RunOptions): Promise<RunResult>;
+  /** Ends the owner's retained environment (after a run in progress finishes). */
+  release(owner: object): Promise<void>;
+  /** persistent-in-memory only, before the first run: source run once in every new environment. */
+  registerEnvironmentInitializer(program: string): void;
   dispose(): Promise<void>;
 }
 
-const REQUEST_FIELDS = new Set(['program', 'bindings', 'cwd', 'timeoutMs', 'discardCompletion', 'filename']);
+const REQUEST_FIELDS = new Set(['program', 'bindings', 'cwd', 'timeoutMs', 'discardCompletion', 'filename', 'stateOwner']);
+
+/** The program format and retention of a configuration. */
+export function executionShape(config: ResolvedConfig): { format: ProgramFormat; retains: boolean } {
+  switch (config.executionMode) {
+    case 'per-call':
+      return { format: 'async-function', retains: false };
+    case 'vm-script':
+      return { format: 'vm-script', retains: config.scriptPersistence };
+    case 'persistent-in-memory':
+      return { format: config.replScoped ? 'scoped-repl' : 'repl', retains: true };
+  }
+}
 
 /** Creates a runtime; throws when the configuration names an unknown field or an invalid value. */
 export function createRuntime(input?: RuntimeConfig): Runtime {
@@ -65,7 +87,10 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
     startSpare(command, config.maxMessageBytes);
   }
   let disposed = false;
+  let admitted = false;
   let attachments = 0;
+  const shape = executionShape(config);
+  const executor = new Executor(config, shape.format, shape.retains);
 
   const assertLive = (what: string): void => {
     if (disposed) throw new Error(`ptc runtime: ${what} called after dispose()`);
@@ -74,8 +99,9 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
   return {
     config,
     timeout: Object.freeze({ defaultMs: config.timeoutMs, maxMs: config.maxTimeoutMs }),
-    programFormat: PROGRAM_FORMAT,
-    executionInstructions,
+    programFormat: shape.format,
+    executionInstructions: executionInstructions(shape.format, shape.retains),
+    retainsState: shape.retains,
 
     resolve(request) {
       assertLive('resolve()');
@@ -91,6 +117,10 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       const filename = request.filename ?? 'program.ts';
       if (typeof filename !== 'string' || filename === '') throw new TypeError(`ptc request: filename must be a non-empty string, got ${show(filename)}`);
       flattenBindings(request.bindings);
+      const stateOwner = request.stateOwner;
+      if (stateOwner !== undefined && (typeof stateOwner !== 'object' || stateOwner === null) && typeof stateOwner !== 'function') {
+        throw new TypeError(`ptc request: stateOwner must be an object, got ${show(stateOwner)}`);
+      }
       return Object.freeze({
         program: request.program,
         bindings: request.bindings ?? {},
@@ -98,6 +128,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
         timeoutMs: resolveTimeout(request.timeoutMs, config),
         discardCompletion,
         filename: resolvePath(cwd, filename),
+        stateOwner,
       });
     },
 
@@ -108,8 +139,9 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       const controller = new AbortController();
       active.add(controller);
       const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
+      admitted = true;
       try {
-        return await executePerCall(config, {
+        return await executor.run({
           program: spec.program,
           filename: spec.filename,
           cwd: spec.cwd,
@@ -119,7 +151,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
           signal,
           ...(options.onOutput ? { onOutput: options.onOutput } : {}),
           nextAttachmentId: () => `img-${++attachments}`,
-        });
+        }, spec.stateOwner);
       } finally {
         active.delete(controller);
       }
@@ -129,7 +161,24 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       if (disposed) return;
       disposed = true;
       for (const controller of active) controller.abort(new Error('runtime disposed'));
-      await releaseSpares?.();
+      await Promise.all([executor.dispose(), releaseSpares?.()]);
+    },
+
+    async release(owner) {
+      if (typeof owner !== 'object' || owner === null) throw new TypeError(`ptc release(): owner must be an object, got ${show(owner)}`);
+      await executor.release(owner);
+    },
+
+    registerEnvironmentInitializer(program) {
+      assertLive('registerEnvironmentInitializer()');
+      if (config.executionMode !== 'persistent-in-memory') {
+        throw new Error(`ptc registerEnvironmentInitializer(): only executionMode "persistent-in-memory" has environment initializers, not ${show(config.executionMode)}`);
+      }
+      if (admitted) throw new Error('ptc registerEnvironmentInitializer(): call it before the first run is admitted');
+      if (typeof program !== 'string') throw new TypeError(`ptc registerEnvironmentInitializer(): program must be a string, got ${show(program)}`);
+      const stripped = stripTypes(program, '[initializer]');
+      if (!stripped.ok) throw new SyntaxError(`ptc registerEnvironmentInitializer(): ${stripped.error.message}${stripped.error.location ? ` at line ${stripped.error.location.line}, column ${stripped.error.location.column}` : ''}`);
+      executor.setInitializer(stripped.code);
     },
   };
 }

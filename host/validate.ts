@@ -31,6 +31,8 @@ export function checkFrame(message: unknown): Check {
   switch (message.m) {
     case 'invoke':
       return args.length === 2 && typeof args[0] === 'string' && typeof args[1] === 'string' ? undefined : 'invoke takes a binding name and argument text';
+    case 'initialized':
+      return args.length === 0 && typeof message.i === 'string' ? undefined : 'initialized takes no arguments and needs a reply';
     case 'registerImage':
       return args.length === 1 && typeof args[0] === 'string' ? undefined : 'registerImage takes a path';
     case 'output':
@@ -54,6 +56,8 @@ export function checkRunOutcome(outcome: unknown): Check {
   switch (value.status) {
     case 'ok':
       return value.value === undefined || typeof value.value === 'string' ? undefined : 'value must be JSON text';
+    case 'stopped':
+      return undefined;
     case 'oversized':
       return Number.isSafeInteger(value.bytes) ? undefined : 'oversized without a byte count';
     case 'invalid-output':
@@ -61,6 +65,7 @@ export function checkRunOutcome(outcome: unknown): Check {
     case 'exception': {
       const error = value.error;
       if (!isObject(error) || typeof error.name !== 'string' || typeof error.message !== 'string') return 'exception without name and message';
+      if (value.initializer !== undefined && typeof value.initializer !== 'boolean') return 'exception initializer must be a boolean';
       for (const field of ['stack', 'excerpt', 'binding', 'code']) {
         if (error[field] !== undefined && typeof error[field] !== 'string') return `exception ${field} must be a string`;
       }

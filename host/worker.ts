@@ -206,6 +206,11 @@ export class Carrier {
     return outcome as RunOutcome;
   }
 
+  /** Asks the carrier to stop its active run cooperatively (a one-way notification). */
+  revoke(): void {
+    if (this.#rpc !== undefined && !this.#closed) void this.#rpc.$callEvent('revoke').catch(() => {});
+  }
+
   /** Stops all traffic: later frames and replies are ignored, pending calls reject. */
   close(): void {
     if (this.#closed) return;

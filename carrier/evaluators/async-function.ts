@@ -2,6 +2,7 @@
 // wrapped in a strict async function and compiled as a vm.Script whose line offset cancels the
 // wrapper's first line, so stack lines and columns are those of the program source.
 import vm from 'node:vm';
+import type { Evaluator } from './types.ts';
 
 const PREFIX = '(async function () {"use strict";\n';
 const SUFFIX = '\n})';
@@ -14,4 +15,16 @@ export function compileAsyncFunction(program: string, filename: string): () => P
     importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
   });
   return script.runInThisContext() as () => Promise<unknown>;
+}
+
+/** The async-function evaluator: the carrier's own realm, nothing retained between programs. */
+export function createAsyncFunctionEvaluator(): Evaluator {
+  return {
+    format: 'async-function',
+    globalObject: globalThis as unknown as Record<string, unknown>,
+    async evaluate(program, { filename }) {
+      return { value: await compileAsyncFunction(program, filename)() };
+    },
+    dispose() {},
+  };
 }

@@ -13,6 +13,11 @@ export interface EvaluationOptions {
   wantCompletion: boolean;
 }
 
+/** A completion value in a box, so that promise resolution never looks inside it. */
+export interface Completion {
+  value: unknown;
+}
+
 export interface Evaluator {
   readonly format: EvaluatorFormat;
   /**
@@ -21,13 +26,14 @@ export interface Evaluator {
    */
   readonly globalObject: Record<string, unknown>;
   /**
-   * Compiles and starts one program. Returns a promise of the completion value: for formats that
-   * await their completion (async-function, vm-script) the settled value, for the REPL formats the
-   * last expression statement's value as it is (a Promise stays a Promise).
+   * Compiles and starts one program. Resolves with the completion, boxed so that a Promise
+   * completion is not adopted: for formats that await their completion (async-function,
+   * vm-script) the settled value, for the REPL formats the last expression statement's value as it
+   * is (a Promise stays a Promise).
    * Source that does not compile rejects with the engine's SyntaxError (message and location kept,
    * no evaluator frames in its stack); runtime errors reject with the thrown value.
    */
-  evaluate(program: string, options: EvaluationOptions): Promise<unknown>;
+  evaluate(program: string, options: EvaluationOptions): Promise<Completion>;
   /** Releases caches and hooks; the evaluator is not used again. */
   dispose(): void;
 }

@@ -10,12 +10,17 @@ export interface Handshake {
   capabilities: string[];
 }
 
-export type ProgramFormat = 'async-function';
+/** How the carrier evaluates source: an async function body, a vm Script, the scoped REPL or Node's REPL. */
+export type ProgramFormat = 'async-function' | 'vm-script' | 'scoped-repl' | 'repl';
 
 export interface RunRequest {
   format: ProgramFormat;
+  /** Keep the evaluator (its context and declarations) for the next run in this process. */
+  retain: boolean;
   /** Program source with types already stripped on the host. */
   program: string;
+  /** Source evaluated once, before the program, in a new retained environment; its completion is discarded. */
+  initializer?: string;
   /** File name used in stacks and for resolving relative dynamic imports. */
   filename: string;
   cwd: string;
@@ -45,7 +50,9 @@ export interface ErrorInfo {
 
 export type RunOutcome =
   | { status: 'ok'; value?: string }
-  | { status: 'exception'; error: ErrorInfo }
+  | { status: 'exception'; error: ErrorInfo; /** The environment initializer threw, not the program. */ initializer?: boolean }
+  /** The run stopped after a revoke or a refused initialization; nothing of it is reported. */
+  | { status: 'stopped' }
   | { status: 'invalid-output'; path: string; message: string }
   /** The completion value's JSON text was larger than the output budget or one control message. */
   | { status: 'oversized'; bytes: number };
@@ -75,11 +82,15 @@ export type OutputMessage =
 
 export interface CarrierMethods {
   run(request: RunRequest): Promise<RunOutcome>;
+  /** One-way: stop the active run cooperatively (pending binding calls reject, later output is dropped); run() still answers once it settles. */
+  revoke(): void;
 }
 
 export interface HostMethods {
   /** Calls a binding; `args` is the lossless JSON text of the argument array. */
   invoke(name: string, args: string): Promise<InvokeResult>;
+  /** The environment initializer finished; resolves true when the host still wants the program to run. */
+  initialized(): Promise<boolean>;
   /** Registers a file as an image the program may display. */
   registerImage(path: string): Promise<ImageDescriptor>;
   /** One-way: captured output, in order. */

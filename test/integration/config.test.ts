@@ -83,7 +83,8 @@ test('invalid combinations and unsupported modes throw naming the field and the 
   const table: Array<[string, Record<string, unknown>, string[]]> = [
     ['timeoutMs above the default maxTimeoutMs', { timeoutMs: 700_000 }, ['timeoutMs', '700000', 'maxTimeoutMs']],
     ['timeoutMs above a configured maxTimeoutMs', { timeoutMs: 2_000, maxTimeoutMs: 1_000 }, ['timeoutMs', '2000', 'maxTimeoutMs', '1000']],
-    ['executionMode vm-script (not yet supported)', { executionMode: 'vm-script' }, ['executionMode', 'vm-script']],
+    ['scriptPersistence with persistent-in-memory', { executionMode: 'persistent-in-memory', scriptPersistence: true }, ['scriptPersistence', 'persistent-in-memory']],
+    ['replScoped true with vm-script', { executionMode: 'vm-script', replScoped: true }, ['replScoped', 'vm-script']],
     ['unknown executionMode', { executionMode: 'fast' }, ['executionMode', 'fast']],
     ['scriptPersistence true', { scriptPersistence: true }, ['scriptPersistence', 'true']],
     ['scriptPersistence not a boolean', { scriptPersistence: 'yes' }, ['scriptPersistence', 'yes']],
@@ -162,7 +163,7 @@ test('resolve() rejects unknown and invalid request fields, naming them', async 
   const runtime = createRuntime();
   const table: Array<[Record<string, unknown>, string[]]> = [
     [{ program: '', timeout: 5 }, ['"timeout"']],
-    [{ program: '', stateOwner: {} }, ['"stateOwner"']],
+    [{ program: '', stateOwner: 'agent-1' }, ['stateOwner', 'agent-1']],
     [{ program: 42 }, ['program', '42']],
     [{}, ['program']],
     [{ program: '', cwd: 5 }, ['cwd', '5']],

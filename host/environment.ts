@@ -1,0 +1,403 @@
+// One carrier process and the runs it serves. A temporary environment serves one run and is
+// terminated; a retained one (an owner's) keeps its process, context and declarations between
+// runs. Each run gets a deadline, cancellation, binding dispatch and an output ledger; the first
+// reason to stop is kept, so a timeout stays a timeout even when the kill that follows ends the
+// process. Stopping a retained run is cooperative first (revoke, then stopGraceMs), a kill after.
+import { resolve as resolvePath } from 'node:path';
+import { decodeJson, type JsonValue } from '../carrier/protocol/json.ts';
+import type { ImageDescriptor, InvokeResult, OutputMessage, ProgramFormat, RunOutcome } from '../carrier/protocol/messages.ts';
+import { decodeArguments, encodeResult, type BindingFunction } from './bindings.ts';
+import type { ResolvedConfig } from './config.ts';
+import { abortFailure, exceptionFailure, protocolFailure, timeoutFailure, type Failure } from './failures.ts';
+import { readImageSize } from './image-size.ts';
+import { OutputLedger, fittingPrefix, type OutputEntry } from './output-ledger.ts';
+import { stripTypes } from './typescript.ts';
+import type { Carrier } from './worker.ts';
+
+export interface SandboxReport {
+  mode: 'full-access';
+  backend: 'none';
+  enforcement: 'none';
+  network: boolean;
+  denied: boolean;
+}
+
+/** What a retained run says about the environment it ran in. */
+export interface EnvironmentReport {
+  /** True when this run started a new environment (first run, or after the last one was lost). */
+  fresh: boolean;
+  /** Why the previous environment was replaced, when it was. */
+  replaced?: string;
+}
+
+export type RunResult =
+  | { status: 'ok'; value?: JsonValue; output: OutputEntry[]; sandbox: SandboxReport; environment?: EnvironmentReport }
+  | { status: 'failed'; failure: Failure; output: OutputEntry[]; sandbox: SandboxReport; environment?: EnvironmentReport };
+
+export interface Execution {
+  /** Program source in erasable TypeScript. */
+  program: string;
+  filename: string;
+  cwd: string;
+  bindings: Map<string, BindingFunction>;
+  discardCompletion: boolean;
+  timeoutMs: number | null;
+  signal?: AbortSignal;
+  onOutput?: (entry: OutputEntry) => void;
+  nextAttachmentId(): string;
+}
+
+/** The hooks of the run in progress; between runs the environment is idle. */
+interface RunHooks {
+  invoke(name: string, args: string): Promise<InvokeResult>;
+  output(entry: OutputMessage): void;
+  initialized(): boolean;
+  stdio(text: string): void;
+  exited(code: number | null, signal: NodeJS.Signals | null, message?: string): void;
+  protocol(message: string): void;
+}
+
+const UNCONFINED: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false };
+const CONTROL_LOST = 'the carrier closed its control channel before the program finished';
+
+export class Environment {
+  readonly carrier: Carrier;
+  readonly format: ProgramFormat;
+  readonly retained: boolean;
+  readonly #config: ResolvedConfig;
+  /** Images registered with this process; they stay valid while it lives (the reference's rule). */
+  readonly #images = new Map<string, ImageDescriptor>();
+  #hooks: RunHooks | undefined;
+  #connected = false;
+  #exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  #lost: string | undefined;
+  #terminated: Promise<void> | undefined;
+  /** The cwd of the run in progress, for Image.fromFile. */
+  #cwd = '/';
+  /** Whether the environment initializer has run (retained environments only). */
+  initialized = false;
+
+  constructor(carrier: Carrier, config: ResolvedConfig, format: ProgramFormat, retained: boolean) {
+    this.carrier = carrier;
+    this.#config = config;
+    this.format = format;
+    this.retained = retained;
+    carrier.attach({
+      onProtocolError: (message) => (this.#hooks ? this.#hooks.protocol(message) : this.#loseIdle(`protocol failure while idle: ${message}`)),
+      onSpawnError: (message) => {
+        this.#exit = { code: null, signal: null };
+        this.#lost = message;
+        this.#hooks?.exited(null, null, message);
+      },
+      onExit: (code, signal) => {
+        this.#exit = { code, signal };
+        if (this.#hooks) this.#hooks.exited(code, signal);
+        else this.#lost ??= `its process ${describeHow(code, signal)} while idle${tail(carrier.stderrTail)}`;
+      },
+      // Idle stdout is discarded; stderr is kept by the carrier as the bounded tail.
+      onStdio: (text) => this.#hooks?.stdio(text),
+      onControlLost: () => (this.#hooks ? this.#hooks.protocol(CONTROL_LOST) : this.#loseIdle('its control channel closed while idle')),
+    });
+  }
+
+  /** Why this environment can no longer run programs, or undefined while it can. */
+  get lost(): string | undefined {
+    return this.#lost ?? (this.#exit !== undefined ? `its process ${describeHow(this.#exit.code, this.#exit.signal)}` : undefined);
+  }
+
+  /** Kills the process group and waits for the pipes (idempotent). */
+  terminate(): Promise<void> {
+    this.#terminated ??= this.carrier.terminate(this.#config.graceMs);
+    return this.#terminated;
+  }
+
+  #loseIdle(reason: string): void {
+    this.#lost ??= reason;
+    void this.terminate();
+  }
+
+  #connect(): void {
+    if (this.#connected) return;
+    this.#connected = true;
+    const refuse = (): never => {
+      throw Object.assign(new Error('no evaluation is running'), { code: 'PTC_EVALUATION_ENDED' });
+    };
+    this.carrier.connect({
+      invoke: (name, args) => (this.#hooks ? this.#hooks.invoke(name, args) : refuse()),
+      registerImage: (path) => (this.#hooks ? this.#registerImage(path, this.#cwd) : refuse()),
+      initialized: async () => this.#hooks?.initialized() ?? false,
+      output: (entry) => this.#hooks?.output(entry),
+    });
+  }
+
+  async #registerImage(path: string, cwd: string): Promise<ImageDescriptor> {
+    const absolute = resolvePath(cwd, path);
+    const size = await readImageSize(absolute);
+    const descriptor = { attachmentId: this.#nextAttachmentId(), path: absolute, width: size.width, height: size.height };
+    this.#images.set(descriptor.attachmentId, descriptor);
+    return descriptor;
+  }
+
+  #nextAttachmentId: () => string = () => 'img';
+
+  /**
+   * Runs one program. Resolves with the result and whether the environment can serve another run;
+   * a temporary environment is terminated before this resolves, a lost retained one too.
+   */
+  async run(execution: Execution, initializer?: string): Promise<{ result: RunResult; usable: boolean }> {
+    const config = this.#config;
+    const ledger = new OutputLedger(config.maxOutputBytes);
+    const sandbox = { ...UNCONFINED };
+    this.#cwd = execution.cwd;
+    this.#nextAttachmentId = execution.nextAttachmentId;
+    if (execution.signal?.aborted) {
+      if (!this.retained) await this.terminate();
+      return { result: failed(abortFailure(execution.signal.reason), ledger, sandbox), usable: this.retained && this.lost === undefined };
+    }
+    // Stripping types overlaps the carrier's start-up: the first strip in a process loads Node's
+    // TypeScript parser, which takes about as long as a carrier takes to boot. A program that does
+    // not parse never reaches the carrier, so a retained environment is untouched by it.
+    const stripped = stripTypes(execution.program, execution.filename);
+    if (!stripped.ok) {
+      if (!this.retained) await this.terminate();
+      return { result: failed(exceptionFailure(stripped.error), ledger, sandbox), usable: this.retained && this.lost === undefined };
+    }
+
+    let failure: Failure | undefined;
+    let settled = false;
+    let codeStarted = false;
+    let initializing = initializer !== undefined;
+    let outcome: RunOutcome | undefined;
+    let stopRun!: () => void;
+    const stopped = new Promise<void>((resolve) => {
+      stopRun = resolve;
+    });
+    const stop = (reason: Failure): void => {
+      failure ??= reason;
+      settled = true;
+      stopRun();
+    };
+
+    // The caller's listener must not be able to break the run; its failure is its own.
+    const emit = (entry: OutputEntry): void => {
+      try {
+        execution.onOutput?.(entry);
+      } catch {
+        // Ignored: the entry is still in the result.
+      }
+    };
+    const addText = (text: string): void => {
+      const kept = ledger.addText(text);
+      if (kept !== undefined) emit({ type: 'text', text: kept });
+      if (ledger.overflowed) stop(outputLimit(config.maxOutputBytes));
+    };
+
+    let pendingCalls = 0;
+    let pendingBytes = 0;
+    const invoke = async (name: string, argsText: string): Promise<InvokeResult> => {
+      const binding = execution.bindings.get(name);
+      if (binding === undefined) throw Object.assign(new Error(`no binding named "${name}"`), { code: 'PTC_UNKNOWN_BINDING' });
+      const bytes = Buffer.byteLength(argsText);
+      if (pendingCalls >= config.maxPendingCalls) {
+        throw Object.assign(new Error(`${name}: too many binding calls in flight (maxPendingCalls is ${config.maxPendingCalls})`), { code: 'PTC_PENDING_LIMIT' });
+      }
+      if (pendingBytes + bytes > config.maxMessageBytes) {
+        throw Object.assign(new Error(`${name}: arguments of calls in flight exceed maxMessageBytes (${config.maxMessageBytes})`), { code: 'PTC_MESSAGE_LIMIT' });
+      }
+      pendingCalls++;
+      pendingBytes += bytes;
+      try {
+        const args = decodeArguments(argsText);
+        const result = await binding(...args);
+        if (settled) throw Object.assign(new Error(`${name}: the evaluation has ended`), { code: 'PTC_EVALUATION_ENDED' });
+        return await encodeResult(name, result, (path) => this.#registerImage(path, execution.cwd));
+      } finally {
+        pendingCalls--;
+        pendingBytes -= bytes;
+      }
+    };
+
+    this.#hooks = {
+      invoke: (name, args) => {
+        if (settled) return Promise.reject(Object.assign(new Error(`${name}: the evaluation has ended`), { code: 'PTC_EVALUATION_ENDED' }));
+        return invoke(name, args);
+      },
+      output: (entry) => {
+        if (settled) return;
+        if (entry.type === 'text') return addText(entry.text);
+        const image = this.#images.get(entry.attachmentId);
+        if (image === undefined) return stop(protocolFailure(`invalid control message: unknown image attachment ${JSON.stringify(entry.attachmentId)}`));
+        if (ledger.addImage(image)) emit({ type: 'image', ...image });
+        else stop(outputLimit(config.maxOutputBytes));
+      },
+      // The host accepts initialization only while the first run is still wanted.
+      initialized: () => {
+        if (settled) return false;
+        initializing = false;
+        this.initialized = true;
+        return true;
+      },
+      stdio: (text) => {
+        if (!settled || failure === undefined) addText(text);
+      },
+      exited: (code, signal, message = '') => {
+        if (!settled) stop({ kind: 'worker-exit', message, exitCode: code, signal });
+      },
+      protocol: (message) => stop(message === CONTROL_LOST ? { kind: 'worker-exit', message, exitCode: null, signal: null } : protocolFailure(message)),
+    };
+    if (this.lost !== undefined) stop({ kind: 'worker-exit', message: `the environment is gone: ${this.lost}`, exitCode: this.#exit?.code ?? null, signal: this.#exit?.signal ?? null });
+
+    const timer = execution.timeoutMs === null ? undefined : setTimeout(() => stop(timeoutFailure(execution.timeoutMs!, codeStarted)), execution.timeoutMs);
+    const onAbort = (): void => stop(abortFailure(execution.signal!.reason));
+    execution.signal?.addEventListener('abort', onAbort, { once: true });
+
+    const running = (async () => {
+      await this.carrier.handshake();
+      if (settled) return;
+      this.#connect();
+      codeStarted = true;
+      const result = await this.carrier.run({
+        format: this.format,
+        retain: this.retained,
+        program: stripped.code,
+        ...(initializer !== undefined ? { initializer } : {}),
+        filename: execution.filename,
+        cwd: execution.cwd,
+        bindings: [...execution.bindings.keys()],
+        discardCompletion: execution.discardCompletion,
+        maxPendingCalls: config.maxPendingCalls,
+        maxMessageBytes: config.maxMessageBytes,
+        maxOutputBytes: config.maxOutputBytes,
+      });
+      outcome = result;
+      if (!settled) {
+        settled = true;
+        stopRun();
+      }
+    })();
+    running.catch(() => {});
+
+    await stopped;
+    clearTimeout(timer);
+    execution.signal?.removeEventListener('abort', onAbort);
+
+    let usable = this.retained;
+    if (failure !== undefined && this.retained) {
+      const stoppable = (failure.kind === 'timeout' || failure.kind === 'abort') && codeStarted && !initializing;
+      const preserved = stoppable && this.lost === undefined && (await this.#revoke(running));
+      failure.state = preserved ? 'preserved' : 'cleared';
+      usable = preserved;
+    }
+    this.#hooks = undefined;
+    if (!usable || outcome?.status === 'exception' && outcome.initializer) {
+      usable = false;
+      // Bytes already in the pipes were written during the run; they count until the group is gone.
+      await this.terminate();
+    }
+
+    let result: RunResult;
+    if (failure !== undefined) {
+      const exit = this.#exit;
+      if (failure.kind === 'worker-exit' && exit !== undefined && failure.message === '') {
+        Object.assign(failure, describeExit(exit.code, exit.signal, this.carrier.stderrTail));
+      } else if (failure.message === CONTROL_LOST && exit !== undefined) {
+        // The transport diagnostic stays; the exit status is what was observed after the kill.
+        Object.assign(failure, { exitCode: exit.code, signal: exit.signal, stderrTail: this.carrier.stderrTail });
+      }
+      if (this.retained && failure.state === undefined) failure.state = 'cleared';
+      result = failed(failure, ledger, sandbox);
+    } else {
+      result = complete(outcome!, ledger, sandbox, config);
+      if (result.status === 'failed' && result.failure.kind === 'output-limit' && this.retained) {
+        result.failure.state = 'cleared';
+        usable = false;
+        await this.terminate();
+      }
+    }
+    return { result, usable };
+  }
+
+  /** Asks the carrier to stop the run; true when it acknowledged within stopGraceMs. */
+  async #revoke(running: Promise<void>): Promise<boolean> {
+    this.carrier.revoke();
+    let timer: NodeJS.Timeout | undefined;
+    const acknowledged = await Promise.race([
+      running.then(() => true, () => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), this.#config.stopGraceMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    return acknowledged && this.lost === undefined;
+  }
+}
+
+function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxReport, config: ResolvedConfig): RunResult {
+  const limit = config.maxOutputBytes;
+  switch (outcome.status) {
+    case 'ok': {
+      if (outcome.value === undefined) return { status: 'ok', output: ledger.entries, sandbox };
+      if (!ledger.charge(Buffer.byteLength(outcome.value))) return failed(outputLimit(limit, 'the completion value'), ledger, sandbox);
+      let value: JsonValue;
+      try {
+        value = decodeJson(outcome.value);
+      } catch (error) {
+        return failed(protocolFailure(`the carrier sent an unparsable completion: ${(error as Error).message}`), ledger, sandbox);
+      }
+      return { status: 'ok', value, output: ledger.entries, sandbox };
+    }
+    case 'oversized':
+      ledger.charge(Number.MAX_SAFE_INTEGER);
+      return failed({
+        kind: 'output-limit',
+        message: `the completion value (${outcome.bytes} bytes) does not fit maxOutputBytes (${limit}) or one control message (maxMessageBytes ${config.maxMessageBytes}); the output that fit is kept`,
+      }, ledger, sandbox);
+    case 'invalid-output':
+      return failed({ kind: 'invalid-output', message: outcome.message, path: outcome.path }, ledger, sandbox);
+    case 'stopped':
+      return failed(protocolFailure('the carrier reported a stop nobody asked for'), ledger, sandbox);
+    case 'exception': {
+      const failure = exceptionFailure(outcome.error);
+      if (outcome.initializer) failure.message = `the environment initializer failed: ${failure.message}`;
+      fitDiagnostic(failure, ledger);
+      return failed(failure, ledger, sandbox);
+    }
+  }
+}
+
+// The diagnostic shares the output budget; trim the stack, then the message, rather than lose the
+// exception behind an output-limit failure.
+function fitDiagnostic(failure: Failure, ledger: OutputLedger): void {
+  let budget = ledger.remaining;
+  failure.message = fittingPrefix(failure.message, budget);
+  budget -= Buffer.byteLength(failure.message);
+  if (failure.stack !== undefined) failure.stack = fittingPrefix(failure.stack, budget);
+  ledger.charge(Buffer.byteLength(failure.message) + Buffer.byteLength(failure.stack ?? ''));
+}
+
+function outputLimit(limit: number, what = 'captured output'): Failure {
+  return { kind: 'output-limit', message: `${what} exceeded maxOutputBytes (${limit} bytes); the output that fit is kept` };
+}
+
+function describeHow(code: number | null, signal: NodeJS.Signals | null): string {
+  return signal !== null ? `was killed by ${signal}` : `exited with code ${code}`;
+}
+
+function tail(stderrTail: string): string {
+  const text = stderrTail.trim();
+  return text === '' ? '' : ` (stderr: ${text.slice(-500)})`;
+}
+
+function describeExit(code: number | null, signal: NodeJS.Signals | null, stderrTail: string): Partial<Failure> {
+  const heap = /heap out of memory|Reached heap limit/.test(stderrTail) ? ' after reaching its heap limit (maxOldGenerationSizeMb)' : '';
+  return { message: `the carrier ${describeHow(code, signal)}${heap} before the program finished`, exitCode: code, signal, stderrTail };
+}
+
+/** The result of a run whose signal was aborted before it was admitted: no process is started. */
+export function abortedBeforeStart(reason: unknown): RunResult {
+  return { status: 'failed', failure: abortFailure(reason), output: [], sandbox: { ...UNCONFINED } };
+}
+
+function failed(failure: Failure, ledger: OutputLedger, sandbox: SandboxReport): RunResult {
+  return { status: 'failed', failure, output: ledger.entries, sandbox };
+}

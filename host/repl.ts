@@ -1,0 +1,314 @@
+// `ptc repl`: an interactive session on one retained environment. Lines are read with
+// node:readline and buffered until they parse; each submission is one run for the session's
+// owner, its output printed as it arrives and its value or failure after it. Ctrl-C aborts the
+// run in progress (the carrier keeps the variables when it acknowledges the stop) or, at the
+// prompt, discards the input. Without a terminal the session reads stdin to its end, so
+// `printf 'let a = 1\na + 1\n' | ptc repl` prints 2.
+import { createInterface } from 'node:readline';
+import { inspect } from 'node:util';
+import { parse } from 'acorn';
+import type { Argv } from 'yargs';
+import { createRuntime, type Bindings, type Failure, type OutputEntry, type Runtime, type RunResult, type RuntimeConfig } from './index.ts';
+import { stripTypes } from './typescript.ts';
+import { LIMIT_FLAGS, loadBindings, loadConfig, UsageError } from './cli.ts';
+
+const PROMPT = 'ptc> ';
+const CONTINUATION = '...> ';
+const HELP = `.exit     leave the session (also Ctrl-D, or Ctrl-C twice at an empty prompt)
+.help     show these commands
+Ctrl-C    interrupt the running program; at the prompt, discard the current input
+Input continues on "...> " lines until it parses; an empty line submits it as it is.
+`;
+
+type ReplMode = 'persistent-in-memory' | 'vm-script';
+
+export interface ReplArgs {
+  mode: ReplMode;
+  'repl-node': boolean;
+  bindings?: string;
+  config?: string;
+  cwd?: string;
+  node?: string;
+  bootstrap?: string;
+  'timeout-ms'?: number;
+  [flag: string]: unknown;
+}
+
+/** The options of `ptc repl`: those of `ptc run` that shape bindings, limits and launch, plus the retained mode. */
+export function replOptions(command: Argv): Argv {
+  command
+    .option('mode', {
+      type: 'string',
+      choices: ['persistent-in-memory', 'vm-script'],
+      default: 'persistent-in-memory',
+      describe: 'Retained mode: REPL statements, or Scripts sharing one context',
+    })
+    .option('repl-node', { type: 'boolean', default: false, describe: "Use Node's REPL evaluator instead of the scoped REPL" })
+    .option('bindings', { type: 'string', describe: 'Module whose exported functions (and objects of functions) become bindings' })
+    .option('config', { type: 'string', describe: 'JSON file with runtime configuration' })
+    .option('cwd', { type: 'string', describe: 'Working directory of the programs' })
+    .option('node', { type: 'string', describe: 'Run the carrier with this Node executable (node-script launch)' })
+    .option('bootstrap', { type: 'string', describe: 'Bootstrap file for --node (default: bootstrap.mjs next to ptc)' });
+  for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
+    const describe = flag === 'timeout-ms' ? 'Deadline of each submission (default: none; Ctrl-C interrupts)' : `Overrides config ${field}`;
+    command.option(flag, { type: 'number', describe });
+  }
+  return command;
+}
+
+/** Runs `ptc repl` on stdin and stdout; resolves with the exit code once the user leaves. */
+export async function replCommand(args: ReplArgs): Promise<number> {
+  if (args['repl-node'] && args.mode !== 'persistent-in-memory') throw new UsageError(`--repl-node needs --mode persistent-in-memory, got --mode ${args.mode}`);
+  // loadConfig reads the flags both commands share (--config, the limits, the launch); the rest are run's.
+  const config = retainedConfig(await loadConfig({ ...args, json: false, 'discard-completion': false }), args.mode, args['repl-node']);
+  const bindings = args.bindings === undefined ? undefined : await loadBindings(args.bindings);
+  const request = {
+    ...(bindings ? { bindings } : {}),
+    ...(args.cwd !== undefined ? { cwd: args.cwd } : {}),
+    timeoutMs: args['timeout-ms'] ?? null,
+  };
+  let runtime: Runtime | undefined;
+  try {
+    runtime = createRuntime(config);
+    // Bad bindings or a bad deadline are usage errors, found before the first prompt.
+    runtime.resolve({ program: '', ...request });
+  } catch (error) {
+    await runtime?.dispose();
+    throw new UsageError((error as Error).message);
+  }
+  try {
+    await runSession(runtime, request, process.stdin, process.stdout);
+  } finally {
+    await runtime.dispose();
+  }
+  return 0;
+}
+
+/** The configuration with the session's retained mode; the mode fields of --config give way to the flags. */
+export function retainedConfig(base: RuntimeConfig, mode: ReplMode, replNode: boolean): RuntimeConfig {
+  return mode === 'vm-script'
+    ? { ...base, executionMode: 'vm-script', scriptPersistence: true, replScoped: false }
+    : { ...base, executionMode: 'persistent-in-memory', scriptPersistence: false, replScoped: !replNode };
+}
+
+interface SessionRequest {
+  bindings?: Bindings;
+  cwd?: string;
+  timeoutMs: number | null;
+}
+
+type Input = NodeJS.ReadableStream & { isTTY?: boolean };
+type Output = NodeJS.WritableStream & { isTTY?: boolean };
+
+/** Reads, runs and prints submissions until .exit, Ctrl-D, Ctrl-C twice at an empty prompt, or the end of input; then releases the environment. */
+export function runSession(runtime: Runtime, request: SessionRequest, input: Input, output: Output): Promise<void> {
+  const owner = {};
+  const terminal = input.isTTY === true;
+  const colors = output.isTTY === true;
+  const rl = createInterface({ input, output, terminal, prompt: PROMPT });
+  const queue: string[] = [];
+  let buffer: string[] = [];
+  let submissions = 0;
+  let running: AbortController | undefined;
+  let pumping = false;
+  let closed = false;
+  let leaving = false;
+  let interruptedOnce = false;
+  let atLineStart = true;
+  let finish!: () => void;
+  const finished = new Promise<void>((resolve) => {
+    finish = resolve;
+  });
+
+  const write = (text: string): void => {
+    if (text === '') return;
+    output.write(text);
+    atLineStart = text.endsWith('\n');
+  };
+  const writeLine = (text: string): void => write(`${atLineStart ? '' : '\n'}${text}\n`);
+  const printEntry = (entry: OutputEntry): void => {
+    if (entry.type === 'text') write(entry.text);
+    else writeLine(`[image ${entry.attachmentId} ${entry.width}x${entry.height} ${entry.path}]`);
+  };
+  const prompt = (): void => {
+    if (!terminal || closed) return;
+    // readline redraws the prompt from column 0 and clears what follows: end a partial output line first.
+    if (!atLineStart) write('\n');
+    rl.setPrompt(buffer.length > 0 ? CONTINUATION : PROMPT);
+    rl.prompt();
+  };
+
+  const submit = async (program: string): Promise<void> => {
+    const controller = new AbortController();
+    running = controller;
+    let result: RunResult;
+    try {
+      const spec = runtime.resolve({ program, ...request, stateOwner: owner, filename: `repl-${++submissions}.ts` });
+      result = await runtime.run(spec, { signal: controller.signal, onOutput: printEntry });
+    } catch (error) {
+      writeLine(`ptc: ${(error as Error).message}`);
+      return;
+    } finally {
+      running = undefined;
+    }
+    for (const line of describeResult(result, { colors })) writeLine(line);
+  };
+
+  // One line of input: a command, part of a submission, or the end of one.
+  const take = async (line: string): Promise<void> => {
+    if (buffer.length === 0) {
+      const command = line.trim();
+      if (command === '') return;
+      if (/^\.[A-Za-z]/.test(command)) return runCommand(command);
+    } else if (line.trim() === '') {
+      const program = buffer.join('\n');
+      buffer = [];
+      return submit(program);
+    }
+    buffer.push(line);
+    const source = buffer.join('\n');
+    if (isIncomplete(`${source}\n`)) return;
+    buffer = [];
+    await submit(source);
+  };
+
+  const runCommand = (command: string): void => {
+    if (command === '.exit') leave();
+    else if (command === '.help') write(HELP);
+    else writeLine(`unknown command ${command}; .help lists the commands`);
+  };
+
+  const leave = (): void => {
+    leaving = true;
+    queue.length = 0;
+    running?.abort(new Error('the session ended'));
+    rl.close();
+  };
+
+  // Lines are taken one at a time; those that arrive during a run (piped input, typing ahead) wait.
+  const pump = async (): Promise<void> => {
+    if (pumping) return;
+    pumping = true;
+    while (queue.length > 0 && !leaving) await take(queue.shift()!);
+    pumping = false;
+    if (!closed) return prompt();
+    if (buffer.length > 0 && !leaving) {
+      // The input ended inside a submission: run it, so the runtime reports what is missing.
+      const program = buffer.join('\n');
+      buffer = [];
+      await submit(program);
+    }
+    await runtime.release(owner);
+    finish();
+  };
+
+  rl.on('line', (line) => {
+    interruptedOnce = false;
+    queue.push(line);
+    void pump();
+  });
+  rl.on('close', () => {
+    closed = true;
+    // Ctrl-D in a terminal leaves now; the end of piped input lets the queued lines finish.
+    if (terminal && !leaving) {
+      write('\n');
+      leave();
+    }
+    void pump();
+  });
+  // readline reports Ctrl-C here only in terminal mode; a piped session has no prompt to interrupt.
+  rl.on('SIGINT', () => {
+    if (running !== undefined) {
+      if (!running.signal.aborted) running.abort(new Error('interrupted'));
+      return;
+    }
+    const empty = rl.line === '' && buffer.length === 0;
+    write('\r\n');
+    // Drop what was typed: delete left and right of the cursor, which redraws the prompt line.
+    rl.write(null, { ctrl: true, name: 'u' });
+    rl.write(null, { ctrl: true, name: 'k' });
+    buffer = [];
+    if (empty && interruptedOnce) return leave();
+    interruptedOnce = empty;
+    if (empty) write('(to leave, press Ctrl-C again, press Ctrl-D, or type .exit)\n');
+    prompt();
+  });
+  prompt();
+  return finished;
+}
+
+const PARSE_OPTIONS = { ecmaVersion: 'latest', sourceType: 'script', allowAwaitOutsideFunction: true } as const;
+
+interface AcornError {
+  message: string;
+  pos: number;
+  raisedAt: number;
+}
+
+/**
+ * Whether input needs more lines: it fails to parse only because it ended (an open block,
+ * template or comment, an operator waiting for its operand). Any other error is submitted for
+ * the runtime to report.
+ */
+export function isIncomplete(source: string): boolean {
+  const error = syntaxError(source);
+  if (error === undefined) return false;
+  if (endsEarly(error, source)) return true;
+  // Type annotations stop acorn mid-input. The host's stripper blanks them in place, so the
+  // stripped text keeps every position; when stripping itself runs out of input, so did the source.
+  const stripped = stripTypes(source, 'repl.ts');
+  if (!stripped.ok) return /got '<eof>'|Unexpected eof|Unterminated template/.test(stripped.error.message);
+  const remaining = syntaxError(stripped.code);
+  return remaining !== undefined && endsEarly(remaining, stripped.code);
+}
+
+function syntaxError(source: string): AcornError | undefined {
+  try {
+    parse(source, PARSE_OPTIONS);
+    return undefined;
+  } catch (error) {
+    if (!(error instanceof SyntaxError)) throw error;
+    return error as SyntaxError & AcornError;
+  }
+}
+
+// acorn reports a missing token at the end-of-input token (pos), and an unterminated template or
+// a string continued with a backslash where the scanner stopped (raisedAt). An unterminated block
+// comment is reported at its start, but only ever at the end of input.
+function endsEarly(error: AcornError, source: string): boolean {
+  return error.pos >= source.length || error.raisedAt >= source.length || error.message.startsWith('Unterminated comment');
+}
+
+/** What the session prints after a run: a note when the environment was replaced, then the value or the failure. */
+export function describeResult(result: RunResult, options: { colors: boolean }): string[] {
+  const lines: string[] = [];
+  const replaced = result.environment?.replaced;
+  if (replaced !== undefined) lines.push(`(${replaced}; this is a new environment and earlier variables are gone)`);
+  if (result.status === 'ok') {
+    if (result.value !== undefined) lines.push(inspect(result.value, { depth: Infinity, colors: options.colors }));
+  } else {
+    lines.push(...describeFailure(result.failure));
+  }
+  return lines;
+}
+
+/** A failure in a short readable form: `Uncaught <name>: <message>` and the stack, or `<kind>: <message>`. */
+export function describeFailure(failure: Failure): string[] {
+  const cleared = failure.state === 'cleared';
+  if (failure.kind === 'abort') return [cleared ? 'interrupted (environment reset)' : 'interrupted (variables kept)'];
+  const lines = failure.kind === 'exception' ? [uncaught(failure)] : [`${failure.kind}: ${failure.message}`];
+  if (failure.binding !== undefined) lines.push(`binding: ${failure.binding}${failure.code !== undefined ? ` (code ${failure.code})` : ''}`);
+  if (failure.path !== undefined) lines.push(`path: ${failure.path}`);
+  if (cleared) lines.push('the environment was reset; earlier variables are gone');
+  return lines;
+}
+
+// The stack already holds "<name>: <message>" (after the source excerpt, for a syntax error);
+// mark that line the way Node's REPL does rather than print it twice.
+function uncaught(failure: Failure): string {
+  const header = `${failure.name ?? 'Error'}: ${failure.message}`;
+  const stack = failure.stack ?? '';
+  const at = stack.indexOf(header);
+  if (at === -1) return stack === '' ? `Uncaught ${header}` : `Uncaught ${header}\n${stack}`;
+  return `${stack.slice(0, at)}Uncaught ${stack.slice(at)}`;
+}

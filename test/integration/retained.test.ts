@@ -1,0 +1,247 @@
+// Retained execution through real carriers: vm-script with and without scriptPersistence, the
+// scoped REPL and Node's REPL per stateOwner, owner lifecycle, initializers, idle behaviour and
+// cooperative stops that keep (or clear) the environment.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RunResult, Runtime, RuntimeConfig, Bindings } from '../../host/index.ts';
+import { createTestRuntime } from '../helpers/runtime.ts';
+
+const runtimes: Runtime[] = [];
+test.after.each(async () => {
+  await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
+});
+
+function runtimeWith(config: RuntimeConfig): Runtime {
+  const runtime = createTestRuntime({ timeoutMs: 20_000, ...config });
+  runtimes.push(runtime);
+  return runtime;
+}
+
+function runner(runtime: Runtime, owner?: object, bindings?: Bindings) {
+  return (program: string, extra: Record<string, unknown> = {}, options = {}) =>
+    runtime.run(runtime.resolve({ program, ...(owner ? { stateOwner: owner } : {}), ...(bindings ? { bindings } : {}), ...extra }), options);
+}
+
+function value(result: RunResult): unknown {
+  assert.is(result.status, 'ok', JSON.stringify(result, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)));
+  return (result as { value?: unknown }).value;
+}
+
+function failure(result: RunResult) {
+  assert.is(result.status, 'failed', JSON.stringify(result));
+  return (result as Extract<RunResult, { status: 'failed' }>).failure;
+}
+
+const text = (result: RunResult): string => result.output.map((entry) => (entry.type === 'text' ? entry.text : `[${entry.type}]`)).join('');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---------------------------------------------------------------- vm-script
+
+test('vm-script: the final expression is the awaited result; each call is fresh without persistence', async () => {
+  const runtime = runtimeWith({ executionMode: 'vm-script' });
+  assert.is(runtime.programFormat, 'vm-script');
+  const run = runner(runtime, {});
+  assert.is(value(await run('var kept = 41; Promise.resolve(kept + 1)')), 42);
+  assert.is(value(await run('typeof kept')), 'undefined');
+});
+
+test('vm-script: top-level return and static import are rejected with clear errors', async () => {
+  const run = runner(runtimeWith({ executionMode: 'vm-script' }));
+  const returned = failure(await run('return 1'));
+  assert.is(returned.kind, 'exception');
+  assert.match(returned.message, /return/);
+  const imported = failure(await run('import fs from "node:fs";\nfs'));
+  assert.is(imported.kind, 'exception');
+  assert.match(imported.message, /import/);
+});
+
+test('vm-script + scriptPersistence: declarations, await-initialized values and identities survive per owner', async () => {
+  const runtime = runtimeWith({ executionMode: 'vm-script', scriptPersistence: true });
+  const owner = {};
+  const run = runner(runtime, owner);
+  const first = await run('const box = await Promise.resolve({ n: 1 });\nfunction get() { return box }\nlet count = 1;\ncount');
+  assert.is(value(first), 1);
+  assert.equal(first.environment, { fresh: true });
+  const second = await run('box.n++; count++; [get() === box, box.n, count]');
+  assert.equal(value(second), [true, 2, 2]);
+  assert.equal(second.environment, { fresh: false });
+  // Without an owner the same runtime uses a temporary environment.
+  assert.is(value(await runner(runtime)('typeof box')), 'undefined');
+});
+
+// ---------------------------------------------------------------- persistent-in-memory
+
+test('scoped REPL: names persist and can be redeclared with any keyword', async () => {
+  const runtime = runtimeWith({ executionMode: 'persistent-in-memory' });
+  assert.is(runtime.programFormat, 'scoped-repl');
+  assert.match(runtime.executionInstructions, /Use inspect\(\.\.\.values\) to display output\. Do not use console\./);
+  const run = runner(runtime, {});
+  assert.is(value(await run('const x: number = 1;\nx + 1')), 2);
+  assert.is(value(await run('let x = 10;\nx')), 10);
+  assert.is(value(await run('var total = 0; for (const n of [1, 2, 3]) total += n; total')), 6);
+  assert.is(value(await run('x + total')), 16);
+});
+
+test('Node REPL (replScoped: false): REPL declaration rules and ordinary _', async () => {
+  const runtime = runtimeWith({ executionMode: 'persistent-in-memory', replScoped: false });
+  assert.is(runtime.programFormat, 'repl');
+  const run = runner(runtime, {});
+  assert.is(value(await run('let y = 1; y')), 1);
+  const redeclared = failure(await run('let y = 2'));
+  assert.is(redeclared.kind, 'exception');
+  assert.is(redeclared.name, 'SyntaxError');
+  assert.match(redeclared.message, /already been declared/);
+  assert.is(value(await run('_ = 5; undeclared = 7; 1 + 1')), 2);
+  assert.equal(value(await run('[_, undeclared, y]')), [5, 7, 1]);
+});
+
+// ---------------------------------------------------------------- owners and lifecycle
+
+test('owners: one run at a time per owner, distinct owners concurrently, release starts fresh', async () => {
+  const runtime = runtimeWith({ executionMode: 'persistent-in-memory' });
+  const a = {};
+  const b = {};
+  await runner(runtime, a)('var who = "a"');
+  await runner(runtime, b)('var who = "b"');
+  const slow = runner(runtime, a)('await new Promise((resolve) => setTimeout(resolve, 300)); who');
+  const refused = await runner(runtime, a)('who').then(
+    () => undefined,
+    (error: Error) => error.message,
+  );
+  assert.match(refused ?? 'the run was admitted', /already has a run in progress/);
+  const [slowResult, other] = await Promise.all([slow, runner(runtime, b)('who')]);
+  assert.is(value(slowResult), 'a');
+  assert.is(value(other), 'b');
+  await runtime.release(a);
+  const after = await runner(runtime, a)('typeof who');
+  assert.is(value(after), 'undefined');
+  assert.equal(after.environment, { fresh: true });
+});
+
+test('owners: the working directory is reset for each evaluation', async () => {
+  const run = runner(runtimeWith({ executionMode: 'persistent-in-memory' }), {});
+  await run('process.chdir("/tmp")', { cwd: '/' });
+  assert.is(value(await run('process.cwd()', { cwd: '/usr' })), '/usr');
+});
+
+test('initializer: runs once per new environment, output included, before the program', async () => {
+  const runtime = runtimeWith({ executionMode: 'persistent-in-memory' });
+  runtime.registerEnvironmentInitializer('inspect("initializing"); var greet = (name: string) => `hi ${name}`;');
+  const owner = {};
+  const first = await runner(runtime, owner)('inspect("program"); greet("a")');
+  assert.is(value(first), 'hi a');
+  assert.is(text(first), 'initializing\nprogram\n');
+  const second = await runner(runtime, owner)('greet("b")');
+  assert.is(value(second), 'hi b');
+  assert.is(text(second), '');
+  await runtime.release(owner);
+  assert.is(text(await runner(runtime, owner)('1')), 'initializing\n');
+  // Owner-less runs get a new environment, so they initialize too.
+  assert.is(value(await runner(runtime)('greet("c")')), 'hi c');
+  assert.throws(() => runtime.registerEnvironmentInitializer('1'), /before the first run/);
+});
+
+test('initializer: a failure ends the environment before the program runs; other modes refuse it', async () => {
+  const runtime = runtimeWith({ executionMode: 'persistent-in-memory' });
+  runtime.registerEnvironmentInitializer('throw new Error("no database")');
+  const result = failure(await runner(runtime, {})('inspect("never")'));
+  assert.is(result.kind, 'exception');
+  assert.match(result.message, /initializer failed: no database/);
+  assert.throws(() => runtimeWith({ executionMode: 'vm-script', scriptPersistence: true }).registerEnvironmentInitializer('1'), /persistent-in-memory/);
+});
+
+test('callbacks from a completed evaluation can neither call bindings nor print', async () => {
+  const calls: string[] = [];
+  const bindings = { ping: async (from: string) => calls.push(from) };
+  const run = runner(runtimeWith({ executionMode: 'persistent-in-memory' }), {}, bindings);
+  // The late callback reports through a global: in the scoped REPL its own copy of a top-level
+  // name is not the one a later call sees.
+  await run('globalThis.lateCode = "none"; setTimeout(() => { inspect("late output"); ping("late").catch((e) => { globalThis.lateCode = e.code }) }, 200); 1');
+  const second = await run('await new Promise((resolve) => setTimeout(resolve, 500)); await ping("now"); globalThis.lateCode');
+  assert.is(value(second), 'PTC_EVALUATION_ENDED');
+  assert.not.match(text(second), /late output/);
+  assert.equal(calls, ['now']);
+});
+
+test('idle: a process that dies between runs is reported at the next run and replaced', async () => {
+  const run = runner(runtimeWith({ executionMode: 'persistent-in-memory' }), {});
+  await run('var before = 1; setTimeout(() => process.exit(9), 100); 0');
+  await sleep(600);
+  const next = await run('typeof before');
+  assert.is(value(next), 'undefined');
+  assert.is(next.environment?.fresh, true);
+  assert.match(next.environment?.replaced ?? '', /exited with code 9/);
+});
+
+test('idle: stdout written between runs is discarded, stderr is kept for diagnostics', async () => {
+  const run = runner(runtimeWith({ executionMode: 'persistent-in-memory' }), {});
+  await run('const { spawn } = await import("node:child_process"); spawn("sh", ["-c", "sleep 0.2; echo idle-out; echo idle-err >&2"], { stdio: "inherit" }); 0');
+  await sleep(700);
+  const quiet = await run('1');
+  assert.is(text(quiet), '');
+  const exit = failure(await run('process.exit(4)'));
+  assert.is(exit.kind, 'worker-exit');
+  assert.is(exit.exitCode, 4);
+  assert.match(exit.stderrTail ?? '', /idle-err/);
+  assert.not.match(exit.stderrTail ?? '', /idle-out/);
+});
+
+// ---------------------------------------------------------------- stopping retained work
+
+test('timeout: a cooperative stop keeps the environment; catch and finally run; later output is dropped', async () => {
+  const bindings = { hang: () => new Promise(() => {}) };
+  const run = runner(runtimeWith({ executionMode: 'persistent-in-memory' }), {}, bindings);
+  await run('var v = 1; var cleaned = false; var caught = "none"');
+  const stopped = await run('v = 2; inspect("before"); try { await hang() } catch (e) { caught = e.code } finally { cleaned = true; inspect("after") }', { timeoutMs: 400 });
+  const reason = failure(stopped);
+  assert.is(reason.kind, 'timeout');
+  assert.is(reason.state, 'preserved');
+  assert.match(reason.message, /execution timed out during execution \(deadline 400 ms elapsed\)/);
+  assert.is(text(stopped), 'before\n');
+  assert.equal(value(await run('[v, cleaned, caught]')), [2, true, 'PTC_REVOKED']);
+});
+
+test('abort: a cooperative stop keeps the environment', async () => {
+  const bindings = { hang: () => new Promise(() => {}) };
+  const run = runner(runtimeWith({ executionMode: 'persistent-in-memory' }), {}, bindings);
+  await run('var kept = "yes"');
+  const controller = new AbortController();
+  setTimeout(() => controller.abort(), 200);
+  const reason = failure(await run('await hang()', {}, { signal: controller.signal }));
+  assert.is(reason.kind, 'abort');
+  assert.is(reason.state, 'preserved');
+  assert.is(value(await run('kept')), 'yes');
+});
+
+test('timeout: a synchronous loop cannot acknowledge, so the environment is cleared', async () => {
+  const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', stopGraceMs: 300 }), {});
+  await run('var lost = 1');
+  const reason = failure(await run('while (true) {}', { timeoutMs: 300 }));
+  assert.is(reason.kind, 'timeout');
+  assert.is(reason.state, 'cleared');
+  const next = await run('typeof lost');
+  assert.is(value(next), 'undefined');
+  assert.is(next.environment?.fresh, true);
+});
+
+test('timeout: a program that ignores the stop past stopGraceMs is killed and cleared', async () => {
+  const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', stopGraceMs: 300 }), {});
+  const reason = failure(await run('await new Promise(() => {})', { timeoutMs: 300 }));
+  assert.is(reason.kind, 'timeout');
+  assert.is(reason.state, 'cleared');
+});
+
+test('failures that end the environment report it cleared; exceptions keep earlier mutations', async () => {
+  const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', maxOutputBytes: 1000 }), {});
+  await run('var a = 1');
+  const thrown = failure(await run('a = 2; throw new Error("oops")'));
+  assert.is(thrown.kind, 'exception');
+  assert.is(thrown.state, undefined);
+  assert.is(value(await run('a')), 2);
+  const overflow = failure(await run('inspect("x".repeat(2000))'));
+  assert.is(overflow.kind, 'output-limit');
+  assert.is(overflow.state, 'cleared');
+  assert.is(value(await run('typeof a')), 'undefined');
+});
+
+test.run();
