@@ -4,6 +4,7 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { imageSizeFromBytes, readImageSize, type ImageSize } from '../../host/image-size.ts';
+import { rejection } from '../helpers/assert.ts';
 
 // Fixtures are made by test/fixtures/images/generate.sh (real ImageMagick + cwebp); names carry the expected size.
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'images');
@@ -25,15 +26,6 @@ async function tempFile(name: string, bytes: Uint8Array | string): Promise<strin
   return path;
 }
 
-/** Rejection of `promise`, or a failure when it resolves. */
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 function thrown(fn: () => unknown): Error {
   try {

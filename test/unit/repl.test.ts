@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createNodeReplEvaluator, replInput } from '../../carrier/evaluators/repl.ts';
 import type { EvaluationOptions, Evaluator } from '../../carrier/evaluators/types.ts';
+import { rejection } from '../helpers/assert.ts';
 
 // Node 20 runs this suite bundled (see the evaluator's report): nothing here needs Node 24.
 const FILENAME = join(tmpdir(), 'ptc-repl-program.ts');
@@ -18,15 +19,6 @@ test.after.each(() => { evaluator.dispose(); });
 
 const run = async (program: string, options: EvaluationOptions = OPTIONS): Promise<unknown> => (await evaluator.evaluate(program, options)).value;
 
-/** Rejection of `promise`, or a failure when it resolves. */
-async function rejection(promise: Promise<unknown>): Promise<any> {
-  try {
-    const value = await promise;
-    throw new Error(`expected a rejection, got ${String(value)}`);
-  } catch (error) {
-    return error;
-  }
-}
 
 const frames = (stack: string): string[] => stack.split('\n').filter((line) => /^\s+at /.test(line));
 /** process.listeners() is typed for signal names only. */

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { types } from 'node:util';
 import { createScopedReplEvaluator, type ScopedReplOptions } from '../../carrier/evaluators/scoped-repl.ts';
 import type { Completion, EvaluationOptions, Evaluator } from '../../carrier/evaluators/types.ts';
+import { rejection } from '../helpers/assert.ts';
 
 // Programs run in another realm: structuredClone turns their arrays and objects into this realm's,
 // which uvu's deep equality needs.
@@ -56,14 +57,6 @@ async function sequence(programs: string[], options?: ScopedReplOptions): Promis
   return structuredClone(value);
 }
 
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 const filenameIn = (dir: string): string => join(dir, 'program.ts');
 

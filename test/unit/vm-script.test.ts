@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createVmScriptEvaluator } from '../../carrier/evaluators/vm-script.ts';
 import type { Evaluator } from '../../carrier/evaluators/types.ts';
+import { rejection } from '../helpers/assert.ts';
 
 let cwd = '';
 let filename = '';
@@ -26,15 +27,6 @@ async function run(evaluator: Evaluator, program: string, options: { filename?: 
   return completion.value;
 }
 
-/** Rejection of `promise`, or a failure when it resolves. */
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 test('the completion value is the Script completion, awaited', async () => {
   const evaluator = createVmScriptEvaluator();

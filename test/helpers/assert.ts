@@ -1,0 +1,13 @@
+// Small assertions shared by the suites.
+
+/** The error `promise` rejects with; throws when it resolves instead. */
+// eslint-disable-next-line: tests read arbitrary fields (code, stack, cause) off what was thrown.
+export async function rejection(promise: Promise<unknown>): Promise<any> {
+  let value: unknown;
+  try {
+    value = await promise;
+  } catch (error) {
+    return error;
+  }
+  throw new Error(`expected a rejection, got ${String(value)}`);
+}
