@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRuntime, type RunResult, type Runtime, type RuntimeConfig } from '../../host/index.ts';
+import { retained } from './retained.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'dist', 'ptc');
@@ -256,6 +257,7 @@ try {
   await cliStart();
   await bindingCalls();
   await inspectThroughput();
+  await retained();
   console.log(`\nbench took ${((performance.now() - started) / 1000).toFixed(1)} s`);
 } catch (error) {
   console.error('\nbench broke:', error);

@@ -1,7 +1,7 @@
 // Small assertions shared by the suites.
 
 /** The error `promise` rejects with; throws when it resolves instead. */
-// eslint-disable-next-line: tests read arbitrary fields (code, stack, cause) off what was thrown.
+// Typed any: tests read arbitrary fields (code, stack, cause) off whatever was thrown.
 export async function rejection(promise: Promise<unknown>): Promise<any> {
   let value: unknown;
   try {
