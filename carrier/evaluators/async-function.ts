@@ -2,7 +2,11 @@
 // wrapped in a strict async function and compiled as a vm.Script whose line offset cancels the
 // wrapper's first line, so stack lines and columns are those of the program source.
 import vm from 'node:vm';
-import type { Evaluator } from './types.ts';
+import type { Completion, Evaluator } from './types.ts';
+
+// The box has no prototype: resolving the evaluation with it must not consult a
+// Object.prototype.then that the program may have installed.
+const { create } = Object;
 
 const PREFIX = '(async function () {"use strict";\n';
 const SUFFIX = '\n})';
@@ -23,7 +27,9 @@ export function createAsyncFunctionEvaluator(): Evaluator {
     format: 'async-function',
     globalObject: globalThis as unknown as Record<string, unknown>,
     async evaluate(program, { filename }) {
-      return { value: await compileAsyncFunction(program, filename)() };
+      const completion: Completion = create(null);
+      completion.value = await compileAsyncFunction(program, filename)();
+      return completion;
     },
     dispose() {},
   };

@@ -56,7 +56,7 @@ test('--json reports a failed program with its kind and exits 1', () => {
 });
 
 test('human mode prints the failure on stderr; timeouts exit 1', () => {
-  const { code, stdout, stderr } = ptc(['run', '--timeout-ms', '300', '-'], 'inspect("started"); while (true) {}');
+  const { code, stdout, stderr } = ptc(['run', '--timeout-ms', '1500', '-'], 'inspect("started"); while (true) {}');
   assert.is(code, 1);
   assert.is(stdout, 'started\n');
   assert.match(stderr, /program failed \(timeout\): execution timed out during execution \(deadline 300 ms elapsed\)/);

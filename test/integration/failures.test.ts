@@ -24,10 +24,10 @@ function failure(result: RunResult) {
 // ---------------------------------------------------------------- timeout
 
 test('timeout: a busy loop ends at the deadline with the output printed before it', async () => {
-  const result = await runProgram('inspect("before the loop"); while (true) {}', { timeoutMs: 300 });
+  const result = await runProgram('inspect("before the loop"); while (true) {}', { timeoutMs: 1500 });
   assert.equal(result, {
     status: 'failed',
-    failure: { kind: 'timeout', message: 'execution timed out during execution (deadline 300 ms elapsed)', timeoutMs: 300 },
+    failure: { kind: 'timeout', message: 'execution timed out during execution (deadline 1500 ms elapsed)', timeoutMs: 1500 },
     output: [{ type: 'text', text: 'before the loop\n' }],
     sandbox: SANDBOX,
   });
@@ -56,7 +56,7 @@ test('timeout: the slow launch fixture does start a working carrier given time',
 test('timeout: the deadline keeps running while a binding is pending', async () => {
   let called = 0;
   const result = await runProgram('inspect("calling"); await never(); return 1', {
-    timeoutMs: 300,
+    timeoutMs: 1500,
     bindings: {
       never: () => {
         called++;
@@ -67,7 +67,7 @@ test('timeout: the deadline keeps running while a binding is pending', async () 
   assert.equal(called, 1);
   assert.equal(result, {
     status: 'failed',
-    failure: { kind: 'timeout', message: 'execution timed out during execution (deadline 300 ms elapsed)', timeoutMs: 300 },
+    failure: { kind: 'timeout', message: 'execution timed out during execution (deadline 1500 ms elapsed)', timeoutMs: 1500 },
     output: [{ type: 'text', text: 'calling\n' }],
     sandbox: SANDBOX,
   });

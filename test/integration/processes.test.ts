@@ -107,7 +107,7 @@ test('the host fd count returns to its baseline after every kind of ending', asy
   const controller = new AbortController();
   const endings: Array<() => Promise<RunResult>> = [
     () => runProgram(`${SPAWN_SLEEP} return 1;`),
-    () => runProgram(`${SPAWN_SLEEP} while (true) {}`, { timeoutMs: 300 }),
+    () => runProgram(`${SPAWN_SLEEP} while (true) {}`, { timeoutMs: 1500 }),
     () => runProgram(`${SPAWN_SLEEP} await new Promise(() => {});`, {}, {}, { signal: controller.signal, onOutput: () => controller.abort() }),
     () => runProgram('process.exit(9);'),
     () => runProgram("(await import('node:fs')).writeSync(3, 'garbage\\n'); await new Promise(() => {});"),
