@@ -219,18 +219,20 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
   // readline reports Ctrl-C here only in terminal mode; a piped session has no prompt to interrupt.
   rl.on('SIGINT', () => {
     if (running !== undefined) {
+      interruptedOnce = false;
       if (!running.signal.aborted) running.abort(new Error('interrupted'));
       return;
     }
     const empty = rl.line === '' && buffer.length === 0;
     write('\r\n');
-    // Drop what was typed: delete left and right of the cursor, which redraws the prompt line.
-    rl.write(null, { ctrl: true, name: 'u' });
-    rl.write(null, { ctrl: true, name: 'k' });
-    buffer = [];
     if (empty && interruptedOnce) return leave();
     interruptedOnce = empty;
     if (empty) write('(to leave, press Ctrl-C again, press Ctrl-D, or type .exit)\n');
+    // Drop what was typed, keeping it on screen: delete left and right of the cursor, which
+    // redraws an empty prompt on the new line.
+    rl.write(null, { ctrl: true, name: 'u' });
+    rl.write(null, { ctrl: true, name: 'k' });
+    buffer = [];
     prompt();
   });
   prompt();
