@@ -6,6 +6,7 @@
 // attributed through it, so callbacks left behind by an ended (or revoked) run can neither call
 // bindings nor print into a later run, and their errors do not fail it.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import * as module from 'node:module';
 import { types } from 'node:util';
 import { openChannel, type HostLink } from './channel.ts';
 import { scrubEnvironment } from './environment.ts';
@@ -60,6 +61,7 @@ export function runCarrier(): void {
     { run: (request) => evaluate(request, channel.host), revoke },
     ['async-function', 'vm-script', 'scoped-repl', 'repl', 'images', 'revoke'],
   );
+  saveCompileCache();
   setImageRegistrar(async (path) => {
     if (currentRun() === undefined) throw new Error('Image.fromFile: the evaluation that made this call has ended');
     try {
@@ -71,6 +73,13 @@ export function runCarrier(): void {
       throw name === 'TypeError' ? new TypeError(text) : new Error(text);
     }
   });
+}
+
+// A source carrier compiles its TypeScript through Node's compile cache (NODE_COMPILE_CACHE), which
+// is written at exit; carriers end by SIGKILL, so write it as soon as the modules are loaded.
+// (The bundled carriers have no cache directory, and Node 20 has no flush: both are no-ops.)
+function saveCompileCache(): void {
+  (module as { flushCompileCache?: () => void }).flushCompileCache?.();
 }
 
 // The program's first dynamic import makes Node warn that vm.USE_MAIN_CONTEXT_DEFAULT_LOADER (the
@@ -120,6 +129,7 @@ async function environmentFor(request: RunRequest): Promise<Environment> {
     return environment;
   }
   const evaluator = await createEvaluator(request.format);
+  saveCompileCache();
   defineGlobals(evaluator.globalObject);
   const fresh: Environment = { evaluator, uninstall: () => {} };
   if (request.retain) environment = fresh;
