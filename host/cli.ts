@@ -11,6 +11,7 @@ import { PROTOCOL_REVISION } from '../carrier/protocol/revision.ts';
 import { isPlainObject } from '../carrier/protocol/json.ts';
 import { readBootstrap } from './bootstrap-asset.ts';
 import { VERSION } from './version.ts';
+import { availableBackends } from './sandbox/index.ts';
 import { replCommand, replOptions, type ReplArgs } from './repl.ts';
 
 /** A usage or configuration problem: exit code 2. */
@@ -50,8 +51,10 @@ export async function main(argv: string[]): Promise<number> {
         exitCode = await replCommand(args as unknown as ReplArgs);
       },
     )
-    .command('version', 'Print the ptc version, the embedded Node version and the protocol revision', {}, () => {
+    .command('version', 'Print the ptc version, the embedded Node version, the protocol revision and which sandbox backends work here', {}, async () => {
       process.stdout.write(`ptc ${VERSION}\nnode ${process.version}\nprotocol ${PROTOCOL_REVISION}\n`);
+      const backends = await availableBackends();
+      for (const [name, problem] of [['bwrap', backends.bwrap], ['node-permission', backends.nodePermission]]) process.stdout.write(`sandbox ${name}: ${problem === undefined ? 'works' : `unavailable (${problem})`}\n`);
     })
     .command(
       'bootstrap',
@@ -93,6 +96,11 @@ interface RunArgs {
   node?: string;
   bootstrap?: string;
   mode?: string;
+  sandbox?: string;
+  'allow-network'?: boolean;
+  'writable-root'?: string[];
+  'sandbox-backend'?: string;
+  'require-enforcement'?: string;
   'discard-completion': boolean;
   [flag: string]: unknown;
 }
@@ -112,10 +120,21 @@ function runOptions(command: Argv): Argv {
     .option('node', { type: 'string', describe: 'Run the carrier with this Node executable (node-script launch)' })
     .option('bootstrap', { type: 'string', describe: 'Bootstrap file for --node (default: bootstrap.mjs next to ptc)' })
     .option('discard-completion', { type: 'boolean', default: false, describe: 'Do not return the completion value' });
+  sandboxOptions(command);
   for (const flag of Object.keys(LIMIT_FLAGS)) {
     command.option(flag, { type: 'number', describe: `Overrides config ${LIMIT_FLAGS[flag as keyof typeof LIMIT_FLAGS]}` });
   }
   return command;
+}
+
+/** The confinement flags `run` and `repl` share. */
+export function sandboxOptions(command: Argv): Argv {
+  return command
+    .option('sandbox', { type: 'string', choices: ['read-only', 'workspace-write', 'full-access'], describe: 'File policy (default workspace-write: the cwd is writable)' })
+    .option('allow-network', { type: 'boolean', describe: 'Let the program use the network (off by default when confined)' })
+    .option('writable-root', { type: 'string', array: true, describe: 'Another writable directory (repeatable; workspace-write)' })
+    .option('sandbox-backend', { type: 'string', choices: ['auto', 'bwrap', 'node-permission', 'none'], describe: 'Confinement backend (default auto: bubblewrap, else Node\'s permission model)' })
+    .option('require-enforcement', { type: 'string', choices: ['full', 'partial', 'none'], describe: 'Fail with sandbox-unavailable unless at least this much is enforced (default partial)' });
 }
 
 async function runCommand(args: RunArgs): Promise<number> {
@@ -178,6 +197,22 @@ export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
     config[field] = value;
   }
   if (args.mode !== undefined) config.executionMode = args.mode;
+  if (args.sandbox !== undefined || args['allow-network'] !== undefined || args['writable-root'] !== undefined) {
+    const base = (config.policy ?? { mode: 'workspace-write' }) as Record<string, unknown>;
+    config.policy = {
+      ...base,
+      ...(args.sandbox !== undefined ? { mode: args.sandbox } : {}),
+      ...(args['allow-network'] !== undefined ? { network: args['allow-network'] } : {}),
+      ...(args['writable-root'] !== undefined ? { writableRoots: args['writable-root'] } : {}),
+    };
+  }
+  if (args['sandbox-backend'] !== undefined || args['require-enforcement'] !== undefined) {
+    config.sandbox = {
+      ...((config.sandbox ?? {}) as Record<string, unknown>),
+      ...(args['sandbox-backend'] !== undefined ? { backend: args['sandbox-backend'] } : {}),
+      ...(args['require-enforcement'] !== undefined ? { require: args['require-enforcement'] } : {}),
+    };
+  }
   if (args.node !== undefined) {
     config.launch = { kind: 'node-script', executable: args.node, ...(args.bootstrap !== undefined ? { bootstrapPath: resolvePath(args.bootstrap) } : {}) };
   } else if (args.bootstrap !== undefined) {

@@ -2,6 +2,7 @@
 // Every error names the field and quotes the value, and unknown fields are refused so a typo
 // never silently falls back to a default.
 import { inspect } from 'node:util';
+import { resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from './sandbox/index.ts';
 
 export type ExecutionMode = 'per-call' | 'vm-script' | 'persistent-in-memory';
 
@@ -36,6 +37,10 @@ export interface RuntimeConfig {
   launch?: LaunchConfig;
   /** Keep one fresh, never-used carrier booted ahead of the next run. @default true */
   prestartCarrier?: boolean;
+  /** How confinement is obtained. @default { backend: 'auto', require: 'partial' } */
+  sandbox?: Omit<SandboxOptions, 'carrierNodeVersion'>;
+  /** The policy of runs that name none. @default { mode: 'workspace-write' } (the cwd, no network) */
+  policy?: SandboxPolicy;
 }
 
 export interface ResolvedConfig {
@@ -52,9 +57,11 @@ export interface ResolvedConfig {
   graceMs: number;
   launch: LaunchConfig | undefined;
   prestartCarrier: boolean;
+  sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
+  policy: SandboxPolicy;
 }
 
-export const DEFAULTS: Omit<ResolvedConfig, 'launch'> = {
+export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy'> = {
   executionMode: 'per-call',
   scriptPersistence: false,
   replScoped: false,
@@ -70,7 +77,7 @@ export const DEFAULTS: Omit<ResolvedConfig, 'launch'> = {
 };
 
 const EXECUTION_MODES: readonly string[] = ['per-call', 'vm-script', 'persistent-in-memory'];
-const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch']);
+const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy']);
 
 /** Validates a configuration object and fills defaults; throws TypeError/RangeError naming the field. */
 export function resolveConfig(input: unknown): ResolvedConfig {
@@ -109,6 +116,8 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     graceMs: nonNegativeInteger(config, 'graceMs'),
     launch: launchConfig(config.launch),
     prestartCarrier: boolean(config, 'prestartCarrier'),
+    sandbox: sandboxOptions(config.sandbox),
+    policy: policyShape(config.policy ?? { mode: 'workspace-write' }, 'policy'),
   };
   if (resolved.timeoutMs > resolved.maxTimeoutMs) {
     throw new RangeError(`ptc config: timeoutMs (${resolved.timeoutMs}) must not exceed maxTimeoutMs (${resolved.maxTimeoutMs})`);
@@ -166,6 +175,24 @@ function launchConfig(value: unknown): LaunchConfig | undefined {
     throw new TypeError('ptc config: launch.executable is required for launch.kind "node-script"');
   }
   return launch as LaunchConfig;
+}
+
+function sandboxOptions(value: unknown): Omit<SandboxOptions, 'carrierNodeVersion'> {
+  if (value !== undefined && typeof value === 'object' && value !== null && 'carrierNodeVersion' in value) {
+    throw new TypeError('ptc config: unknown field "sandbox.carrierNodeVersion" (the runtime asks the carrier\'s Node itself)');
+  }
+  const { backend, require, bwrapPath } = resolveSandboxOptions(value ?? {});
+  return { backend, require, ...(bwrapPath !== undefined ? { bwrapPath } : {}) };
+}
+
+/** Checks a policy's shape; its paths are resolved (and must exist) when a run uses it. */
+export function policyShape(value: unknown, field: string): SandboxPolicy {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError(`ptc ${field} must be an object, got ${show(value)}`);
+  const policy = value as Record<string, unknown>;
+  if (!SANDBOX_MODES.includes(policy.mode as never)) {
+    throw new RangeError(`ptc ${field}.mode must be one of ${SANDBOX_MODES.map((m) => `"${m}"`).join(', ')}, got ${show(policy.mode)}`);
+  }
+  return value as SandboxPolicy;
 }
 
 /** Quotes a value for an error message. */

@@ -12,13 +12,11 @@ import { abortFailure, exceptionFailure, protocolFailure, timeoutFailure, type F
 import { readImageSize } from './image-size.ts';
 import { OutputLedger, fittingPrefix, type OutputEntry } from './output-ledger.ts';
 import { stripTypes } from './typescript.ts';
+import { isDenial, type SandboxSetup } from './sandbox/index.ts';
 import type { Carrier } from './worker.ts';
 
-export interface SandboxReport {
-  mode: 'full-access';
-  backend: 'none';
-  enforcement: 'none';
-  network: boolean;
+/** The confinement a run had, and whether the program met a denial (independent of its outcome). */
+export interface SandboxReport extends SandboxSetup {
   denied: boolean;
 }
 
@@ -57,13 +55,14 @@ interface RunHooks {
   protocol(message: string): void;
 }
 
-const UNCONFINED: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false };
+const UNCONFINED: SandboxSetup = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true };
 const CONTROL_LOST = 'the carrier closed its control channel before the program finished';
 
 export class Environment {
   readonly carrier: Carrier;
   readonly format: ProgramFormat;
   readonly retained: boolean;
+  readonly report: SandboxSetup;
   readonly #config: ResolvedConfig;
   /** Images registered with this process; they stay valid while it lives (the reference's rule). */
   readonly #images = new Map<string, ImageDescriptor>();
@@ -77,8 +76,9 @@ export class Environment {
   /** Whether the environment initializer has run (retained environments only). */
   initialized = false;
 
-  constructor(carrier: Carrier, config: ResolvedConfig, format: ProgramFormat, retained: boolean) {
+  constructor(carrier: Carrier, config: ResolvedConfig, format: ProgramFormat, retained: boolean, report: SandboxSetup) {
     this.carrier = carrier;
+    this.report = report;
     this.#config = config;
     this.format = format;
     this.retained = retained;
@@ -147,7 +147,7 @@ export class Environment {
   async run(execution: Execution, initializer?: string): Promise<{ result: RunResult; usable: boolean }> {
     const config = this.#config;
     const ledger = new OutputLedger(config.maxOutputBytes);
-    const sandbox = { ...UNCONFINED };
+    const sandbox: SandboxReport = { ...this.report, denied: false };
     this.#cwd = execution.cwd;
     this.#nextAttachmentId = execution.nextAttachmentId;
     if (execution.signal?.aborted) {
@@ -187,6 +187,7 @@ export class Environment {
       }
     };
     const addText = (text: string): void => {
+      if (!sandbox.denied && isDenial(text)) sandbox.denied = true;
       const kept = ledger.addText(text);
       if (kept !== undefined) emit({ type: 'text', text: kept });
       if (ledger.overflowed) stop(outputLimit(config.maxOutputBytes));
@@ -295,6 +296,12 @@ export class Environment {
       await this.terminate();
     }
 
+    // A denial shows in what the run reports: its output (scanned as it arrived), the error it
+    // failed with, or the value it returned (a program that caught the error and handed it back).
+    const reported = failure ?? (outcome?.status === 'exception' ? outcome.error : undefined);
+    if (reported !== undefined && [reported.code, reported.message].some(isDenial)) sandbox.denied = true;
+    if (outcome?.status === 'ok' && isDenial(outcome.value)) sandbox.denied = true;
+
     let result: RunResult;
     if (failure !== undefined) {
       const exit = this.#exit;
@@ -395,7 +402,12 @@ function describeExit(code: number | null, signal: NodeJS.Signals | null, stderr
 
 /** The result of a run whose signal was aborted before it was admitted: no process is started. */
 export function abortedBeforeStart(reason: unknown): RunResult {
-  return { status: 'failed', failure: abortFailure(reason), output: [], sandbox: { ...UNCONFINED } };
+  return { status: 'failed', failure: abortFailure(reason), output: [], sandbox: { ...UNCONFINED, denied: false } };
+}
+
+/** The result of a run whose required confinement cannot be had: it never runs unconfined. */
+export function sandboxUnavailable(message: string, report: SandboxSetup): RunResult {
+  return { status: 'failed', failure: { kind: 'sandbox-unavailable', message }, output: [], sandbox: { ...report, denied: false } };
 }
 
 function failed(failure: Failure, ledger: OutputLedger, sandbox: SandboxReport): RunResult {

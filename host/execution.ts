@@ -5,14 +5,17 @@
 // next run, and the result says so.
 import type { ProgramFormat } from '../carrier/protocol/messages.ts';
 import type { ResolvedConfig } from './config.ts';
-import { abortedBeforeStart, Environment, type Execution, type RunResult } from './environment.ts';
-import { launchCommand } from './launch.ts';
+import { confine, type CarrierRecipe } from './confinement.ts';
+import { abortedBeforeStart, Environment, sandboxUnavailable, type Execution, type RunResult } from './environment.ts';
+import type { SandboxPolicy } from './sandbox/index.ts';
 import { takeCarrier } from './spare.ts';
 
 export type { Execution, RunResult, SandboxReport, EnvironmentReport } from './environment.ts';
 
 interface Owned {
   environment: Environment | undefined;
+  /** The recipe (launch shape and sandbox policy) the environment was started with. */
+  recipeKey: string | undefined;
   /** The run (and its cleanup) in progress; undefined when idle. */
   busy: Promise<void> | undefined;
   /** Why the last environment was lost, reported by the next run. */
@@ -38,13 +41,20 @@ export class Executor {
     this.#initializer = program;
   }
 
-  /** Runs one execution for `owner` (or a temporary environment without one). */
-  async run(execution: Execution, owner: object | undefined): Promise<RunResult> {
+  /**
+   * Runs one execution for `owner` under `policy`. Without an owner, or with `oneTime`, it runs in a
+   * temporary environment that sees none of the owner's variables. A policy that is not valid
+   * rejects (caller misuse); confinement that cannot be had is a sandbox-unavailable result.
+   */
+  async run(execution: Execution, owner: object | undefined, policy: SandboxPolicy, oneTime: boolean): Promise<RunResult> {
     if (execution.signal?.aborted) return abortedBeforeStart(execution.signal.reason);
-    if (!this.#retains || owner === undefined) return this.#runTemporary(execution);
+    const confinement = await confine(this.#config, policy, execution.cwd);
+    if ('unavailable' in confinement) return sandboxUnavailable(confinement.unavailable, confinement.report);
+    const { recipe } = confinement;
+    if (!this.#retains || owner === undefined || oneTime) return this.#runTemporary(execution, recipe);
     let owned = this.#owners.get(owner);
     if (owned === undefined) {
-      owned = { environment: undefined, busy: undefined, replaced: undefined };
+      owned = { environment: undefined, recipeKey: undefined, busy: undefined, replaced: undefined };
       this.#owners.set(owner, owned);
     }
     if (owned.busy !== undefined) {
@@ -55,22 +65,29 @@ export class Executor {
       release = resolve;
     });
     try {
-      return await this.#runRetained(owned, execution);
+      return await this.#runRetained(owned, execution, recipe);
     } finally {
       owned.busy = undefined;
       release();
     }
   }
 
-  async #runRetained(owned: Owned, execution: Execution): Promise<RunResult> {
+  async #runRetained(owned: Owned, execution: Execution, recipe: CarrierRecipe): Promise<RunResult> {
     const current = owned.environment;
-    if (current !== undefined && current.lost !== undefined) {
-      owned.replaced = `the previous environment was lost: ${current.lost}`;
+    // An owner's policy, workspace and writable roots are fixed while its environment lives.
+    const reason = current?.lost !== undefined
+      ? `the previous environment was lost: ${current.lost}`
+      : current !== undefined && owned.recipeKey !== recipe.key
+        ? 'the sandbox policy changed, so the previous environment was ended'
+        : undefined;
+    if (current !== undefined && reason !== undefined) {
+      owned.replaced = reason;
       owned.environment = undefined;
       await current.terminate();
     }
     const fresh = owned.environment === undefined;
-    const environment = (owned.environment ??= this.#newEnvironment(execution.cwd, true));
+    if (fresh) owned.recipeKey = recipe.key;
+    const environment = (owned.environment ??= this.#newEnvironment(recipe, true));
     const initializer = fresh && this.#initializer !== undefined && !environment.initialized ? this.#initializer : undefined;
     const { result, usable } = await environment.run(execution, initializer);
     result.environment = { fresh, ...(owned.replaced !== undefined && fresh ? { replaced: owned.replaced } : {}) };
@@ -82,8 +99,8 @@ export class Executor {
     return result;
   }
 
-  async #runTemporary(execution: Execution): Promise<RunResult> {
-    const environment = this.#newEnvironment(execution.cwd, false);
+  async #runTemporary(execution: Execution, recipe: CarrierRecipe): Promise<RunResult> {
+    const environment = this.#newEnvironment(recipe, false);
     this.#temporary.add(environment);
     try {
       const initializer = this.#retains ? this.#initializer : undefined;
@@ -94,9 +111,8 @@ export class Executor {
     }
   }
 
-  #newEnvironment(cwd: string, retained: boolean): Environment {
-    const command = launchCommand(this.#config.launch, this.#config.maxOldGenerationSizeMb);
-    return new Environment(takeCarrier(command, this.#config.maxMessageBytes, cwd), this.#config, this.#format, retained);
+  #newEnvironment(recipe: CarrierRecipe, retained: boolean): Environment {
+    return new Environment(takeCarrier(recipe), this.#config, this.#format, retained, recipe.report);
   }
 
   /** Ends the owner's environment; waits for a run in progress to finish first. */

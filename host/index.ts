@@ -6,6 +6,7 @@ export { DEFAULTS } from './config.ts';
 export type { RunResult, SandboxReport, EnvironmentReport } from './execution.ts';
 export { resolvePersistentExecution, type PersistentExecution } from './configuration.ts';
 export type { ProgramFormat } from './instructions.ts';
+export type { SandboxPolicy, SandboxMode, SandboxOptions, SandboxBackend, Enforcement } from './sandbox/index.ts';
 export type { Failure, FailureKind } from './failures.ts';
 export type { OutputEntry } from './output-ledger.ts';
 export { image, type Bindings, type BindingFunction, type ImageRef } from './bindings.ts';

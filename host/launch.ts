@@ -14,6 +14,8 @@ export interface LaunchCommand {
   env: Record<string, string>;
   /** What started it, for diagnostics and the version report. */
   kind: 'embedded' | 'node-script' | 'source';
+  /** Directories the launch reads besides its executable and arguments (a sandbox must expose them). */
+  readable?: string[];
 }
 
 const KEPT_ENV = ['PATH', 'TMPDIR', 'TMP', 'TEMP'];
@@ -56,6 +58,8 @@ export function launchCommand(launch: LaunchConfig | undefined, maxOldGeneration
         executable: process.execPath,
         args: [heap, carrierSourcePath()],
         env: { ...env, NODE_COMPILE_CACHE: join(tmpdir(), `ptc-compile-cache-${process.getuid?.() ?? 'user'}`) },
+        // The carrier imports its sibling modules and node_modules from the checkout.
+        readable: [fileURLToPath(new URL('..', import.meta.url))],
       };
   }
 }

@@ -1,12 +1,13 @@
 // The library's runtime object: configuration, request resolution, admission and disposal.
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { flattenBindings, type Bindings } from './bindings.ts';
-import { resolveConfig, show, type ResolvedConfig, type RuntimeConfig } from './config.ts';
+import { policyShape, resolveConfig, show, type ResolvedConfig, type RuntimeConfig } from './config.ts';
 import { Executor, type RunResult } from './execution.ts';
 import { stripTypes } from './typescript.ts';
 import type { OutputEntry } from './output-ledger.ts';
-import { launchCommand } from './launch.ts';
-import { holdSpares, startSpare } from './spare.ts';
+import { confine } from './confinement.ts';
+import { holdSpares } from './spare.ts';
+import type { SandboxPolicy } from './sandbox/index.ts';
 import { executionInstructions, type ProgramFormat } from './instructions.ts';
 
 export interface RunRequest {
@@ -24,6 +25,10 @@ export interface RunRequest {
   filename?: string;
   /** Any object: runs with the same owner share one retained environment (retained modes only). */
   stateOwner?: object;
+  /** File and network policy. @default the runtime's `policy` (workspace-write on cwd, no network) */
+  policy?: SandboxPolicy;
+  /** Run in a separate temporary environment even with a stateOwner (a one-time escalation); it cannot see or change the owner's variables. @default false */
+  oneTime?: boolean;
 }
 
 export interface RunSpec {
@@ -34,6 +39,8 @@ export interface RunSpec {
   readonly discardCompletion: boolean;
   readonly filename: string;
   readonly stateOwner: object | undefined;
+  readonly policy: SandboxPolicy;
+  readonly oneTime: boolean;
 }
 
 export interface RunOptions {
@@ -62,7 +69,7 @@ export interface Runtime {
   dispose(): Promise<void>;
 }
 
-const REQUEST_FIELDS = new Set(['program', 'bindings', 'cwd', 'timeoutMs', 'discardCompletion', 'filename', 'stateOwner']);
+const REQUEST_FIELDS = new Set(['program', 'bindings', 'cwd', 'timeoutMs', 'discardCompletion', 'filename', 'stateOwner', 'policy', 'oneTime']);
 
 /** The program format and retention of a configuration. */
 export function executionShape(config: ResolvedConfig): { format: ProgramFormat; retains: boolean } {
@@ -80,12 +87,14 @@ export function executionShape(config: ResolvedConfig): { format: ProgramFormat;
 export function createRuntime(input?: RuntimeConfig): Runtime {
   const config = Object.freeze(resolveConfig(input));
   const active = new Set<AbortController>();
-  let releaseSpares: (() => Promise<void>) | undefined;
-  if (config.prestartCarrier) {
-    const command = launchCommand(config.launch, config.maxOldGenerationSizeMb);
-    releaseSpares = holdSpares(command, config.maxMessageBytes, config.graceMs);
-    startSpare(command, config.maxMessageBytes);
-  }
+  // A spare for the default policy in this process's cwd: the shape most runs have. Resolving the
+  // policy and probing the sandbox are asynchronous, so the spare is held once they are known.
+  const spares: Promise<(() => Promise<void>) | undefined> = !config.prestartCarrier
+    ? Promise.resolve(undefined)
+    : confine(config, config.policy, process.cwd()).then(
+        (confinement) => ('recipe' in confinement ? holdSpares(confinement.recipe, config.graceMs) : undefined),
+        () => undefined,
+      );
   let disposed = false;
   let admitted = false;
   let attachments = 0;
@@ -117,6 +126,8 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       const filename = request.filename ?? 'program.ts';
       if (typeof filename !== 'string' || filename === '') throw new TypeError(`ptc request: filename must be a non-empty string, got ${show(filename)}`);
       flattenBindings(request.bindings);
+      const oneTime = request.oneTime ?? false;
+      if (typeof oneTime !== 'boolean') throw new TypeError(`ptc request: oneTime must be a boolean, got ${show(oneTime)}`);
       const stateOwner = request.stateOwner;
       if (stateOwner !== undefined && (typeof stateOwner !== 'object' || stateOwner === null) && typeof stateOwner !== 'function') {
         throw new TypeError(`ptc request: stateOwner must be an object, got ${show(stateOwner)}`);
@@ -129,6 +140,8 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
         discardCompletion,
         filename: resolvePath(cwd, filename),
         stateOwner,
+        policy: request.policy === undefined ? config.policy : policyShape(request.policy, 'request: policy'),
+        oneTime,
       });
     },
 
@@ -151,7 +164,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
           signal,
           ...(options.onOutput ? { onOutput: options.onOutput } : {}),
           nextAttachmentId: () => `img-${++attachments}`,
-        }, spec.stateOwner);
+        }, spec.stateOwner, spec.policy ?? config.policy, spec.oneTime ?? false);
       } finally {
         active.delete(controller);
       }
@@ -161,7 +174,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       if (disposed) return;
       disposed = true;
       for (const controller of active) controller.abort(new Error('runtime disposed'));
-      await Promise.all([executor.dispose(), releaseSpares?.()]);
+      await Promise.all([executor.dispose(), spares.then((release) => release?.())]);
     },
 
     async release(owner) {

@@ -39,6 +39,8 @@ export interface CarrierOptions {
   maxMessageBytes: number;
   /** Listeners; a spare carrier gets them later through attach(). */
   events?: CarrierEvents;
+  /** Removes what the launch created (the sandbox's private temp directory) once the process is gone. */
+  cleanup?: () => Promise<void>;
 }
 
 /** What happened to a carrier before anyone listened: replayed by attach(). */
@@ -56,6 +58,7 @@ export class Carrier {
   readonly #control: Socket;
   readonly #ready: Promise<Handshake>;
   readonly #stdioDrains: Array<() => void> = [];
+  readonly #cleanup: (() => Promise<void>) | undefined;
   #handlers: HostHandlers | undefined;
   #rpc: BirpcReturn<CarrierMethods, HostHandlers> | undefined;
   #deliver: ((message: unknown) => void) | undefined;
@@ -65,8 +68,9 @@ export class Carrier {
   #stderrTail = '';
   readonly #settled: Promise<void>;
 
-  constructor({ command, cwd, maxMessageBytes, events }: CarrierOptions) {
+  constructor({ command, cwd, maxMessageBytes, events, cleanup }: CarrierOptions) {
     this.#events = events;
+    this.#cleanup = cleanup;
     this.#ready = new Promise((resolve, reject) => {
       this.#handshake = { resolve, reject };
     });
@@ -231,12 +235,14 @@ export class Carrier {
       }),
     ]);
     clearTimeout(timer);
-    if (drained) return;
-    // A descendant that left the group can hold the pipes open; stop reading them.
-    this.child.stdout?.destroy();
-    this.child.stderr?.destroy();
-    killGroup(this.child.pid);
-    if (!this.#exited) await this.#settled;
+    if (!drained) {
+      // A descendant that left the group can hold the pipes open; stop reading them.
+      this.child.stdout?.destroy();
+      this.child.stderr?.destroy();
+      killGroup(this.child.pid);
+      if (!this.#exited) await this.#settled;
+    }
+    await this.#cleanup?.().catch(() => {});
   }
 
   #receive(line: string): void {

@@ -24,10 +24,13 @@ export function launchUnderTest(): RuntimeConfig['launch'] {
   }
 }
 
-/** createRuntime with the launch under test unless the config names one. */
+/**
+ * createRuntime with the launch under test unless the config names one. Suites about execution run
+ * unconfined (full-access) unless they name a policy; the sandbox suites name theirs.
+ */
 export function createTestRuntime(config: RuntimeConfig = {}): ReturnType<typeof createRuntime> {
   const launch = launchUnderTest();
-  return createRuntime({ ...(launch && !config.launch ? { launch } : {}), ...config });
+  return createRuntime({ policy: { mode: 'full-access' }, ...(launch && !config.launch ? { launch } : {}), ...config });
 }
 
 /** Runs one program with a fresh runtime and returns the result. */

@@ -4,8 +4,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join, resolve as resolvePath } from 'node:path';
-import { createRuntime, image, type Bindings, type Failure, type RunResult } from '../../host/index.ts';
-import { runProgram } from '../helpers/runtime.ts';
+import { image, type Bindings, type Failure, type RunResult } from '../../host/index.ts';
+import { runProgram, createTestRuntime } from '../helpers/runtime.ts';
 
 const IMAGES = resolvePath(new URL('../fixtures/images', import.meta.url).pathname);
 const FILE = resolvePath('program.ts');
@@ -170,7 +170,7 @@ test('invalid bindings throw at resolve(), naming the binding', async () => {
     [{ console: { log: fn } }, ['"console"', 'reserved']],
     ['not an object', ['bindings']],
   ];
-  const runtime = createRuntime();
+  const runtime = createTestRuntime();
   for (const [bindings, parts] of table) {
     let thrown: unknown;
     try {

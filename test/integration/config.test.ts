@@ -59,7 +59,7 @@ test('unknown config fields throw naming the field', () => {
   const table: Array<[Record<string, unknown>, string]> = [
     [{ timeout: 5000 }, 'timeout'],
     [{ maxOutputByte: 10 }, 'maxOutputByte'],
-    [{ timeoutMs: 5000, sandbox: true }, 'sandbox'],
+    [{ timeoutMs: 5000, sandbox: { backend: 'auto', requires: 'full' } }, 'requires'],
     [{ launch: { kind: 'embedded', bootstrapPath: '/opt/bootstrap.mjs' } }, 'launch.bootstrapPath'],
   ];
   for (const [config, field] of table) throwsNaming(() => createRuntime(config as never), [`"${field}"`]);
@@ -90,6 +90,10 @@ test('invalid combinations and unsupported modes throw naming the field and the 
     ['scriptPersistence not a boolean', { scriptPersistence: 'yes' }, ['scriptPersistence', 'yes']],
     ['replScoped true', { replScoped: true }, ['replScoped', 'true']],
     ['launch not an object', { launch: 'embedded' }, ['launch', 'embedded']],
+    ['sandbox not an object', { sandbox: true }, ['sandbox', 'true']],
+    ['an unknown sandbox backend', { sandbox: { backend: 'docker' } }, ['backend', 'docker']],
+    ['an unknown enforcement level', { sandbox: { require: 'strict' } }, ['require', 'strict']],
+    ['an unknown policy mode', { policy: { mode: 'write-everything' } }, ['policy.mode', 'write-everything']],
     ['launch with an unknown kind', { launch: { kind: 'ssh' } }, ['launch.kind', 'ssh']],
     ['launch with an empty executable', { launch: { kind: 'embedded', executable: '' } }, ['launch.executable', "''"]],
     ['launch with a non-string bootstrapPath', { launch: { kind: 'node-script', executable: '/usr/bin/node', bootstrapPath: 7 } }, ['launch.bootstrapPath', '7']],

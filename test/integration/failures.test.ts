@@ -7,8 +7,8 @@ import * as assert from 'uvu/assert';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createRuntime, PROTOCOL_REVISION, type RunResult, type SandboxReport } from '../../host/index.ts';
-import { repoRoot, runProgram } from '../helpers/runtime.ts';
+import { PROTOCOL_REVISION, type RunResult, type SandboxReport } from '../../host/index.ts';
+import { repoRoot, runProgram, createTestRuntime } from '../helpers/runtime.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/launch');
 const node = join(repoRoot, 'node_modules/.bin/node');
@@ -74,7 +74,7 @@ test('timeout: the deadline keeps running while a binding is pending', async () 
 });
 
 test('timeout: timeoutMs null sets no deadline', async () => {
-  const runtime = createRuntime({ timeoutMs: 100 });
+  const runtime = createTestRuntime({ timeoutMs: 100 });
   try {
     const spec = runtime.resolve({ program: 'await new Promise((resolve) => setTimeout(resolve, 300)); return "waited"', timeoutMs: null });
     assert.is(spec.timeoutMs, null);
@@ -166,7 +166,7 @@ test('worker-exit: the stderr tail keeps what was written to fd 2 before process
 });
 
 test('worker-exit: reaching the heap limit names it, and the host keeps working', async () => {
-  const runtime = createRuntime({ timeoutMs: 30_000, maxOldGenerationSizeMb: 64 });
+  const runtime = createTestRuntime({ timeoutMs: 30_000, maxOldGenerationSizeMb: 64 });
   try {
     const result = await runtime.run(runtime.resolve({ program: 'const a = []; for (;;) a.push(new Array(1e5).fill(1));' }));
     const reported = failure(result);

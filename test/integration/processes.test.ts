@@ -5,8 +5,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { createRuntime, type RunResult } from '../../host/index.ts';
-import { childrenOf, liveProcesses, liveProcessesInGroup, openFds, runProgram, waitUntil } from '../helpers/runtime.ts';
+import type { RunResult } from '../../host/index.ts';
+import { childrenOf, liveProcesses, liveProcessesInGroup, openFds, runProgram, waitUntil, createTestRuntime } from '../helpers/runtime.ts';
 
 /** Time for the kernel to finish deaths the host has already caused; not a speed assertion. */
 const SETTLE_MS = 2_000;
@@ -123,7 +123,7 @@ test('the host fd count returns to its baseline after every kind of ending', asy
 test('1,000 runs in a row leave no processes, no descriptors and little memory behind', async () => {
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc') as () => void;
-  const runtime = createRuntime({ timeoutMs: 30_000 });
+  const runtime = createTestRuntime({ timeoutMs: 30_000 });
   try {
     const spec = runtime.resolve({ program: 'return process.pid;' });
     const warmup = await runtime.run(spec);

@@ -3,8 +3,8 @@
 // print right up to the output budget; none of that may corrupt a result or the host.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createRuntime, type RunResult, type SandboxReport } from '../../host/index.ts';
-import { runProgram, waitUntil } from '../helpers/runtime.ts';
+import type { RunResult, SandboxReport } from '../../host/index.ts';
+import { runProgram, waitUntil, createTestRuntime } from '../helpers/runtime.ts';
 
 const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false };
 const VALUE = { a: 12345678901234567890n, b: [1, 'x'] };
@@ -124,7 +124,7 @@ test('forged frames: a forged reply before the genuine one is ignored, not taken
 
 test('late replies: a binding that resolves after the run settled is dropped', async () => {
   let resolvedLate = false;
-  const runtime = createRuntime({ timeoutMs: 10_000 });
+  const runtime = createTestRuntime({ timeoutMs: 10_000 });
   try {
     const result = await runtime.run(
       runtime.resolve({

@@ -1,0 +1,49 @@
+// Chooses the backend for one resolved policy. Fails closed: when the required enforcement cannot
+// be had the answer is `{ unavailable }`, saying what is missing, never a weaker backend.
+import { bwrapUnavailable, locateBwrap, permissionFlag, type PermissionFlag } from './detect.ts';
+import { ENFORCEMENT_RANK, resolveSandboxOptions, type Enforcement, type SandboxOptions } from './options.ts';
+import type { ResolvedPolicy } from './policy.ts';
+
+export type SandboxPlan =
+  | { backend: 'none'; enforcement: 'none'; policy: ResolvedPolicy }
+  | { backend: 'bwrap'; enforcement: 'full'; policy: ResolvedPolicy; bwrapPath: string }
+  | { backend: 'node-permission'; enforcement: 'partial'; policy: ResolvedPolicy; permissionFlag: PermissionFlag; /** Why auto did not pick bwrap. */ bwrapUnavailable?: string };
+
+/** The reason for a `sandbox-unavailable` failure. */
+export interface SandboxUnavailable {
+  unavailable: string;
+}
+
+/** Picks the backend that confines `policy` with at least the required enforcement. */
+export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions = {}): Promise<SandboxPlan | SandboxUnavailable> {
+  const options = resolveSandboxOptions(input);
+  // full-access has nothing to enforce, so no requirement can go unmet.
+  if (policy.mode === 'full-access') return { backend: 'none', enforcement: 'none', policy };
+  const { backend, require } = options;
+
+  if (backend === 'none') {
+    if (require === 'none') return { backend: 'none', enforcement: 'none', policy };
+    return { unavailable: `sandbox backend "none" enforces nothing, but mode "${policy.mode}" requires ${require} enforcement (set require: "none" to run unconfined)` };
+  }
+  let bwrapReason: string | undefined;
+  if (backend === 'bwrap' || backend === 'auto') {
+    const bwrapPath = locateBwrap(options.bwrapPath);
+    bwrapReason = await bwrapUnavailable(bwrapPath);
+    if (bwrapReason === undefined) return { backend: 'bwrap', enforcement: 'full', policy, bwrapPath };
+    if (backend === 'bwrap') return { unavailable: bwrapReason };
+  }
+  const flag = permissionFlag(options.carrierNodeVersion);
+  const why = [bwrapReason, typeof flag === 'string' ? undefined : flag.unavailable].filter((reason) => reason !== undefined);
+  if (!satisfies('partial', require)) {
+    why.push(`Node's permission model (backend "node-permission") enforces only file rules, not network or process isolation, and require is "full"`);
+    return { unavailable: why.join('; ') };
+  }
+  if (typeof flag !== 'string') return { unavailable: why.join('; ') };
+  const plan: SandboxPlan = { backend: 'node-permission', enforcement: 'partial', policy, permissionFlag: flag };
+  if (bwrapReason !== undefined) plan.bwrapUnavailable = bwrapReason;
+  return plan;
+}
+
+function satisfies(given: Enforcement, required: Enforcement): boolean {
+  return ENFORCEMENT_RANK[given] >= ENFORCEMENT_RANK[required];
+}

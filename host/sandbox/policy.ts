@@ -1,0 +1,94 @@
+// The file and network policy a program runs under, validated and resolved once: relative paths
+// against the caller's cwd, then symlinks (realpath), so every rule names the directory the kernel
+// will see. Errors name the field and quote the value, as the runtime config does.
+import { realpath, stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { inspect } from 'node:util';
+
+export type SandboxMode = 'read-only' | 'workspace-write' | 'full-access';
+
+export const SANDBOX_MODES: readonly SandboxMode[] = ['read-only', 'workspace-write', 'full-access'];
+
+export interface SandboxPolicy {
+  /** read-only: write only the private temp directory; workspace-write: also the workspace and writable roots; full-access: no file rules. */
+  mode: SandboxMode;
+  /** Whether the program may use the network. @default false, true for full-access */
+  network?: boolean;
+  /** The workspace directory, relative to the caller's cwd. @default the caller's cwd */
+  workspaceRoot?: string;
+  /** Extra writable directories (workspace-write only); each must exist. @default [] */
+  writableRoots?: string[];
+}
+
+export interface ResolvedPolicy {
+  mode: SandboxMode;
+  network: boolean;
+  /** Real path (symlinks resolved). */
+  workspaceRoot: string;
+  /** Real paths, without duplicates, in the order given. */
+  writableRoots: string[];
+}
+
+const FIELDS = new Set(['mode', 'network', 'workspaceRoot', 'writableRoots']);
+/** Mounted fresh inside a bwrap sandbox, so a host directory there can never be a rule. */
+const PRIVATE_MOUNTS = ['/proc', '/dev'];
+
+/** Validates a policy and resolves its paths; throws TypeError/RangeError naming the field. */
+export async function resolvePolicy(input: unknown, cwd: string): Promise<ResolvedPolicy> {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new TypeError(`ptc sandbox policy must be an object, got ${show(input)}`);
+  }
+  const policy = input as Record<string, unknown>;
+  for (const field of Object.keys(policy)) {
+    if (!FIELDS.has(field)) throw new TypeError(`ptc sandbox policy: unknown field "${field}" (value ${show(policy[field])})`);
+  }
+  const mode = policy.mode;
+  if (!SANDBOX_MODES.includes(mode as SandboxMode)) {
+    throw new RangeError(`ptc sandbox policy: mode must be one of ${SANDBOX_MODES.map((m) => `"${m}"`).join(', ')}, got ${show(mode)}`);
+  }
+  const network = policy.network ?? mode === 'full-access';
+  if (typeof network !== 'boolean') throw new TypeError(`ptc sandbox policy: network must be a boolean, got ${show(network)}`);
+  if (mode === 'full-access' && !network) {
+    throw new RangeError('ptc sandbox policy: network: false needs a confined mode ("read-only" or "workspace-write"); "full-access" restricts nothing');
+  }
+  const rawRoots = policy.writableRoots ?? [];
+  if (!Array.isArray(rawRoots)) throw new TypeError(`ptc sandbox policy: writableRoots must be an array of paths, got ${show(rawRoots)}`);
+
+  const workspaceRoot = await resolveRoot('workspaceRoot', policy.workspaceRoot ?? cwd, cwd, mode);
+  if (!(await stat(workspaceRoot)).isDirectory()) {
+    throw new RangeError(`ptc sandbox policy: workspaceRoot must be a directory, got ${show(policy.workspaceRoot ?? cwd)} (${workspaceRoot})`);
+  }
+  const writableRoots: string[] = [];
+  for (const [index, root] of rawRoots.entries()) {
+    const real = await resolveRoot(`writableRoots[${index}]`, root, cwd, mode);
+    if (!writableRoots.includes(real)) writableRoots.push(real);
+  }
+  return { mode: mode as SandboxMode, network, workspaceRoot, writableRoots };
+}
+
+/** The directories a program may write besides its private temp directory. */
+export function writablePaths(policy: ResolvedPolicy): string[] {
+  if (policy.mode !== 'workspace-write') return [];
+  return [policy.workspaceRoot, ...policy.writableRoots.filter((root) => root !== policy.workspaceRoot)];
+}
+
+async function resolveRoot(field: string, value: unknown, cwd: string, mode: unknown): Promise<string> {
+  if (typeof value !== 'string' || value === '') throw new TypeError(`ptc sandbox policy: ${field} must be a non-empty path, got ${show(value)}`);
+  let real: string;
+  try {
+    real = await realpath(resolve(cwd, value));
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist' : `cannot be resolved (${(error as Error).message})`;
+    throw new RangeError(`ptc sandbox policy: ${field} ${show(value)} ${reason}`, { cause: error });
+  }
+  if (mode === 'workspace-write') {
+    if (real === '/') throw new RangeError(`ptc sandbox policy: ${field} ${show(value)} would make every path writable; use mode "full-access"`);
+    const inside = PRIVATE_MOUNTS.find((mount) => real === mount || real.startsWith(`${mount}/`));
+    if (inside !== undefined) throw new RangeError(`ptc sandbox policy: ${field} ${show(value)} (${real}) is under ${inside}, which the sandbox replaces`);
+  }
+  return real;
+}
+
+function show(value: unknown): string {
+  return inspect(value, { depth: 1, breakLength: Infinity });
+}

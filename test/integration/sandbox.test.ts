@@ -1,0 +1,166 @@
+// The sandbox through the runtime, against the real backends: what a program may read, write and
+// reach under each policy, what the result reports, fail-closed behaviour, and retained owners
+// whose policy changes.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RunResult, Runtime, RuntimeConfig, SandboxPolicy } from '../../host/index.ts';
+import { createTestRuntime, liveProcesses, waitUntil } from '../helpers/runtime.ts';
+
+// Not under /tmp: bubblewrap gives the program a private /tmp, which would hide these directories
+// altogether (ENOENT) instead of showing them read-only.
+const root = realpathSync(mkdtempSync(join('/var/tmp', 'ptc-sandbox-')));
+const workspace = join(root, 'workspace');
+const outside = join(root, 'outside');
+const extra = join(root, 'extra');
+for (const dir of [workspace, outside, extra]) mkdirSync(dir);
+symlinkSync(outside, join(workspace, 'escape'));
+
+const runtimes: Runtime[] = [];
+test.after.each(async () => {
+  await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
+});
+test.after(() => rmSync(root, { recursive: true, force: true }));
+
+async function run(program: string, policy: SandboxPolicy | undefined, config: RuntimeConfig = {}, extraRequest: Record<string, unknown> = {}): Promise<RunResult> {
+  const runtime = createTestRuntime({ timeoutMs: 20_000, ...config, ...(policy ? { policy } : { policy: { mode: 'workspace-write' } }) });
+  runtimes.push(runtime);
+  return runtime.run(runtime.resolve({ program, cwd: workspace, ...extraRequest }));
+}
+
+function value(result: RunResult): any {
+  assert.is(result.status, 'ok', JSON.stringify(result));
+  return (result as { value?: unknown }).value;
+}
+
+/** A program that tries to write each path and returns the error code per path ('ok' when it worked). */
+const tryWrites = (paths: string[]) => `
+  const fs = await import('node:fs');
+  const codes = {};
+  for (const path of ${JSON.stringify(paths)}) {
+    try { fs.writeFileSync(path, 'x'); codes[path] = 'ok' } catch (error) { codes[path] = error.code }
+  }
+  return codes;`;
+
+test('bwrap: the default policy writes the workspace and nothing outside it, and says so', async () => {
+  const inside = join(workspace, 'inside.txt');
+  const result = await run(tryWrites([inside, join(outside, 'a.txt'), join(workspace, 'escape', 'b.txt'), join(workspace, '..', 'outside', 'c.txt'), `/proc/self/root${outside}/d.txt`]), undefined);
+  assert.equal(value(result), {
+    [inside]: 'ok',
+    [join(outside, 'a.txt')]: 'EROFS',
+    [join(workspace, 'escape', 'b.txt')]: 'EROFS',
+    [join(workspace, '..', 'outside', 'c.txt')]: 'EROFS',
+    [`/proc/self/root${outside}/d.txt`]: 'EROFS',
+  });
+  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true });
+  assert.ok(existsSync(inside));
+  assert.not.ok(existsSync(join(outside, 'a.txt')));
+});
+
+test('bwrap: read-only writes only the private temp directory; extra writable roots are writable', async () => {
+  const readOnly = await run(`${tryWrites([join(workspace, 'ro.txt')]).replace('return codes;', '')}
+    const os = await import('node:os');
+    fs.writeFileSync(os.tmpdir() + '/t.txt', 'y');
+    return [codes, fs.readFileSync(os.tmpdir() + '/t.txt', 'utf8'), os.tmpdir() !== '/tmp'];`, { mode: 'read-only' });
+  assert.equal(value(readOnly), [{ [join(workspace, 'ro.txt')]: 'EROFS' }, 'y', true]);
+  assert.is(readOnly.sandbox.mode, 'read-only');
+  const writable = await run(tryWrites([join(extra, 'e.txt'), join(workspace, 'w.txt')]), { mode: 'workspace-write', writableRoots: [extra] });
+  assert.equal(value(writable), { [join(extra, 'e.txt')]: 'ok', [join(workspace, 'w.txt')]: 'ok' });
+  assert.is(writable.sandbox.denied, false);
+});
+
+test('bwrap: a child process cannot write outside either', async () => {
+  const target = join(outside, 'child.txt');
+  const result = await run(`const { execSync } = await import('node:child_process'); try { execSync('echo x > ${target}', { stdio: 'pipe' }); return 'written' } catch (error) { return String(error.stderr) }`, undefined);
+  assert.match(value(result), /Read-only file system/);
+  assert.not.ok(existsSync(target));
+  assert.is(result.sandbox.denied, true);
+});
+
+test('bwrap: network is off unless allowed', async () => {
+  const server: Server = createServer((socket) => socket.end('hello'));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  const connect = `const net = await import('node:net'); return await new Promise((resolve) => { const s = net.connect(${port}, '127.0.0.1'); s.on('data', (d) => { resolve(String(d)); s.destroy() }); s.on('error', (e) => resolve(e.code)) })`;
+  try {
+    const off = await run(connect, undefined);
+    assert.is(value(off), 'ECONNREFUSED');
+    assert.is(off.sandbox.network, false);
+    assert.is(off.sandbox.denied, true);
+    const on = await run(connect, { mode: 'workspace-write', network: true });
+    assert.is(value(on), 'hello');
+    assert.is(on.sandbox.network, true);
+  } finally {
+    server.close();
+  }
+});
+
+test('bwrap: a detached grandchild dies with the run', async () => {
+  const marker = `ptc-sandbox-grandchild-${process.pid}`;
+  const result = await run(`const { spawn } = await import('node:child_process'); spawn('setsid', ['sh', '-c', 'exec -a ${marker} sleep 1000'], { detached: true, stdio: 'ignore' }).unref(); await new Promise((r) => setTimeout(r, 200)); return 1`, undefined);
+  assert.is(value(result), 1);
+  const gone = await waitUntil(() => !liveProcesses().some(({ pid }) => commandLine(pid).includes(marker)), 5_000);
+  assert.ok(gone, 'the grandchild survived');
+});
+
+test('node-permission: partial enforcement denies outside writes and child processes', async () => {
+  const config: RuntimeConfig = { sandbox: { backend: 'node-permission' } };
+  const writes = await run(tryWrites([join(workspace, 'np.txt'), join(outside, 'np.txt')]), undefined, config);
+  assert.equal(value(writes), { [join(workspace, 'np.txt')]: 'ok', [join(outside, 'np.txt')]: 'ERR_ACCESS_DENIED' });
+  assert.equal(writes.sandbox, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: true, denied: true });
+  const child = await run(`const { execSync } = await import('node:child_process'); try { execSync('true'); return 'spawned' } catch (error) { return error.code }`, undefined, config);
+  assert.is(value(child), 'ERR_ACCESS_DENIED');
+});
+
+test('fail closed: missing bubblewrap or too little enforcement is sandbox-unavailable', async () => {
+  const missing = await run('return 1', undefined, { sandbox: { backend: 'bwrap', bwrapPath: join(root, 'no-bwrap') } });
+  assert.is(missing.status, 'failed');
+  assert.equal((missing as { failure: unknown }).failure, { kind: 'sandbox-unavailable', message: `bubblewrap is not installed (${join(root, 'no-bwrap')} not found)` });
+  const tooWeak = await run('return 1', undefined, { sandbox: { backend: 'node-permission', require: 'full' } });
+  assert.is((tooWeak as { failure: { kind: string } }).failure.kind, 'sandbox-unavailable');
+  assert.match((tooWeak as { failure: { message: string } }).failure.message, /permission model/);
+  // full-access has nothing to enforce, so it runs even without bubblewrap.
+  const unconfined = await run('return 1', { mode: 'full-access' }, { sandbox: { backend: 'bwrap', bwrapPath: join(root, 'no-bwrap'), require: 'full' } });
+  assert.is(value(unconfined), 1);
+});
+
+test('retained owners: a policy change starts a fresh environment; a one-time run cannot see the owner', async () => {
+  const runtime = createTestRuntime({ executionMode: 'persistent-in-memory', policy: { mode: 'workspace-write' } });
+  runtimes.push(runtime);
+  const owner = {};
+  const go = (program: string, extra: Record<string, unknown> = {}) => runtime.run(runtime.resolve({ program, cwd: workspace, stateOwner: owner, ...extra }));
+  await go('var secret = 42');
+  assert.is(value(await go('secret')), 42);
+  const once = await go('typeof secret', { policy: { mode: 'workspace-write', network: true }, oneTime: true });
+  assert.is(value(once), 'undefined');
+  assert.is(once.sandbox.network, true);
+  assert.is(value(await go('secret')), 42);
+  const changed = await go('typeof secret', { policy: { mode: 'read-only' } });
+  assert.is(value(changed), 'undefined');
+  assert.equal(changed.environment, { fresh: true, replaced: 'the sandbox policy changed, so the previous environment was ended' });
+  assert.is(changed.sandbox.mode, 'read-only');
+});
+
+test('a policy naming a missing writable root is refused before anything runs', async () => {
+  const runtime = createTestRuntime({});
+  runtimes.push(runtime);
+  const refused = await runtime.run(runtime.resolve({ program: 'return 1', cwd: workspace, policy: { mode: 'workspace-write', writableRoots: [join(root, 'missing')] } })).then(
+    () => 'ran',
+    (error: Error) => error.message,
+  );
+  assert.match(refused, /writableRoots/);
+  assert.match(refused, /missing/);
+  assert.not.ok(existsSync(join(root, 'missing')));
+});
+
+function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+test.run();
