@@ -4,13 +4,11 @@
 // `JSON` or `process.stdout.write` cannot reach or corrupt the frames the host reads.
 import { Socket } from 'node:net';
 import { types } from 'node:util';
-import { createBirpc, type BirpcReturn } from 'birpc';
+import { createBirpc } from 'birpc';
 import { decodeJson, encodeJson } from './protocol/json.ts';
 import { createLineReader } from './protocol/framing.ts';
 import { CONTROL_FD, PROTOCOL_REVISION } from './protocol/revision.ts';
 import type { CarrierMethods, Handshake, HostMethods } from './protocol/messages.ts';
-
-type HostRpc = BirpcReturn<HostMethods, CarrierMethods>;
 
 /** The host's methods, bound once at start-up: birpc's proxy looks up globals such as `Object` on
  * every property access, and a program may have replaced them by the time it prints. */

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRuntime, type Runtime, type RuntimeConfig } from '../../host/index.ts';
+import { mean, median, ms, p90, pad } from './stats.ts';
 
 const BIN = join(import.meta.dirname, '..', '..', 'dist', 'ptc');
 const ECHO = join(import.meta.dirname, 'echo.ts');
@@ -17,20 +18,9 @@ const RETAINED: RuntimeConfig = { executionMode: 'persistent-in-memory' };
 const NODE_REPL: RuntimeConfig = { ...RETAINED, replScoped: false };
 const IDLE_MS = 500;
 
-// ---- helpers (the same as run.ts's, which does not export them) ----
+// ---- helpers ----
 
-function quantile(samples: number[], q: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (sorted.length - 1) * q;
-  const low = Math.floor(at);
-  return sorted[low]! + (sorted[Math.ceil(at)]! - sorted[low]!) * (at - low);
-}
-const median = (samples: number[]): number => quantile(samples, 0.5);
-const p90 = (samples: number[]): number => quantile(samples, 0.9);
-const mean = (samples: number[]): number => samples.reduce((sum, x) => sum + x, 0) / samples.length;
-const ms = (value: number, digits = 1): string => `${value.toFixed(digits)} ms`.padStart(10);
 const mb = (kb: number): string => `${(kb / 1024).toFixed(1)} MB`.padStart(10);
-const pad = (label: string): string => `  ${label.padEnd(26)}`;
 const message = (error: unknown): string => (error instanceof Error ? error.message : String(error)).split('\n')[0]!;
 
 function verdict(value: number, max: number, label = 'ratio'): string {

@@ -8,9 +8,10 @@ import type { Socket } from 'node:net';
 import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { createRuntime, type RunResult, type Runtime, type RuntimeConfig } from '../../host/index.ts';
 import { retained } from './retained.ts';
+import { sandboxed } from './sandbox.ts';
+import { interleave, median, ms, p90, pad, ratio } from './stats.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'dist', 'ptc');
@@ -18,9 +19,6 @@ const ECHO = join(import.meta.dirname, 'echo.ts');
 const NODE = process.execPath;
 const HAVE_BIN = existsSync(BIN);
 const WORK = mkdtempSync(join(tmpdir(), 'ptc-bench-'));
-/** Idle time before each measurement, so a spare carrier that the previous run started (prestartCarrier)
- * has booted: it then neither competes with the next measurement for CPU nor is taken half-booted. */
-const SETTLE_MS = 100;
 
 /** The library's carriers: from source always, the binary's own carrier when it is built. */
 const EMBEDDED: RuntimeConfig = { launch: { kind: 'embedded', executable: BIN } };
@@ -30,48 +28,11 @@ const COLD: Array<[string, RuntimeConfig]> = VARIANTS.map(([name, config]) => [`
 
 // ---- shared helpers ----
 
-function quantile(samples: number[], q: number): number {
-  const sorted = [...samples].sort((a, b) => a - b);
-  const at = (sorted.length - 1) * q;
-  const low = Math.floor(at);
-  return sorted[low]! + (sorted[Math.ceil(at)]! - sorted[low]!) * (at - low);
-}
-const median = (samples: number[]): number => quantile(samples, 0.5);
-const p90 = (samples: number[]): number => quantile(samples, 0.9);
-const ratio = (value: number, floor: number): number => value / floor;
-
-const ms = (value: number): string => `${value.toFixed(1)} ms`.padStart(10);
-const pad = (label: string): string => `  ${label.padEnd(26)}`;
-
 /** "ratio 2.31  target ≤ 1.5  MISS" for a ratio that should stay at or below `max` (or at or above `min`). */
 function verdict(value: number, target: { max: number } | { min: number }): string {
   const pass = 'max' in target ? value <= target.max : value >= target.min;
   const goal = 'max' in target ? `≤ ${target.max}` : `≥ ${target.min.toFixed(2)}`;
   return `ratio ${value.toFixed(2).padStart(5)}  target ${goal}  ${pass ? 'PASS' : 'MISS'}`;
-}
-
-async function timed(fn: () => Promise<unknown>): Promise<number> {
-  const start = performance.now();
-  await fn();
-  return performance.now() - start;
-}
-
-/** Runs every case once per round, rotating the order, so machine noise lands on all of them alike. */
-async function interleave(
-  cases: Record<string, () => Promise<unknown>>,
-  { warmups = 3, iterations = 30 } = {},
-): Promise<Record<string, number[]>> {
-  const names = Object.keys(cases);
-  const samples: Record<string, number[]> = Object.fromEntries(names.map((name) => [name, []]));
-  for (let round = 0; round < warmups + iterations; round++) {
-    for (let k = 0; k < names.length; k++) {
-      const name = names[(round + k) % names.length]!;
-      await sleep(SETTLE_MS);
-      const elapsed = await timed(cases[name]!);
-      if (round >= warmups) samples[name]!.push(elapsed);
-    }
-  }
-  return samples;
 }
 
 /** Spawns a process, drains its stdout, and resolves with it once the process has exited with 0. */
@@ -258,6 +219,7 @@ try {
   await bindingCalls();
   await inspectThroughput();
   await retained();
+  await sandboxed();
   console.log(`\nbench took ${((performance.now() - started) / 1000).toFixed(1)} s`);
 } catch (error) {
   console.error('\nbench broke:', error);
