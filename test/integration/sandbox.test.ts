@@ -97,12 +97,35 @@ test('bwrap: network is off unless allowed', async () => {
   }
 });
 
-test('bwrap: a detached grandchild dies with the run', async () => {
-  const marker = `ptc-sandbox-grandchild-${process.pid}`;
-  const result = await run(`const { spawn } = await import('node:child_process'); spawn('setsid', ['sh', '-c', 'exec -a ${marker} sleep 1000'], { detached: true, stdio: 'ignore' }).unref(); await new Promise((r) => setTimeout(r, 200)); return 1`, undefined);
-  assert.is(value(result), 1);
+/** A program that starts `sleep <marker>` in a new session and reports whether it is running. */
+const startDetached = (marker: string, command: string) => `
+  const { spawn } = await import('node:child_process');
+  const fs = await import('node:fs');
+  spawn(${JSON.stringify(command)}, ['sleep', '${marker}'].slice(${command === 'sleep' ? 1 : 0}), { detached: true, stdio: 'ignore' }).unref();
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  return fs.readdirSync('/proc').some((pid) => {
+    try { return fs.readFileSync('/proc/' + pid + '/cmdline', 'utf8').includes('${marker}') } catch { return false }
+  });`;
+
+// A fractional sleep makes a unique, findable command line.
+const markerFor = (base: number): string => `${base}.${process.pid}1`;
+
+test('bwrap: a detached grandchild in its own session dies with the run', async () => {
+  const marker = markerFor(987);
+  const result = await run(startDetached(marker, 'setsid'), undefined);
+  assert.is(value(result), true, 'the grandchild was running inside the sandbox');
   const gone = await waitUntil(() => !liveProcesses().some(({ pid }) => commandLine(pid).includes(marker)), 5_000);
   assert.ok(gone, 'the grandchild survived');
+});
+
+test('unconfined: a child that moved to its own session still dies with the run', async () => {
+  const marker = markerFor(986);
+  // The child is still the carrier's child when the run ends, so the kill reaches it by the tree.
+  const result = await run(startDetached(marker, 'sleep'), { mode: 'full-access' });
+  assert.is(value(result), true, 'the child was running');
+  assert.equal(result.sandbox, { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false });
+  const gone = await waitUntil(() => !liveProcesses().some(({ pid }) => commandLine(pid).includes(marker)), 5_000);
+  assert.ok(gone, 'the detached child survived');
 });
 
 test('node-permission: partial enforcement denies outside writes and child processes', async () => {
