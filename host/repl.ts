@@ -10,7 +10,8 @@ import { parse } from 'acorn';
 import type { Argv } from 'yargs';
 import { createRuntime, type Bindings, type Failure, type OutputEntry, type Runtime, type RunResult, type RuntimeConfig } from './index.ts';
 import { stripTypes } from './typescript.ts';
-import { LIMIT_FLAGS, loadBindings, loadConfig, UsageError } from './cli.ts';
+// cli.ts imports this module for its `repl` command; these are used only once a command runs.
+import { LIMIT_FLAGS, loadBindings, loadConfig, sandboxOptions, UsageError } from './cli.ts';
 
 const PROMPT = 'ptc> ';
 const CONTINUATION = '...> ';
@@ -34,7 +35,7 @@ export interface ReplArgs {
   [flag: string]: unknown;
 }
 
-/** The options of `ptc repl`: those of `ptc run` that shape bindings, limits and launch, plus the retained mode. */
+/** The options of `ptc repl`: those of `ptc run` that shape bindings, confinement, limits and launch, plus the retained mode. */
 export function replOptions(command: Argv): Argv {
   command
     .option('mode', {
@@ -49,6 +50,7 @@ export function replOptions(command: Argv): Argv {
     .option('cwd', { type: 'string', describe: 'Working directory of the programs' })
     .option('node', { type: 'string', describe: 'Run the carrier with this Node executable (node-script launch)' })
     .option('bootstrap', { type: 'string', describe: 'Bootstrap file for --node (default: bootstrap.mjs next to ptc)' });
+  sandboxOptions(command);
   for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
     const describe = flag === 'timeout-ms' ? 'Deadline of each submission (default: none; Ctrl-C interrupts)' : `Overrides config ${field}`;
     command.option(flag, { type: 'number', describe });
@@ -59,7 +61,7 @@ export function replOptions(command: Argv): Argv {
 /** Runs `ptc repl` on stdin and stdout; resolves with the exit code once the user leaves. */
 export async function replCommand(args: ReplArgs): Promise<number> {
   if (args['repl-node'] && args.mode !== 'persistent-in-memory') throw new UsageError(`--repl-node needs --mode persistent-in-memory, got --mode ${args.mode}`);
-  // loadConfig reads the flags both commands share (--config, the limits, the launch); the rest are run's.
+  // loadConfig reads the flags both commands share (--config, limits, confinement, launch); the rest are run's.
   const config = retainedConfig(await loadConfig({ ...args, json: false, 'discard-completion': false }), args.mode, args['repl-node']);
   const bindings = args.bindings === undefined ? undefined : await loadBindings(args.bindings);
   const request = {
@@ -190,8 +192,11 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
     if (pumping) return;
     pumping = true;
     while (queue.length > 0 && !leaving) await take(queue.shift()!);
-    pumping = false;
-    if (!closed) return prompt();
+    if (!closed) {
+      pumping = false;
+      return prompt();
+    }
+    // The session is over; pumping stays set so nothing runs after this.
     if (buffer.length > 0 && !leaving) {
       // The input ended inside a submission: run it, so the runtime reports what is missing.
       const program = buffer.join('\n');
