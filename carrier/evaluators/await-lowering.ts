@@ -3,8 +3,9 @@
 // nested functions, hoist top-level declarations to Script bindings and wrap the rest in the arrow.
 // Edits are insertions and keyword replacements at character positions, so every line stays where
 // it was (columns on edited lines move).
-import { Parser, type AnyNode, type ArrowFunctionExpression, type BlockStatement, type CallExpression, type ExpressionStatement, type Pattern, type Statement, type VariableDeclaration } from 'acorn';
+import { Parser, type AnyNode, type ArrowFunctionExpression, type BlockStatement, type CallExpression, type ExpressionStatement, type Statement, type VariableDeclaration } from 'acorn';
 import { base, recursive, type RecursiveVisitors, type WalkerCallback } from 'acorn-walk';
+import { boundNames } from './patterns.ts';
 
 export interface LoweredScript {
   /**
@@ -229,27 +230,6 @@ function hoistDeclaration(node: VariableDeclaration, state: State): void {
   if (parent?.type !== 'ForStatement' && state.charAt(node.end - 1) !== ';') state.append(node, ';');
 }
 
-function boundNames(pattern: Pattern, names: Set<string>): void {
-  switch (pattern.type) {
-    case 'Identifier':
-      names.add(pattern.name);
-      break;
-    case 'ObjectPattern':
-      for (const property of pattern.properties) boundNames(property.type === 'RestElement' ? property.argument : property.value, names);
-      break;
-    case 'ArrayPattern':
-      for (const element of pattern.elements) if (element !== null) boundNames(element, names);
-      break;
-    case 'AssignmentPattern':
-      boundNames(pattern.left, names);
-      break;
-    case 'RestElement':
-      boundNames(pattern.argument, names);
-      break;
-    case 'MemberExpression':
-      break;
-  }
-}
 
 /**
  * The statement whose value is the program's completion, as a Script would compute it: the last

@@ -6,6 +6,7 @@ import { chmod, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDenial, permissionFlag, planSandbox, resolvePolicy, resolveSandboxOptions, type ResolvedPolicy } from '../../host/sandbox/index.ts';
+import { rejection } from '../helpers/assert.ts';
 
 let dir = '';
 test.before(async () => {
@@ -19,15 +20,6 @@ test.before(async () => {
 test.after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
-
-async function rejection(promise: Promise<unknown>): Promise<Error> {
-  try {
-    await promise;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a rejection');
-}
 
 function thrown(fn: () => unknown): Error {
   try {

@@ -2,7 +2,8 @@
 // next programs receive, the names this program must not receive copies of, the final expression
 // statement that becomes the completion, and any top-level `return`. Only statements are walked:
 // an expression can hold a statement only inside a function or class body, which has its own scope.
-import { parse, tokTypes, type Node, type Pattern, type Program, type Statement, type Token } from 'acorn';
+import { parse, tokTypes, type Program, type Statement, type Token } from 'acorn';
+import { boundNames } from '../patterns.ts';
 
 export interface Declarations {
   /** `let`, `const`, `using` and `class` names of the top level: these start in their TDZ. */
@@ -140,30 +141,5 @@ class Scan {
       default:
         return;
     }
-  }
-}
-
-/** Adds the identifiers a binding pattern declares. */
-function boundNames(pattern: Pattern | Node | null, into: Set<string>): void {
-  if (pattern === null) return;
-  const node = pattern as Pattern;
-  switch (node.type) {
-    case 'Identifier':
-      into.add(node.name);
-      return;
-    case 'ObjectPattern':
-      for (const property of node.properties) boundNames(property.type === 'RestElement' ? property.argument : property.value, into);
-      return;
-    case 'ArrayPattern':
-      for (const element of node.elements) boundNames(element, into);
-      return;
-    case 'RestElement':
-      boundNames(node.argument, into);
-      return;
-    case 'AssignmentPattern':
-      boundNames(node.left, into);
-      return;
-    default:
-      return;
   }
 }
