@@ -30,6 +30,9 @@ export function bwrapArgs(policy: ResolvedPolicy, layout: BwrapLayout): string[]
   binds.sort((a, b) => depth(a.path) - depth(b.path));
 
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', PRIVATE_TMP];
+  // Without network the host's service sockets (docker, dbus, systemd under /run) go too: a new
+  // network namespace does not cover Unix sockets that sit on the file system.
+  if (!policy.network) args.push('--tmpfs', '/run');
   for (const { path, option } of binds) args.push(option, path, path);
   // Read-only once the mount points exist; non-recursive, so the binds inside keep their modes.
   if (!writable.includes(PRIVATE_TMP)) args.push('--remount-ro', PRIVATE_TMP);

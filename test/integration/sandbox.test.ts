@@ -110,6 +110,19 @@ const startDetached = (marker: string, command: string) => `
 // A fractional sleep makes a unique, findable command line.
 const markerFor = (base: number): string => `${base}.${process.pid}1`;
 
+test('bwrap: without network the host\'s /run sockets are out of reach', async () => {
+  const path = `/run/ptc-sandbox-${process.pid}.sock`;
+  const server: Server = createServer((socket) => socket.end('hello'));
+  await new Promise<void>((resolve) => server.listen(path, resolve));
+  const connect = `const net = await import('node:net'); return await new Promise((resolve) => { const s = net.connect(${JSON.stringify(path)}); s.on('data', (d) => { resolve(String(d)); s.destroy() }); s.on('error', (e) => resolve(e.code)) })`;
+  try {
+    assert.is(value(await run(connect, undefined)), 'ENOENT');
+    assert.is(value(await run(connect, { mode: 'workspace-write', network: true })), 'hello');
+  } finally {
+    server.close();
+  }
+});
+
 test('bwrap: a detached grandchild in its own session dies with the run', async () => {
   const marker = markerFor(987);
   const result = await run(startDetached(marker, 'setsid'), undefined);

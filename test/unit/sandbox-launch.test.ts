@@ -11,6 +11,8 @@ import type { LaunchCommand } from '../../host/launch.ts';
 import { appendNodeOptions, bwrapArgs, permissionArgs, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
 
 const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+/** Without network, the host's /run (service sockets) is replaced as well. */
+const HEAD_NO_NET = [...HEAD, '--tmpfs', '/run'];
 const TAIL = ['--cap-drop', 'ALL', '--die-with-parent', '--new-session'];
 const PRIV = '/tmp/ptc-sandbox-x';
 
@@ -19,14 +21,14 @@ function policy(mode: ResolvedPolicy['mode'], network: boolean, writableRoots: s
 }
 
 const ARGV: Array<[string, ResolvedPolicy, string[]]> = [
-  ['read-only, no network', policy('read-only', false, ['/srv/extra']), [...HEAD, '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
+  ['read-only, no network', policy('read-only', false, ['/srv/extra']), [...HEAD_NO_NET, '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
   ['read-only, network', policy('read-only', true), [...HEAD, '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', ...TAIL]],
-  ['workspace-write, no network', policy('workspace-write', false, ['/srv/extra']), [...HEAD, '--bind', '/srv/ws', '/srv/ws', '--bind', '/srv/extra', '/srv/extra', '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
+  ['workspace-write, no network', policy('workspace-write', false, ['/srv/extra']), [...HEAD_NO_NET, '--bind', '/srv/ws', '/srv/ws', '--bind', '/srv/extra', '/srv/extra', '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
   ['workspace-write, network', policy('workspace-write', true), [...HEAD, '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', ...TAIL]],
   // Parents are mounted before children, whatever order the roots were given in.
-  ['nested roots', policy('workspace-write', false, ['/srv/ws/a/b', '/srv']), [...HEAD, '--bind', '/srv', '/srv', '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, '--bind', '/srv/ws/a/b', '/srv/ws/a/b', '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
+  ['nested roots', policy('workspace-write', false, ['/srv/ws/a/b', '/srv']), [...HEAD_NO_NET, '--bind', '/srv', '/srv', '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, '--bind', '/srv/ws/a/b', '/srv/ws/a/b', '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
   // The host's /tmp is writable only when it is itself a root; then it must not be remounted.
-  ['/tmp as a root', policy('workspace-write', false, ['/tmp']), [...HEAD, '--bind', '/tmp', '/tmp', '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
+  ['/tmp as a root', policy('workspace-write', false, ['/tmp']), [...HEAD_NO_NET, '--bind', '/tmp', '/tmp', '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
 ];
 
 for (const [name, resolved, expected] of ARGV) {
@@ -38,7 +40,7 @@ for (const [name, resolved, expected] of ARGV) {
 test('bwrapArgs binds back, read-only, what the private /tmp hides: a read-only workspace, the cwd, launch files', () => {
   const resolved = policy('read-only', false, [], '/tmp/ws');
   const args = bwrapArgs(resolved, { privateTmp: PRIV, launchPaths: ['/usr/bin/node', '/tmp/app/bootstrap.mjs'], cwd: '/tmp/ws/sub' });
-  assert.equal(args.slice(HEAD.length, args.indexOf('--remount-ro')), [
+  assert.equal(args.slice(HEAD_NO_NET.length, args.indexOf('--remount-ro')), [
     '--bind', PRIV, PRIV,
     '--ro-bind', '/tmp/ws', '/tmp/ws',
     '--ro-bind', '/tmp/app/bootstrap.mjs', '/tmp/app/bootstrap.mjs',
