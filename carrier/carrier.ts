@@ -10,6 +10,7 @@ import * as module from 'node:module';
 import { types } from 'node:util';
 import { openChannel, type HostLink } from './channel.ts';
 import { scrubEnvironment } from './environment.ts';
+import { takeDenied, watchDenials } from './denials.ts';
 import { beginOutput, captureStandardStreams, endOutput, inspect } from './output.ts';
 import { BindingError, installBindings } from './bindings.ts';
 import { Image, setImageRegistrar } from './image.ts';
@@ -52,6 +53,7 @@ const FRAME_OVERHEAD = 1024;
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
   scrubEnvironment();
+  watchDenials();
   silenceLoaderWarning();
   process.on('uncaughtException', (error) => failCurrentRun(error));
   process.on('unhandledRejection', (reason) => failCurrentRun(reason));
@@ -157,11 +159,14 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
       run.settled = true;
       if (active === run) active = undefined;
       endOutput();
+      const final: RunOutcome = run.revoked ? { status: 'stopped' } : result;
+      if (takeDenied()) final.denied = true;
       // A null prototype keeps a program's Object.prototype.then from adopting the outcome.
-      resolveOutcome(setPrototypeOf(run.revoked ? { status: 'stopped' } : result, null));
+      resolveOutcome(setPrototypeOf(final, null));
     },
   };
   active = run;
+  takeDenied(); // whatever earlier runs' callbacks met is not this run's
   apply(promiseThen, environmentFor(request), [
     (env: Environment) => {
       if (run.revoked) return run.settle({ status: 'stopped' });

@@ -301,6 +301,7 @@ export class Environment {
     const reported = failure ?? (outcome?.status === 'exception' ? outcome.error : undefined);
     if (reported !== undefined && [reported.code, reported.message].some(isDenial)) sandbox.denied = true;
     if (outcome?.status === 'ok' && isDenial(outcome.value)) sandbox.denied = true;
+    if (outcome?.denied === true) sandbox.denied = true;
 
     let result: RunResult;
     if (failure !== undefined) {

@@ -53,6 +53,7 @@ function checkOutput(entry: unknown): Check {
 export function checkRunOutcome(outcome: unknown): Check {
   if (!isObject(outcome)) return 'not an object';
   const value = outcome as Partial<RunOutcome> & Record<string, unknown>;
+  if (value.denied !== undefined && typeof value.denied !== 'boolean') return 'denied must be a boolean';
   switch (value.status) {
     case 'ok':
       return value.value === undefined || typeof value.value === 'string' ? undefined : 'value must be JSON text';

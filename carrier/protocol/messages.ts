@@ -48,14 +48,18 @@ export interface ErrorInfo {
   code?: string;
 }
 
-export type RunOutcome =
+export type RunOutcome = (
   | { status: 'ok'; value?: string }
   | { status: 'exception'; error: ErrorInfo; /** The environment initializer threw, not the program. */ initializer?: boolean }
   /** The run stopped after a revoke or a refused initialization; nothing of it is reported. */
   | { status: 'stopped' }
   | { status: 'invalid-output'; path: string; message: string }
   /** The completion value's JSON text was larger than the output budget or one control message. */
-  | { status: 'oversized'; bytes: number };
+  | { status: 'oversized'; bytes: number }
+) & {
+  /** The run met a denial (EACCES, EROFS, EPERM, ERR_ACCESS_DENIED, a refused connection), caught or not. */
+  denied?: boolean;
+};
 
 export interface ImageDescriptor {
   attachmentId: string;

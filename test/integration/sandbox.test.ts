@@ -59,6 +59,21 @@ test('bwrap: the default policy writes the workspace and nothing outside it, and
   assert.not.ok(existsSync(join(outside, 'a.txt')));
 });
 
+test('denied: a denial the program swallows is still reported, and a clean run is not', async () => {
+  const swallowed = `const fs = await import('node:fs'); const fsp = await import('node:fs/promises');
+    try { fs.writeFileSync(${JSON.stringify(join(outside, 'quiet.txt'))}, 'x') } catch {}
+    return 1`;
+  const quiet = await run(swallowed, undefined);
+  assert.is(value(quiet), 1);
+  assert.is(quiet.sandbox.denied, true);
+  const viaPromise = await run(`const fsp = await import('node:fs/promises'); await fsp.writeFile(${JSON.stringify(join(outside, 'p.txt'))}, 'x').catch(() => {}); return 2`, undefined);
+  assert.is(viaPromise.sandbox.denied, true);
+  const clean = await run(`const fs = await import('node:fs'); fs.writeFileSync('clean.txt', 'x'); return 3`, undefined);
+  assert.is(clean.sandbox.denied, false);
+  const permission = await run(swallowed, undefined, { sandbox: { backend: 'node-permission' } });
+  assert.is(permission.sandbox.denied, true);
+});
+
 test('bwrap: read-only writes only the private temp directory; extra writable roots are writable', async () => {
   const readOnly = await run(`${tryWrites([join(workspace, 'ro.txt')]).replace('return codes;', '')}
     const os = await import('node:os');
