@@ -2,6 +2,7 @@
 // (failing closed with sandbox-unavailable), and describe the carrier as a recipe whose key names
 // everything that shapes it, so a spare booted for one run can serve the next identical one.
 import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import type { ResolvedConfig } from './config.ts';
 import { launchCommand, type LaunchCommand } from './launch.ts';
 import { planSandbox, resolvePolicy, wrapLaunch, type ResolvedPolicy, type SandboxPolicy, type SandboxSetup } from './sandbox/index.ts';
@@ -40,7 +41,14 @@ export async function confine(config: ResolvedConfig, policy: SandboxPolicy, cwd
       report: { mode: resolved.mode, backend: plan.backend, enforcement: plan.enforcement, network: plan.backend === 'bwrap' ? resolved.network : true },
       create() {
         const wrapped = wrapLaunch(base, plan, { cwd: resolved.workspaceRoot });
-        return new Carrier({ command: wrapped.command, cwd: resolved.workspaceRoot, maxMessageBytes: config.maxMessageBytes, cleanup: wrapped.cleanup });
+        const { privateTmp } = wrapped;
+        return new Carrier({
+          command: wrapped.command,
+          cwd: resolved.workspaceRoot,
+          maxMessageBytes: config.maxMessageBytes,
+          cleanup: wrapped.cleanup,
+          ...(privateTmp !== undefined ? { cleanupSync: () => rmSync(privateTmp, { recursive: true, force: true }) } : {}),
+        });
       },
     },
   };

@@ -4,7 +4,7 @@
 // serves a run that would have started the same carrier. An idle spare is unref'd so it never
 // keeps the host alive, and it exits by itself when the host does, as its control channel closes.
 import type { CarrierRecipe } from './confinement.ts';
-import { killGroup, type Carrier } from './worker.ts';
+import type { Carrier } from './worker.ts';
 
 const spares = new Map<string, Carrier>();
 const holders = new Map<string, number>();
@@ -56,10 +56,10 @@ export function holdSpares(recipe: CarrierRecipe, graceMs: number): () => Promis
   };
 }
 
-// A host that exits normally takes its spares with it at once rather than leaving them to notice
-// the closed channel. (Their private temp directories are left for the OS temp cleaner then.)
+// A host that exits normally takes its spares (and their private temp directories) with it at
+// once rather than leaving them to notice the closed channel.
 process.once('exit', () => {
-  for (const spare of spares.values()) killGroup(spare.pid);
+  for (const spare of spares.values()) spare.killNow();
 });
 
 /**

@@ -41,6 +41,8 @@ export interface CarrierOptions {
   events?: CarrierEvents;
   /** Removes what the launch created (the sandbox's private temp directory) once the process is gone. */
   cleanup?: () => Promise<void>;
+  /** The same, synchronously, for a host that is exiting. */
+  cleanupSync?: () => void;
 }
 
 /** What happened to a carrier before anyone listened: replayed by attach(). */
@@ -59,6 +61,7 @@ export class Carrier {
   readonly #ready: Promise<Handshake>;
   readonly #stdioDrains: Array<() => void> = [];
   readonly #cleanup: (() => Promise<void>) | undefined;
+  readonly #cleanupSync: (() => void) | undefined;
   #handlers: HostHandlers | undefined;
   #rpc: BirpcReturn<CarrierMethods, HostHandlers> | undefined;
   #deliver: ((message: unknown) => void) | undefined;
@@ -68,9 +71,10 @@ export class Carrier {
   #stderrTail = '';
   readonly #settled: Promise<void>;
 
-  constructor({ command, cwd, maxMessageBytes, events, cleanup }: CarrierOptions) {
+  constructor({ command, cwd, maxMessageBytes, events, cleanup, cleanupSync }: CarrierOptions) {
     this.#events = events;
     this.#cleanup = cleanup;
+    this.#cleanupSync = cleanupSync;
     this.#ready = new Promise((resolve, reject) => {
       this.#handshake = { resolve, reject };
     });
@@ -208,6 +212,16 @@ export class Carrier {
       throw new Error(problem);
     }
     return outcome as RunOutcome;
+  }
+
+  /** Kills the process tree and removes what the launch created, synchronously: for a host that is exiting. */
+  killNow(): void {
+    killGroup(this.child.pid);
+    try {
+      this.#cleanupSync?.();
+    } catch {
+      // Best effort: the host is going away.
+    }
   }
 
   /** Asks the carrier to stop its active run cooperatively (a one-way notification). */
