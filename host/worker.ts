@@ -239,8 +239,10 @@ export class Carrier {
 
   /** Kills the carrier's process group and waits (up to graceMs) for the process and its pipes to close. */
   async terminate(graceMs: number): Promise<void> {
-    this.close();
+    // Kill before closing the channel: a closed channel makes the carrier exit by itself, and its
+    // children would be orphaned (out of reach of the tree walk) before the kill could find them.
     killGroup(this.child.pid);
+    this.close();
     let timer: NodeJS.Timeout | undefined;
     const drained = await Promise.race([
       this.#settled.then(() => true),
