@@ -11,3 +11,13 @@ export async function rejection(promise: Promise<unknown>): Promise<any> {
   }
   throw new Error(`expected a rejection, got ${String(value)}`);
 }
+
+/** The error `fn` throws; throws when it returns instead. */
+export function thrown(fn: () => unknown): Error {
+  try {
+    fn();
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('expected a throw');
+}

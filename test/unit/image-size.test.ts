@@ -4,7 +4,7 @@ import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { imageSizeFromBytes, readImageSize, type ImageSize } from '../../host/image-size.ts';
-import { rejection } from '../helpers/assert.ts';
+import { rejection, thrown } from '../helpers/assert.ts';
 
 // Fixtures are made by test/fixtures/images/generate.sh (real ImageMagick + cwebp); names carry the expected size.
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'images');
@@ -27,14 +27,6 @@ async function tempFile(name: string, bytes: Uint8Array | string): Promise<strin
 }
 
 
-function thrown(fn: () => unknown): Error {
-  try {
-    fn();
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a throw');
-}
 
 const u16be = (n: number): number[] => [n >> 8, n & 0xff];
 /** A JPEG marker segment: FF, marker, big-endian length (counting itself), payload. */

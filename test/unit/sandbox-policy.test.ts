@@ -6,7 +6,7 @@ import { chmod, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDenial, permissionFlag, planSandbox, resolvePolicy, resolveSandboxOptions, type ResolvedPolicy } from '../../host/sandbox/index.ts';
-import { rejection } from '../helpers/assert.ts';
+import { rejection, thrown } from '../helpers/assert.ts';
 
 let dir = '';
 test.before(async () => {
@@ -21,14 +21,6 @@ test.after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-function thrown(fn: () => unknown): Error {
-  try {
-    fn();
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('expected a throw');
-}
 
 const INVALID_POLICIES: Array<[string, unknown, string, string]> = [
   ['not an object', 'read-only', 'TypeError', `ptc sandbox policy must be an object, got 'read-only'`],
