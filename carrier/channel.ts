@@ -19,13 +19,12 @@ export interface HostLink {
   registerImage: HostMethods['registerImage'];
 }
 
-/** Limit for a single incoming frame before the host has told us its configured limit. */
-const INITIAL_MAX_FRAME = 256 * 1024 * 1024;
+/** Limit for one frame from the host: a backstop against a broken host, whose frames carry the
+ * program and binding results; the host enforces maxMessageBytes on what the carrier sends. */
+const MAX_INCOMING_FRAME = 256 * 1024 * 1024;
 
 export interface Channel {
   host: HostLink;
-  /** Bytes queued in the socket but not yet written. */
-  queuedBytes(): number;
 }
 
 /** Adopts the inherited control socket, sends the handshake and starts RPC. */
@@ -39,7 +38,7 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
 
   let deliver: ((line: string) => void) | undefined;
   const reader = createLineReader({
-    maxLineBytes: INITIAL_MAX_FRAME,
+    maxLineBytes: MAX_INCOMING_FRAME,
     onLine: (line) => deliver?.(line),
     onOverflow: () => process.exit(70),
   });
@@ -66,7 +65,7 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
     invoke: (name, args) => call('invoke', name, args) as ReturnType<HostLink['invoke']>,
     registerImage: (path) => call('registerImage', path) as ReturnType<HostLink['registerImage']>,
   };
-  return { host, queuedBytes: () => socket.writableLength };
+  return { host };
 }
 
 function encodeErrorLike(value: object): string | undefined {
