@@ -193,7 +193,7 @@ export async function build(opts: { entry?: string; bootstrapEntry?: string; qui
   lap('bundle bootstrap.mjs');
 
   // 3. The SEA preparation blob, made by the pinned Node. Its assets (bootstrap.mjs,
-  //    read by host/bootstrap-asset.ts with node:sea getAsset) must exist by now.
+  //    read by host/worker/bootstrap-asset.ts with node:sea getAsset) must exist by now.
   for (const [name, file] of Object.entries(seaConfig.assets ?? {})) {
     if (!existsSync(resolve(ROOT, file))) throw new BuildError(`SEA asset ${name}: ${file} does not exist`);
   }

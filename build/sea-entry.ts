@@ -6,9 +6,9 @@ if (process.env[CARRIER_SELECTOR] === '1') {
   void import('../carrier/carrier.ts').then(({ runCarrier }) => runCarrier());
 } else {
   const argv = process.argv.slice(2);
-  void import('../host/spare.ts')
+  void import('../host/worker/spare.ts')
     .then(({ prestartForCli }) => prestartForCli(argv))
-    .then(() => import('../host/cli.ts'))
+    .then(() => import('../host/cli/cli.ts'))
     .then(async ({ main }) => {
       process.exitCode = await main(argv);
     });

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { describeFailure, isIncomplete } from '../../host/repl.ts';
+import { describeFailure, isIncomplete } from '../../host/cli/repl.ts';
 import type { Failure } from '../../host/index.ts';
 import { repoRoot } from '../helpers/runtime.ts';
 

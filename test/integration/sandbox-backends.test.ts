@@ -10,7 +10,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
-import { launchCommand, type LaunchCommand } from '../../host/launch.ts';
+import { launchCommand, type LaunchCommand } from '../../host/worker/launch.ts';
 import { availableBackends, isDenial, planSandbox, resolvePolicy, wrapLaunch, type SandboxOptions, type SandboxPlan, type SandboxPolicy } from '../../host/sandbox/index.ts';
 
 const NODE = join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'node');
@@ -163,7 +163,7 @@ interface Watchers {
   control?(text: string, channel: Socket): void;
 }
 
-/** Spawns the wrapped launch the way host/worker.ts does, and waits for it to close. */
+/** Spawns the wrapped launch the way host/worker/carrier.ts does, and waits for it to close. */
 function launch(command: LaunchCommand, watch: Watchers = {}): Promise<Spawned> {
   return new Promise((resolve, reject) => {
     const child = spawn(command.executable, command.args, { cwd: ws, env: command.env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: true });

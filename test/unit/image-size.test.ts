@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { imageSizeFromBytes, readImageSize, type ImageSize } from '../../host/image-size.ts';
+import { imageSizeFromBytes, readImageSize, type ImageSize } from '../../host/execution/image-size.ts';
 import { rejection, thrown } from '../helpers/assert.ts';
 
 // Fixtures are made by test/fixtures/images/generate.sh (real ImageMagick + cwebp); names carry the expected size.

@@ -3,12 +3,12 @@
 // owner: a second run for a busy owner is refused until the first and its cleanup finish;
 // distinct owners run concurrently. A retained environment lost while idle is replaced at the
 // next run, and the result says so.
-import type { ProgramFormat } from '../carrier/protocol/messages.ts';
-import type { ResolvedConfig } from './config.ts';
-import { confine, type CarrierRecipe } from './confinement.ts';
+import type { ProgramFormat } from '../../carrier/protocol/messages.ts';
+import type { ResolvedConfig } from '../runtime/config.ts';
+import { confine, type CarrierRecipe } from '../worker/confinement.ts';
 import { abortedBeforeStart, Environment, sandboxUnavailable, type Execution, type RunResult } from './environment.ts';
-import type { SandboxPolicy } from './sandbox/index.ts';
-import { takeCarrier } from './spare.ts';
+import type { SandboxPolicy } from '../sandbox/index.ts';
+import { takeCarrier } from '../worker/spare.ts';
 
 export type { Execution, RunResult, SandboxReport, EnvironmentReport } from './environment.ts';
 

@@ -4,7 +4,7 @@
 import { stripTypeScriptTypes } from 'node:module';
 import { parse, type Node } from 'acorn';
 import { simple as walkSimple } from 'acorn-walk';
-import type { ErrorInfo } from '../carrier/protocol/messages.ts';
+import type { ErrorInfo } from '../../carrier/protocol/messages.ts';
 
 const PREFIX = 'async function __ptc_program__() {';
 const SUFFIX = '\n}';

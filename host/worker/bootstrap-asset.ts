@@ -9,7 +9,7 @@ export const BOOTSTRAP_ASSET = 'bootstrap.mjs';
 /** The bootstrap file's text. */
 export async function readBootstrap(): Promise<string> {
   if (isSea()) return getAsset(BOOTSTRAP_ASSET, 'utf8');
-  const path = fileURLToPath(new URL('../dist/bootstrap.mjs', import.meta.url));
+  const path = fileURLToPath(new URL('../../dist/bootstrap.mjs', import.meta.url));
   try {
     return await readFile(path, 'utf8');
   } catch {

@@ -4,16 +4,16 @@
 // reason to stop is kept, so a timeout stays a timeout even when the kill that follows ends the
 // process. Stopping a retained run is cooperative first (revoke, then stopGraceMs), a kill after.
 import { resolve as resolvePath } from 'node:path';
-import { decodeJson, type JsonValue } from '../carrier/protocol/json.ts';
-import type { ImageDescriptor, InvokeResult, OutputMessage, ProgramFormat, RunOutcome } from '../carrier/protocol/messages.ts';
+import { decodeJson, type JsonValue } from '../../carrier/protocol/json.ts';
+import type { ImageDescriptor, InvokeResult, OutputMessage, ProgramFormat, RunOutcome } from '../../carrier/protocol/messages.ts';
 import { decodeArguments, encodeResult, type BindingFunction } from './bindings.ts';
-import type { ResolvedConfig } from './config.ts';
+import type { ResolvedConfig } from '../runtime/config.ts';
 import { abortFailure, exceptionFailure, protocolFailure, timeoutFailure, type Failure } from './failures.ts';
 import { readImageSize } from './image-size.ts';
 import { OutputLedger, fittingPrefix, type OutputEntry } from './output-ledger.ts';
 import { stripTypes } from './typescript.ts';
-import { isDenial, type SandboxSetup } from './sandbox/index.ts';
-import type { Carrier } from './worker.ts';
+import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
+import type { Carrier } from '../worker/carrier.ts';
 
 /** The confinement a run had, and whether the program met a denial (independent of its outcome). */
 export interface SandboxReport extends SandboxSetup {

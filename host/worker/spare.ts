@@ -4,7 +4,7 @@
 // serves a run that would have started the same carrier. An idle spare is unref'd so it never
 // keeps the host alive, and it exits by itself when the host does, as its control channel closes.
 import type { CarrierRecipe } from './confinement.ts';
-import type { Carrier } from './worker.ts';
+import type { Carrier } from './carrier.ts';
 
 const spares = new Map<string, Carrier>();
 const holders = new Map<string, number>();
@@ -70,7 +70,7 @@ export async function prestartForCli(argv: string[]): Promise<void> {
   // Flags that change the carrier's shape would make the early carrier a wasted process.
   const reshaping = ['--node', '--config', '--max-old-generation-size-mb', '--max-message-bytes', '--help', '--sandbox', '--allow-network', '--writable-root', '--sandbox-backend', '--require-enforcement', '--cwd'];
   if (argv[0] !== 'run' || argv.some((arg) => reshaping.some((flag) => arg === flag || arg.startsWith(`${flag}=`)))) return;
-  const [{ confine, DEFAULT_POLICY }, { resolveConfig }] = await Promise.all([import('./confinement.ts'), import('./config.ts')]);
+  const [{ confine, DEFAULT_POLICY }, { resolveConfig }] = await Promise.all([import('./confinement.ts'), import('../runtime/config.ts')]);
   const confinement = await confine(resolveConfig({}), DEFAULT_POLICY, process.cwd()).catch(() => undefined);
   if (confinement !== undefined && 'recipe' in confinement) startSpare(confinement.recipe);
 }

@@ -5,8 +5,8 @@ import { isSea } from 'node:sea';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CARRIER_SELECTOR } from '../carrier/protocol/revision.ts';
-import type { LaunchConfig } from './config.ts';
+import { CARRIER_SELECTOR } from '../../carrier/protocol/revision.ts';
+import type { LaunchConfig } from '../runtime/config.ts';
 
 export interface LaunchCommand {
   executable: string;
@@ -59,7 +59,7 @@ export function launchCommand(launch: LaunchConfig | undefined, maxOldGeneration
         args: [heap, carrierSourcePath()],
         env: { ...env, NODE_COMPILE_CACHE: join(tmpdir(), `ptc-compile-cache-${process.getuid?.() ?? 'user'}`) },
         // The carrier imports its sibling modules and node_modules from the checkout.
-        readable: [fileURLToPath(new URL('..', import.meta.url))],
+        readable: [fileURLToPath(new URL('../..', import.meta.url))],
       };
   }
 }
@@ -70,5 +70,5 @@ export function defaultBootstrapPath(): string {
 }
 
 function carrierSourcePath(): string {
-  return fileURLToPath(new URL('../carrier/main.ts', import.meta.url));
+  return fileURLToPath(new URL('../../carrier/main.ts', import.meta.url));
 }

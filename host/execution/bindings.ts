@@ -2,9 +2,9 @@
 // `{ github: { listIssues } }` is called as `github.listIssues(...)` in the program. Arguments and
 // results are lossless JSON checked here, on the host; a result may carry images made by `image()`.
 import { types } from 'node:util';
-import { encodeJson, decodeJson, LossyValueError, isPlainObject } from '../carrier/protocol/json.ts';
-import type { ImageDescriptor, ImagePlacement, InvokeResult } from '../carrier/protocol/messages.ts';
-import { show } from './config.ts';
+import { encodeJson, decodeJson, LossyValueError, isPlainObject } from '../../carrier/protocol/json.ts';
+import type { ImageDescriptor, ImagePlacement, InvokeResult } from '../../carrier/protocol/messages.ts';
+import { show } from '../runtime/config.ts';
 
 export type BindingFunction = (...args: any[]) => unknown;
 export interface Bindings {

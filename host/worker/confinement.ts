@@ -3,10 +3,10 @@
 // everything that shapes it, so a spare booted for one run can serve the next identical one.
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import type { ResolvedConfig } from './config.ts';
+import type { ResolvedConfig } from '../runtime/config.ts';
 import { launchCommand, type LaunchCommand } from './launch.ts';
-import { planSandbox, resolvePolicy, wrapLaunch, type ResolvedPolicy, type SandboxPolicy, type SandboxSetup } from './sandbox/index.ts';
-import { Carrier } from './worker.ts';
+import { planSandbox, resolvePolicy, wrapLaunch, type ResolvedPolicy, type SandboxPolicy, type SandboxSetup } from '../sandbox/index.ts';
+import { Carrier } from './carrier.ts';
 
 export interface CarrierRecipe {
   /** Everything that shapes the carrier: launch, limits, backend and policy. */

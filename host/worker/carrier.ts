@@ -6,10 +6,10 @@ import type { Socket } from 'node:net';
 import { readdirSync, readFileSync, readSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { createBirpc, type BirpcReturn } from 'birpc';
-import { createLineReader } from '../carrier/protocol/framing.ts';
-import { decodeJson, encodeJson } from '../carrier/protocol/json.ts';
-import { PROTOCOL_REVISION } from '../carrier/protocol/revision.ts';
-import type { CarrierMethods, Handshake, HostMethods, OutputMessage, RunOutcome, RunRequest } from '../carrier/protocol/messages.ts';
+import { createLineReader } from '../../carrier/protocol/framing.ts';
+import { decodeJson, encodeJson } from '../../carrier/protocol/json.ts';
+import { PROTOCOL_REVISION } from '../../carrier/protocol/revision.ts';
+import type { CarrierMethods, Handshake, HostMethods, OutputMessage, RunOutcome, RunRequest } from '../../carrier/protocol/messages.ts';
 import { checkFrame, checkHandshake, checkRunOutcome } from './validate.ts';
 import type { LaunchCommand } from './launch.ts';
 

@@ -1,13 +1,13 @@
 // The library's runtime object: configuration, request resolution, admission and disposal.
 import { isAbsolute, resolve as resolvePath } from 'node:path';
-import { flattenBindings, type Bindings } from './bindings.ts';
+import { flattenBindings, type Bindings } from '../execution/bindings.ts';
 import { policyShape, resolveConfig, show, type ResolvedConfig, type RuntimeConfig } from './config.ts';
-import { Executor, type RunResult } from './execution.ts';
-import { stripTypes } from './typescript.ts';
-import type { OutputEntry } from './output-ledger.ts';
-import { confine } from './confinement.ts';
-import { holdSpares } from './spare.ts';
-import type { SandboxPolicy } from './sandbox/index.ts';
+import { Executor, type RunResult } from '../execution/owners.ts';
+import { stripTypes } from '../execution/typescript.ts';
+import type { OutputEntry } from '../execution/output-ledger.ts';
+import { confine } from '../worker/confinement.ts';
+import { holdSpares } from '../worker/spare.ts';
+import type { SandboxPolicy } from '../sandbox/index.ts';
 import { executionInstructions, type ProgramFormat } from './instructions.ts';
 
 export interface RunRequest {

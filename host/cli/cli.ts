@@ -6,12 +6,12 @@ import { pathToFileURL } from 'node:url';
 import { inspect } from 'node:util';
 import yargs, { type Argv } from 'yargs';
 import { stringify as stringifyLossless } from 'lossless-json';
-import { createRuntime, type Bindings, type RuntimeConfig, type RunResult, type OutputEntry } from './index.ts';
-import { PROTOCOL_REVISION } from '../carrier/protocol/revision.ts';
-import { isPlainObject } from '../carrier/protocol/json.ts';
-import { readBootstrap } from './bootstrap-asset.ts';
-import { VERSION } from './version.ts';
-import { availableBackends } from './sandbox/index.ts';
+import { createRuntime, type Bindings, type RuntimeConfig, type RunResult, type OutputEntry } from '../index.ts';
+import { PROTOCOL_REVISION } from '../../carrier/protocol/revision.ts';
+import { isPlainObject } from '../../carrier/protocol/json.ts';
+import { readBootstrap } from '../worker/bootstrap-asset.ts';
+import { VERSION } from '../runtime/version.ts';
+import { availableBackends } from '../sandbox/index.ts';
 import { replCommand, replOptions, type ReplArgs } from './repl.ts';
 
 /** A usage or configuration problem: exit code 2. */

@@ -2,7 +2,7 @@
 // Every error names the field and quotes the value, and unknown fields are refused so a typo
 // never silently falls back to a default.
 import { inspect } from 'node:util';
-import { resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from './sandbox/index.ts';
+import { resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from '../sandbox/index.ts';
 
 export type ExecutionMode = 'per-call' | 'vm-script' | 'persistent-in-memory';
 
