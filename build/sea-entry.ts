@@ -6,7 +6,7 @@ if (process.env[CARRIER_SELECTOR] === '1') {
   void import('../carrier/carrier.ts').then(({ runCarrier }) => runCarrier());
 } else {
   const argv = process.argv.slice(2);
-  void import('../host/worker/spare.ts')
+  void import('../host/runtime/prestart.ts')
     .then(({ prestartForCli }) => prestartForCli(argv))
     .then(() => import('../host/cli/cli.ts'))
     .then(async ({ main }) => {

@@ -12,3 +12,8 @@ export type { OutputEntry } from './execution/output-ledger.ts';
 export { image, type Bindings, type BindingFunction, type ImageRef } from './execution/bindings.ts';
 export type { JsonValue } from '../carrier/protocol/json.ts';
 export { PROTOCOL_REVISION } from '../carrier/protocol/revision.ts';
+// For the front ends: version, sandbox backends on this machine, the bootstrap file, type stripping.
+export { VERSION } from './runtime/version.ts';
+export { availableBackends } from './sandbox/index.ts';
+export { readBootstrap } from './worker/bootstrap-asset.ts';
+export { stripTypes } from './execution/typescript.ts';

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `ptc` from source: node host/bin.ts <command>.
-import { prestartForCli } from '../worker/spare.ts';
+import { prestartForCli } from '../runtime/prestart.ts';
 
 const argv = process.argv.slice(2);
 await prestartForCli(argv);

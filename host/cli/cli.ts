@@ -2,32 +2,12 @@
 // and turns outcomes into exit codes: 0 ok, 1 the program failed, 2 usage or configuration error.
 import { readFile, writeFile, chmod } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { inspect } from 'node:util';
 import yargs, { type Argv } from 'yargs';
 import { stringify as stringifyLossless } from 'lossless-json';
-import { createRuntime, type Bindings, type RuntimeConfig, type RunResult, type OutputEntry } from '../index.ts';
-import { PROTOCOL_REVISION } from '../../carrier/protocol/revision.ts';
-import { isPlainObject } from '../../carrier/protocol/json.ts';
-import { readBootstrap } from '../worker/bootstrap-asset.ts';
-import { VERSION } from '../runtime/version.ts';
-import { availableBackends } from '../sandbox/index.ts';
+import { availableBackends, createRuntime, PROTOCOL_REVISION, readBootstrap, VERSION, type RunResult, type OutputEntry } from '../index.ts';
+import { LIMIT_FLAGS, loadBindings, loadConfig, sandboxOptions, UsageError, type RunArgs } from './options.ts';
 import { replCommand, replOptions, type ReplArgs } from './repl.ts';
-
-/** A usage or configuration problem: exit code 2. */
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
-
-export const LIMIT_FLAGS = {
-  'timeout-ms': 'timeoutMs',
-  'max-timeout-ms': 'maxTimeoutMs',
-  'max-output-bytes': 'maxOutputBytes',
-  'max-old-generation-size-mb': 'maxOldGenerationSizeMb',
-  'max-message-bytes': 'maxMessageBytes',
-  'max-pending-calls': 'maxPendingCalls',
-  'grace-ms': 'graceMs',
-} as const;
 
 /** Runs the CLI with the given arguments; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -87,24 +67,6 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-interface RunArgs {
-  file?: string;
-  json: boolean;
-  bindings?: string;
-  config?: string;
-  cwd?: string;
-  node?: string;
-  bootstrap?: string;
-  mode?: string;
-  sandbox?: string;
-  'allow-network'?: boolean;
-  'writable-root'?: string[];
-  'sandbox-backend'?: string;
-  'require-enforcement'?: string;
-  'discard-completion': boolean;
-  [flag: string]: unknown;
-}
-
 function runOptions(command: Argv): Argv {
   command
     .positional('file', { type: 'string', describe: 'Program file, or - for stdin' })
@@ -125,16 +87,6 @@ function runOptions(command: Argv): Argv {
     command.option(flag, { type: 'number', describe: `Overrides config ${LIMIT_FLAGS[flag as keyof typeof LIMIT_FLAGS]}` });
   }
   return command;
-}
-
-/** The confinement flags `run` and `repl` share. */
-export function sandboxOptions(command: Argv): Argv {
-  return command
-    .option('sandbox', { type: 'string', choices: ['read-only', 'workspace-write', 'full-access'], describe: 'File policy (default workspace-write: the cwd is writable)' })
-    .option('allow-network', { type: 'boolean', describe: 'Let the program use the network (off by default when confined)' })
-    .option('writable-root', { type: 'string', array: true, describe: 'Another writable directory (repeatable; workspace-write)' })
-    .option('sandbox-backend', { type: 'string', choices: ['auto', 'bwrap', 'node-permission', 'none'], describe: 'Confinement backend (default auto: bubblewrap, else Node\'s permission model)' })
-    .option('require-enforcement', { type: 'string', choices: ['full', 'partial', 'none'], describe: 'Fail with sandbox-unavailable unless at least this much is enforced (default partial)' });
 }
 
 async function runCommand(args: RunArgs): Promise<number> {
@@ -172,73 +124,6 @@ async function runCommand(args: RunArgs): Promise<number> {
     process.off('SIGTERM', interrupt);
     await runtime.dispose();
   }
-}
-
-export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
-  // One run per process: the carrier started by prestartForCli is the only one worth having.
-  let config: Record<string, unknown> = { prestartCarrier: false };
-  if (args.config !== undefined) {
-    let text: string;
-    try {
-      text = await readFile(args.config, 'utf8');
-    } catch (error) {
-      throw new UsageError(`cannot read --config ${JSON.stringify(args.config)}: ${(error as Error).message}`);
-    }
-    try {
-      config = JSON.parse(text);
-    } catch (error) {
-      throw new UsageError(`--config ${JSON.stringify(args.config)} is not valid JSON: ${(error as Error).message}`);
-    }
-  }
-  for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
-    const value = args[flag];
-    if (value === undefined) continue;
-    if (typeof value !== 'number' || Number.isNaN(value)) throw new UsageError(`--${flag} must be a number, got ${JSON.stringify(value)}`);
-    config[field] = value;
-  }
-  if (args.mode !== undefined) config.executionMode = args.mode;
-  if (args.sandbox !== undefined || args['allow-network'] !== undefined || args['writable-root'] !== undefined) {
-    const base = (config.policy ?? { mode: 'workspace-write' }) as Record<string, unknown>;
-    config.policy = {
-      ...base,
-      ...(args.sandbox !== undefined ? { mode: args.sandbox } : {}),
-      ...(args['allow-network'] !== undefined ? { network: args['allow-network'] } : {}),
-      ...(args['writable-root'] !== undefined ? { writableRoots: args['writable-root'] } : {}),
-    };
-  }
-  if (args['sandbox-backend'] !== undefined || args['require-enforcement'] !== undefined) {
-    config.sandbox = {
-      ...((config.sandbox ?? {}) as Record<string, unknown>),
-      ...(args['sandbox-backend'] !== undefined ? { backend: args['sandbox-backend'] } : {}),
-      ...(args['require-enforcement'] !== undefined ? { require: args['require-enforcement'] } : {}),
-    };
-  }
-  if (args.node !== undefined) {
-    config.launch = { kind: 'node-script', executable: args.node, ...(args.bootstrap !== undefined ? { bootstrapPath: resolvePath(args.bootstrap) } : {}) };
-  } else if (args.bootstrap !== undefined) {
-    throw new UsageError('--bootstrap needs --node <executable>');
-  }
-  return config as RuntimeConfig;
-}
-
-export async function loadBindings(path: string): Promise<Bindings> {
-  let module: Record<string, unknown>;
-  try {
-    module = await import(pathToFileURL(resolvePath(path)).href);
-  } catch (error) {
-    throw new UsageError(`cannot load --bindings ${JSON.stringify(path)}: ${(error as Error).message}`);
-  }
-  const bindings: Bindings = {};
-  const exports = Object.keys(module).length === 1 && isObject(module.default) ? module.default : module;
-  for (const [name, value] of Object.entries(exports)) {
-    if (name === 'default') continue;
-    if (typeof value === 'function' || isObject(value)) bindings[name] = value as Bindings[string];
-  }
-  return bindings;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && isPlainObject(value);
 }
 
 async function readProgram(file: string | undefined): Promise<{ source: string; filename?: string }> {

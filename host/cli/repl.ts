@@ -8,10 +8,8 @@ import { createInterface } from 'node:readline';
 import { inspect } from 'node:util';
 import { parse } from 'acorn';
 import type { Argv } from 'yargs';
-import { createRuntime, type Bindings, type Failure, type OutputEntry, type Runtime, type RunResult, type RuntimeConfig } from '../index.ts';
-import { stripTypes } from '../execution/typescript.ts';
-// cli.ts imports this module for its `repl` command; these are used only once a command runs.
-import { LIMIT_FLAGS, loadBindings, loadConfig, sandboxOptions, UsageError } from './cli.ts';
+import { createRuntime, type Bindings, type Failure, type OutputEntry, type Runtime, type RunResult, type RuntimeConfig, stripTypes } from '../index.ts';
+import { LIMIT_FLAGS, loadBindings, loadConfig, sandboxOptions, UsageError } from './options.ts';
 
 const PROMPT = 'ptc> ';
 const CONTINUATION = '...> ';

@@ -4,7 +4,7 @@
 import { types } from 'node:util';
 import { encodeJson, decodeJson, LossyValueError, isPlainObject } from '../../carrier/protocol/json.ts';
 import type { ImageDescriptor, ImagePlacement, InvokeResult } from '../../carrier/protocol/messages.ts';
-import { show } from '../runtime/config.ts';
+import { show } from './show.ts';
 
 export type BindingFunction = (...args: any[]) => unknown;
 export interface Bindings {

@@ -7,7 +7,7 @@ import { resolve as resolvePath } from 'node:path';
 import { decodeJson, type JsonValue } from '../../carrier/protocol/json.ts';
 import type { ImageDescriptor, InvokeResult, OutputMessage, ProgramFormat, RunOutcome } from '../../carrier/protocol/messages.ts';
 import { decodeArguments, encodeResult, type BindingFunction } from './bindings.ts';
-import type { ResolvedConfig } from '../runtime/config.ts';
+import type { ResolvedConfig } from './settings.ts';
 import { abortFailure, exceptionFailure, protocolFailure, timeoutFailure, type Failure } from './failures.ts';
 import { readImageSize } from './image-size.ts';
 import { OutputLedger, fittingPrefix, type OutputEntry } from './output-ledger.ts';

@@ -4,7 +4,7 @@
 // distinct owners run concurrently. A retained environment lost while idle is replaced at the
 // next run, and the result says so.
 import type { ProgramFormat } from '../../carrier/protocol/messages.ts';
-import type { ResolvedConfig } from '../runtime/config.ts';
+import type { ResolvedConfig } from './settings.ts';
 import { confine, type CarrierRecipe } from '../worker/confinement.ts';
 import { abortedBeforeStart, Environment, sandboxUnavailable, type Execution, type RunResult } from './environment.ts';
 import type { SandboxPolicy } from '../sandbox/index.ts';

@@ -1,14 +1,13 @@
 // Runtime configuration: the reference's fields, names and defaults, validated once at creation.
 // Every error names the field and quotes the value, and unknown fields are refused so a typo
 // never silently falls back to a default.
-import { inspect } from 'node:util';
 import { resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from '../sandbox/index.ts';
+import type { LaunchConfig } from '../worker/launch.ts';
+import type { ExecutionMode, ResolvedConfig } from '../execution/settings.ts';
+import { show } from '../execution/show.ts';
 
-export type ExecutionMode = 'per-call' | 'vm-script' | 'persistent-in-memory';
-
-export type LaunchConfig =
-  | { kind: 'embedded'; executable?: string }
-  | { kind: 'node-script'; executable: string; bootstrapPath?: string };
+export type { ExecutionMode, LaunchConfig, ResolvedConfig };
+export { show };
 
 export interface RuntimeConfig {
   /** per-call: a fresh process per program; vm-script: Script programs; persistent-in-memory: a REPL retained per owner. @default 'per-call' */
@@ -41,24 +40,6 @@ export interface RuntimeConfig {
   sandbox?: Omit<SandboxOptions, 'carrierNodeVersion'>;
   /** The policy of runs that name none. @default { mode: 'workspace-write' } (the cwd, no network) */
   policy?: SandboxPolicy;
-}
-
-export interface ResolvedConfig {
-  executionMode: ExecutionMode;
-  scriptPersistence: boolean;
-  replScoped: boolean;
-  timeoutMs: number;
-  maxTimeoutMs: number;
-  maxOutputBytes: number;
-  maxOldGenerationSizeMb: number;
-  maxMessageBytes: number;
-  maxPendingCalls: number;
-  stopGraceMs: number;
-  graceMs: number;
-  launch: LaunchConfig | undefined;
-  prestartCarrier: boolean;
-  sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
-  policy: SandboxPolicy;
 }
 
 export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy'> = {
@@ -193,9 +174,4 @@ export function policyShape(value: unknown, field: string): SandboxPolicy {
     throw new RangeError(`ptc ${field}.mode must be one of ${SANDBOX_MODES.map((m) => `"${m}"`).join(', ')}, got ${show(policy.mode)}`);
   }
   return value as SandboxPolicy;
-}
-
-/** Quotes a value for an error message. */
-export function show(value: unknown): string {
-  return inspect(value, { depth: 2, breakLength: Infinity, maxStringLength: 200 });
 }

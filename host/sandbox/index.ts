@@ -7,3 +7,4 @@ export { bwrapArgs, type BwrapLayout } from './bwrap.ts';
 export { appendNodeOptions, permissionArgs } from './node-permission.ts';
 export { wrapLaunch, type SandboxSetup, type WrapOptions, type WrappedLaunch } from './wrap.ts';
 export { isDenial } from './denial.ts';
+export type { LaunchCommand } from './command.ts';

@@ -5,7 +5,7 @@ import { mkdtempSync, realpathSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
-import type { LaunchCommand } from '../worker/launch.ts';
+import type { LaunchCommand } from './command.ts';
 import { bwrapArgs, within } from './bwrap.ts';
 import { appendNodeOptions, permissionArgs } from './node-permission.ts';
 import type { Enforcement, SandboxBackend } from './options.ts';

@@ -3,9 +3,16 @@
 // everything that shapes it, so a spare booted for one run can serve the next identical one.
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import type { ResolvedConfig } from '../runtime/config.ts';
-import { launchCommand, type LaunchCommand } from './launch.ts';
-import { planSandbox, resolvePolicy, wrapLaunch, type ResolvedPolicy, type SandboxPolicy, type SandboxSetup } from '../sandbox/index.ts';
+import { launchCommand, type LaunchCommand, type LaunchConfig } from './launch.ts';
+import { planSandbox, resolvePolicy, wrapLaunch, type ResolvedPolicy, type SandboxOptions, type SandboxPolicy, type SandboxSetup } from '../sandbox/index.ts';
+
+/** The configuration that shapes a carrier. */
+export interface CarrierSettings {
+  launch: LaunchConfig | undefined;
+  maxOldGenerationSizeMb: number;
+  maxMessageBytes: number;
+  sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
+}
 import { Carrier } from './carrier.ts';
 
 export interface CarrierRecipe {
@@ -25,7 +32,7 @@ export const DEFAULT_POLICY: SandboxPolicy = { mode: 'workspace-write' };
 const nodeVersions = new Map<string, string>();
 
 /** Resolves `policy` for a run in `cwd` and plans its confinement. Policy errors throw (caller misuse). */
-export async function confine(config: ResolvedConfig, policy: SandboxPolicy, cwd: string): Promise<Confinement> {
+export async function confine(config: CarrierSettings, policy: SandboxPolicy, cwd: string): Promise<Confinement> {
   const resolved = await resolvePolicy(policy, cwd);
   const base = launchCommand(config.launch, config.maxOldGenerationSizeMb);
   const plan = await planSandbox(resolved, { ...config.sandbox, carrierNodeVersion: carrierNodeVersion(base) });

@@ -6,17 +6,15 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CARRIER_SELECTOR } from '../../carrier/protocol/revision.ts';
-import type { LaunchConfig } from '../runtime/config.ts';
+import type { LaunchCommand } from '../sandbox/index.ts';
 
-export interface LaunchCommand {
-  executable: string;
-  args: string[];
-  env: Record<string, string>;
-  /** What started it, for diagnostics and the version report. */
-  kind: 'embedded' | 'node-script' | 'source';
-  /** Directories the launch reads besides its executable and arguments (a sandbox must expose them). */
-  readable?: string[];
-}
+export type { LaunchCommand };
+
+/** How carriers start: this binary re-executing itself, or a Node running the bootstrap file. */
+export type LaunchConfig =
+  | { kind: 'embedded'; executable?: string }
+  | { kind: 'node-script'; executable: string; bootstrapPath?: string };
+
 
 const KEPT_ENV = ['PATH', 'TMPDIR', 'TMP', 'TEMP'];
 

@@ -61,16 +61,3 @@ export function holdSpares(recipe: CarrierRecipe, graceMs: number): () => Promis
 process.once('exit', () => {
   for (const spare of spares.values()) spare.killNow();
 });
-
-/**
- * For `ptc run`: boots the default carrier before the CLI's own modules load, so the two start-ups
- * overlap. A run whose flags change the launch, limits or policy simply starts its own carrier.
- */
-export async function prestartForCli(argv: string[]): Promise<void> {
-  // Flags that change the carrier's shape would make the early carrier a wasted process.
-  const reshaping = ['--node', '--config', '--max-old-generation-size-mb', '--max-message-bytes', '--help', '--sandbox', '--allow-network', '--writable-root', '--sandbox-backend', '--require-enforcement', '--cwd'];
-  if (argv[0] !== 'run' || argv.some((arg) => reshaping.some((flag) => arg === flag || arg.startsWith(`${flag}=`)))) return;
-  const [{ confine, DEFAULT_POLICY }, { resolveConfig }] = await Promise.all([import('./confinement.ts'), import('../runtime/config.ts')]);
-  const confinement = await confine(resolveConfig({}), DEFAULT_POLICY, process.cwd()).catch(() => undefined);
-  if (confinement !== undefined && 'recipe' in confinement) startSpare(confinement.recipe);
-}

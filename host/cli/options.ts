@@ -1,0 +1,121 @@
+// Flags and inputs that `run` and `repl` share: limits, confinement, launch, config file and
+// bindings module, turned into a RuntimeConfig and Bindings. Problems are UsageErrors (exit 2).
+import { readFile } from 'node:fs/promises';
+import { resolve as resolvePath } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Argv } from 'yargs';
+import type { Bindings, RuntimeConfig } from '../index.ts';
+
+/** A usage or configuration problem: exit code 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+export const LIMIT_FLAGS = {
+  'timeout-ms': 'timeoutMs',
+  'max-timeout-ms': 'maxTimeoutMs',
+  'max-output-bytes': 'maxOutputBytes',
+  'max-old-generation-size-mb': 'maxOldGenerationSizeMb',
+  'max-message-bytes': 'maxMessageBytes',
+  'max-pending-calls': 'maxPendingCalls',
+  'grace-ms': 'graceMs',
+} as const;
+
+export interface RunArgs {
+  file?: string;
+  json: boolean;
+  bindings?: string;
+  config?: string;
+  cwd?: string;
+  node?: string;
+  bootstrap?: string;
+  mode?: string;
+  sandbox?: string;
+  'allow-network'?: boolean;
+  'writable-root'?: string[];
+  'sandbox-backend'?: string;
+  'require-enforcement'?: string;
+  'discard-completion': boolean;
+  [flag: string]: unknown;
+}
+
+/** The confinement flags `run` and `repl` share. */
+export function sandboxOptions(command: Argv): Argv {
+  return command
+    .option('sandbox', { type: 'string', choices: ['read-only', 'workspace-write', 'full-access'], describe: 'File policy (default workspace-write: the cwd is writable)' })
+    .option('allow-network', { type: 'boolean', describe: 'Let the program use the network (off by default when confined)' })
+    .option('writable-root', { type: 'string', array: true, describe: 'Another writable directory (repeatable; workspace-write)' })
+    .option('sandbox-backend', { type: 'string', choices: ['auto', 'bwrap', 'node-permission', 'none'], describe: 'Confinement backend (default auto: bubblewrap, else Node\'s permission model)' })
+    .option('require-enforcement', { type: 'string', choices: ['full', 'partial', 'none'], describe: 'Fail with sandbox-unavailable unless at least this much is enforced (default partial)' });
+}
+
+export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
+  // One run per process: the carrier started by prestartForCli is the only one worth having.
+  let config: Record<string, unknown> = { prestartCarrier: false };
+  if (args.config !== undefined) {
+    let text: string;
+    try {
+      text = await readFile(args.config, 'utf8');
+    } catch (error) {
+      throw new UsageError(`cannot read --config ${JSON.stringify(args.config)}: ${(error as Error).message}`);
+    }
+    try {
+      config = JSON.parse(text);
+    } catch (error) {
+      throw new UsageError(`--config ${JSON.stringify(args.config)} is not valid JSON: ${(error as Error).message}`);
+    }
+  }
+  for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
+    const value = args[flag];
+    if (value === undefined) continue;
+    if (typeof value !== 'number' || Number.isNaN(value)) throw new UsageError(`--${flag} must be a number, got ${JSON.stringify(value)}`);
+    config[field] = value;
+  }
+  if (args.mode !== undefined) config.executionMode = args.mode;
+  if (args.sandbox !== undefined || args['allow-network'] !== undefined || args['writable-root'] !== undefined) {
+    const base = (config.policy ?? { mode: 'workspace-write' }) as Record<string, unknown>;
+    config.policy = {
+      ...base,
+      ...(args.sandbox !== undefined ? { mode: args.sandbox } : {}),
+      ...(args['allow-network'] !== undefined ? { network: args['allow-network'] } : {}),
+      ...(args['writable-root'] !== undefined ? { writableRoots: args['writable-root'] } : {}),
+    };
+  }
+  if (args['sandbox-backend'] !== undefined || args['require-enforcement'] !== undefined) {
+    config.sandbox = {
+      ...((config.sandbox ?? {}) as Record<string, unknown>),
+      ...(args['sandbox-backend'] !== undefined ? { backend: args['sandbox-backend'] } : {}),
+      ...(args['require-enforcement'] !== undefined ? { require: args['require-enforcement'] } : {}),
+    };
+  }
+  if (args.node !== undefined) {
+    config.launch = { kind: 'node-script', executable: args.node, ...(args.bootstrap !== undefined ? { bootstrapPath: resolvePath(args.bootstrap) } : {}) };
+  } else if (args.bootstrap !== undefined) {
+    throw new UsageError('--bootstrap needs --node <executable>');
+  }
+  return config as RuntimeConfig;
+}
+
+export async function loadBindings(path: string): Promise<Bindings> {
+  let module: Record<string, unknown>;
+  try {
+    module = await import(pathToFileURL(resolvePath(path)).href);
+  } catch (error) {
+    throw new UsageError(`cannot load --bindings ${JSON.stringify(path)}: ${(error as Error).message}`);
+  }
+  const bindings: Bindings = {};
+  const exports = Object.keys(module).length === 1 && isObject(module.default) ? module.default : module;
+  for (const [name, value] of Object.entries(exports)) {
+    if (name === 'default') continue;
+    if (typeof value === 'function' || isObject(value)) bindings[name] = value as Bindings[string];
+  }
+  return bindings;
+}
+
+// A plain object or a module namespace (null prototype): a namespace of bindings.
+function isObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === null || proto === Object.prototype;
+}
+

@@ -1,0 +1,24 @@
+// The resolved runtime configuration, as the execution layer consumes it; host/runtime/config.ts
+// validates user input into this shape.
+import type { SandboxOptions, SandboxPolicy } from '../sandbox/index.ts';
+import type { LaunchConfig } from '../worker/launch.ts';
+
+export type ExecutionMode = 'per-call' | 'vm-script' | 'persistent-in-memory';
+
+export interface ResolvedConfig {
+  executionMode: ExecutionMode;
+  scriptPersistence: boolean;
+  replScoped: boolean;
+  timeoutMs: number;
+  maxTimeoutMs: number;
+  maxOutputBytes: number;
+  maxOldGenerationSizeMb: number;
+  maxMessageBytes: number;
+  maxPendingCalls: number;
+  stopGraceMs: number;
+  graceMs: number;
+  launch: LaunchConfig | undefined;
+  prestartCarrier: boolean;
+  sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
+  policy: SandboxPolicy;
+}
