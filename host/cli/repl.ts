@@ -9,7 +9,7 @@ import { inspect } from 'node:util';
 import { parse } from 'acorn';
 import type { Argv } from 'yargs';
 import { createRuntime, type Bindings, type Failure, type OutputEntry, type Runtime, type RunResult, type RuntimeConfig, stripTypes } from '../index.ts';
-import { LIMIT_FLAGS, loadBindings, loadConfig, sandboxOptions, UsageError } from './options.ts';
+import { LIMIT_FLAGS, loadBindings, loadConfig, numberFlag, sandboxOptions, UsageError } from './options.ts';
 
 const PROMPT = 'ptc> ';
 const CONTINUATION = '...> ';
@@ -29,7 +29,6 @@ export interface ReplArgs {
   cwd?: string;
   node?: string;
   bootstrap?: string;
-  'timeout-ms'?: number;
   [flag: string]: unknown;
 }
 
@@ -51,7 +50,7 @@ export function replOptions(command: Argv): Argv {
   sandboxOptions(command);
   for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
     const describe = flag === 'timeout-ms' ? 'Deadline of each submission (default: none; Ctrl-C interrupts)' : `Overrides config ${field}`;
-    command.option(flag, { type: 'number', describe });
+    command.option(flag, { type: 'string', requiresArg: true, describe: `${describe} (a number)` });
   }
   return command;
 }
@@ -65,7 +64,7 @@ export async function replCommand(args: ReplArgs): Promise<number> {
   const request = {
     ...(bindings ? { bindings } : {}),
     ...(args.cwd !== undefined ? { cwd: args.cwd } : {}),
-    timeoutMs: args['timeout-ms'] ?? null,
+    timeoutMs: numberFlag(args, 'timeout-ms') ?? null,
   };
   let runtime: Runtime | undefined;
   try {

@@ -12,6 +12,7 @@ import { abortFailure, exceptionFailure, protocolFailure, timeoutFailure, type F
 import { readImageSize } from './image-size.ts';
 import { OutputLedger, fittingPrefix, type OutputEntry } from './output-ledger.ts';
 import { stripTypes } from './typescript.ts';
+import { discardedExpressionHint } from './completion-hint.ts';
 import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
 
@@ -29,7 +30,7 @@ export interface EnvironmentReport {
 }
 
 export type RunResult =
-  | { status: 'ok'; value?: JsonValue; output: OutputEntry[]; sandbox: SandboxReport; environment?: EnvironmentReport }
+  | { status: 'ok'; value?: JsonValue; output: OutputEntry[]; sandbox: SandboxReport; environment?: EnvironmentReport; /** Why a per-call run returned nothing, when its last expression was discarded. */ hint?: string }
   | { status: 'failed'; failure: Failure; output: OutputEntry[]; sandbox: SandboxReport; environment?: EnvironmentReport };
 
 export interface Execution {
@@ -316,6 +317,10 @@ export class Environment {
       result = failed(failure, ledger, sandbox);
     } else {
       result = complete(outcome!, ledger, sandbox, config);
+      if (result.status === 'ok' && result.value === undefined && this.format === 'async-function' && !execution.discardCompletion) {
+        const hint = discardedExpressionHint(stripped.code);
+        if (hint !== undefined) result.hint = hint;
+      }
       if (result.status === 'failed' && result.failure.kind === 'output-limit' && this.retained) {
         result.failure.state = 'cleared';
         usable = false;

@@ -21,7 +21,7 @@ export interface RunRequest {
   timeoutMs?: number | null;
   /** Omit the completion value without serializing it. @default false */
   discardCompletion?: boolean;
-  /** Name shown in stack traces. @default "program.ts" in cwd */
+  /** Name shown in stack traces: a path (resolved from cwd) or a bracketed label such as "[stdin]". @default "program.ts" in cwd */
   filename?: string;
   /** Any object: runs with the same owner share one retained environment (retained modes only). */
   stateOwner?: object;
@@ -138,7 +138,8 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
         cwd,
         timeoutMs: resolveTimeout(request.timeoutMs, config),
         discardCompletion,
-        filename: resolvePath(cwd, filename),
+        // A bracketed label such as "[stdin]" names no file, as in Node's own stacks; it stays as given.
+        filename: /^\[[^\]/]+\]$/.test(filename) ? filename : resolvePath(cwd, filename),
         stateOwner,
         policy: request.policy === undefined ? config.policy : policyShape(request.policy, 'request: policy'),
         oneTime,

@@ -12,7 +12,7 @@ import { describeFailure, isIncomplete } from '../../host/cli/repl.ts';
 import type { Failure } from '../../host/index.ts';
 import { repoRoot } from '../helpers/runtime.ts';
 
-const SOURCE = [process.execPath, join(repoRoot, 'host', 'bin.ts')];
+const SOURCE = [process.execPath, join(repoRoot, 'host', 'cli', 'bin.ts')];
 const BIN = join(repoRoot, 'dist', 'ptc');
 const TMUX = '/usr/bin/tmux';
 const work = mkdtempSync(join(tmpdir(), 'ptc-repl-'));
