@@ -158,7 +158,7 @@ export class Environment {
     // Stripping types overlaps the carrier's start-up: the first strip in a process loads Node's
     // TypeScript parser, which takes about as long as a carrier takes to boot. A program that does
     // not parse never reaches the carrier, so a retained environment is untouched by it.
-    const stripped = stripTypes(execution.program, execution.filename);
+    const stripped = stripTypes(execution.program, execution.filename, this.format);
     if (!stripped.ok) {
       if (!this.retained) await this.terminate();
       return { result: failed(exceptionFailure(stripped.error), ledger, sandbox), usable: this.retained && this.lost === undefined };

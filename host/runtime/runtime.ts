@@ -190,7 +190,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       }
       if (admitted) throw new Error('ptc registerEnvironmentInitializer(): call it before the first run is admitted');
       if (typeof program !== 'string') throw new TypeError(`ptc registerEnvironmentInitializer(): program must be a string, got ${show(program)}`);
-      const stripped = stripTypes(program, '[initializer]');
+      const stripped = stripTypes(program, '[initializer]', shape.format);
       if (!stripped.ok) throw new SyntaxError(`ptc registerEnvironmentInitializer(): ${stripped.error.message}${stripped.error.location ? ` at line ${stripped.error.location.line}, column ${stripped.error.location.column}` : ''}`);
       executor.setInitializer(stripped.code);
     },
