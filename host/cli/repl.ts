@@ -145,7 +145,8 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
     const program = asObjectLiteral(source, runtime.programFormat) ?? source;
     let result: RunResult;
     try {
-      const spec = runtime.resolve({ program, ...request, stateOwner: owner, filename: `repl-${++submissions}.ts` });
+      // Shown as Node's REPL shows it: a Map or a Date is a value to look at, not a lossy result.
+      const spec = runtime.resolve({ program, ...request, stateOwner: owner, filename: `repl-${++submissions}.ts`, display: { colors } });
       result = await runtime.run(spec, { signal: controller.signal, onOutput: printEntry });
     } catch (error) {
       failures++;
@@ -252,7 +253,8 @@ export function describeResult(result: RunResult, options: { colors: boolean }):
   const replaced = result.environment?.replaced;
   if (replaced !== undefined) lines.push(`(${replaced}; this is a new environment and earlier variables are gone)`);
   if (result.status === 'ok') {
-    if (result.value !== undefined) lines.push(inspect(result.value, { depth: Infinity, colors: options.colors }));
+    if (result.display !== undefined) lines.push(result.display);
+    else if (result.value !== undefined) lines.push(inspect(result.value, { depth: Infinity, colors: options.colors }));
   } else {
     lines.push(...describeFailure(result.failure));
   }

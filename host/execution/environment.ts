@@ -30,7 +30,7 @@ export interface EnvironmentReport {
 }
 
 export type RunResult =
-  | { status: 'ok'; value?: JsonValue; output: OutputEntry[]; sandbox: SandboxReport; environment?: EnvironmentReport; /** Why a per-call run returned nothing, when its last expression was discarded. */ hint?: string }
+  | { status: 'ok'; value?: JsonValue; output: OutputEntry[]; sandbox: SandboxReport; environment?: EnvironmentReport; /** Why a per-call run returned nothing, when its last expression was discarded. */ hint?: string; /** The completion as text, for a run with `display`. */ display?: string }
   | { status: 'failed'; failure: Failure; output: OutputEntry[]; sandbox: SandboxReport; environment?: EnvironmentReport };
 
 export interface Execution {
@@ -40,6 +40,7 @@ export interface Execution {
   cwd: string;
   bindings: Map<string, BindingFunction>;
   discardCompletion: boolean;
+  display?: { colors: boolean };
   timeoutMs: number | null;
   signal?: AbortSignal;
   onOutput?: (entry: OutputEntry) => void;
@@ -267,6 +268,7 @@ export class Environment {
         cwd: execution.cwd,
         bindings: [...execution.bindings.keys()],
         discardCompletion: execution.discardCompletion,
+        ...(execution.display !== undefined ? { display: execution.display } : {}),
         maxPendingCalls: config.maxPendingCalls,
         maxMessageBytes: config.maxMessageBytes,
         maxOutputBytes: config.maxOutputBytes,
@@ -349,6 +351,10 @@ function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxRep
   const limit = config.maxOutputBytes;
   switch (outcome.status) {
     case 'ok': {
+      if (outcome.display !== undefined) {
+        if (!ledger.charge(Buffer.byteLength(outcome.display))) return failed(outputLimit(limit, 'the completion value'), ledger, sandbox);
+        return { status: 'ok', display: outcome.display, output: ledger.entries, sandbox };
+      }
       if (outcome.value === undefined) return { status: 'ok', output: ledger.entries, sandbox };
       if (!ledger.charge(Buffer.byteLength(outcome.value))) return failed(outputLimit(limit, 'the completion value'), ledger, sandbox);
       let value: JsonValue;

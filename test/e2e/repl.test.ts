@@ -208,6 +208,15 @@ both('piped: input in braces is an object when it parses as one, in every REPL f
   }
 });
 
+both('piped: values JSON cannot hold are shown as Node\'s REPL shows them', (command) => {
+  const input = 'new Map([[1, { a: [1, 2] }]])\nnew Date(0)\nnew Set(["x"])\n';
+  const expected = "Map(1) { 1 => { a: [ 1, 2 ] } }\n1970-01-01T00:00:00.000Z\nSet(1) { 'x' }\n";
+  assert.equal(script(input, [], command), { code: 0, stdout: expected, stderr: '' });
+  assert.equal(script(input, ['--repl-node'], command), { code: 0, stdout: expected, stderr: '' });
+  // The scoped REPL does not await its completion; Node's REPL would also list its async-hook symbols.
+  assert.equal(script('Promise.resolve(5)\n', [], command), { code: 0, stdout: 'Promise { 5 }\n', stderr: '' });
+});
+
 both('piped: in sloppy code `typeof await` reads a variable named await', (command) => {
   for (const args of [['--repl-node'], ['--mode', 'vm-script']]) {
     const input = 'typeof await\nlet n: number = await Promise.resolve(2)\nn\n';
