@@ -4,7 +4,7 @@ import { readFile, writeFile, chmod } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import yargs, { type Argv } from 'yargs';
 import { availableBackends, createRuntime, PROTOCOL_REVISION, readBootstrap, VERSION } from '../index.ts';
-import { LIMIT_FLAGS, loadBindings, loadConfig, sandboxOptions, UsageError, type RunArgs } from './options.ts';
+import { LIMIT_FLAGS, loadBindings, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
 import { HumanPrinter, resultJson } from './print.ts';
 import { replCommand, replOptions, type ReplArgs } from './repl.ts';
 
@@ -59,9 +59,7 @@ export async function main(argv: string[]): Promise<number> {
     if (argv.includes('--help') || argv.includes('-h')) return 0;
     return exitCode;
   } catch (error) {
-    // The library's messages carry their own "ptc config:" style prefix; one "ptc:" is enough.
-    const message = (error instanceof Error ? error.message : String(error)).replace(/^ptc (?=[a-z])/, '');
-    process.stderr.write(`ptc: ${message}\n`);
+    process.stderr.write(`ptc: ${messageOf(error)}\n`);
     if (!(error instanceof UsageError)) process.stderr.write('Run "ptc --help" for usage.\n');
     return 2;
   }

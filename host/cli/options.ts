@@ -12,6 +12,11 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** An error's message for a "ptc: " line: the library's own "ptc config:" style prefix is dropped, one "ptc:" is enough. */
+export function messageOf(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).replace(/^ptc (?=[a-z])/, '');
+}
+
 /** Flags that override numeric config fields; each is read by numberFlag(). */
 export const LIMIT_FLAGS = {
   'timeout-ms': 'timeoutMs',

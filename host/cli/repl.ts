@@ -9,7 +9,7 @@ import { inspect } from 'node:util';
 import type { Argv } from 'yargs';
 import { createRuntime, type Bindings, type Failure, type OutputEntry, type Runtime, type RunResult, type RuntimeConfig } from '../index.ts';
 import { asObjectLiteral, isIncomplete } from './repl-input.ts';
-import { LIMIT_FLAGS, loadBindings, loadConfig, numberFlag, sandboxOptions, UsageError } from './options.ts';
+import { LIMIT_FLAGS, loadBindings, loadConfig, messageOf, numberFlag, sandboxOptions, UsageError } from './options.ts';
 
 const PROMPT = 'ptc> ';
 const CONTINUATION = '...> ';
@@ -150,7 +150,7 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
       result = await runtime.run(spec, { signal: controller.signal, onOutput: printEntry });
     } catch (error) {
       failures++;
-      writeLine(`ptc: ${(error as Error).message}`);
+      writeLine(`ptc: ${messageOf(error)}`);
       return;
     } finally {
       running = undefined;
