@@ -7,7 +7,7 @@
 // bindings nor print into a later run, and their errors do not fail it.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import * as module from 'node:module';
-import { types } from 'node:util';
+import { inspect as utilInspect, types } from 'node:util';
 import { openChannel, type HostLink } from './channel.ts';
 import { scrubEnvironment } from './environment.ts';
 import { takeDenied, watchDenials } from './denials.ts';
@@ -47,6 +47,7 @@ const NativePromise = Promise;
 const { setPrototypeOf, defineProperty } = Object;
 const { apply } = Reflect;
 const byteLength = Buffer.byteLength;
+const enqueue = queueMicrotask;
 /** Room for the reply envelope around a completion value in one frame. */
 const FRAME_OVERHEAD = 1024;
 
@@ -200,7 +201,11 @@ function execute(run: Run, evaluator: Evaluator, request: RunRequest, host: Host
     (proceed: boolean) => {
       if (!proceed || run.revoked) return run.settle({ status: 'stopped' });
       apply(promiseThen, start(evaluator, request.program, request), [
-        (completion: Completion) => run.settle(completionOutcome(completion.value, request)),
+        (completion: Completion) => {
+          const outcome = completionOutcome(completion.value, request);
+          if (!types.isPromise(outcome)) return run.settle(outcome);
+          apply(promiseThen, outcome, [(settled: RunOutcome) => run.settle(settled)]);
+        },
         (error: unknown) => run.settle({ status: 'exception', error: describeError(error, request.filename) }),
       ]);
     },
@@ -248,8 +253,9 @@ function describeError(error: unknown, filename: string) {
   return describeThrown(error, filename);
 }
 
-function completionOutcome(value: unknown, request: RunRequest): RunOutcome {
+function completionOutcome(value: unknown, request: RunRequest): RunOutcome | Promise<RunOutcome> {
   if (request.discardCompletion || value === undefined) return { status: 'ok' };
+  if (request.display !== undefined) return displayOutcome(value, request, request.display.colors);
   if (types.isPromise(value)) {
     return { status: 'invalid-output', path: 'value', message: 'the completion value is a Promise: REPL results are not awaited, so end with `await <expression>`' };
   }
@@ -265,4 +271,47 @@ function completionOutcome(value: unknown, request: RunRequest): RunOutcome {
     }
     return { status: 'exception', error: describeThrown(error, 'value') };
   }
+}
+
+/** The completion as Node's REPL shows it (its writer's options), for a person rather than a program. */
+function displayOutcome(value: unknown, request: RunRequest, colors: boolean): RunOutcome | Promise<RunOutcome> {
+  if (types.isPromise(value)) return displayPromise(value as Promise<unknown>, request, colors);
+  let text: string;
+  try {
+    text = utilInspect(value, { showProxy: true, colors });
+  } catch (error) {
+    // A custom inspect method that throws is the program's exception, as in Node's REPL.
+    return { status: 'exception', error: describeThrown(error, request.filename) };
+  }
+  const bytes = byteLength(text);
+  if (bytes > request.maxOutputBytes || bytes > request.maxMessageBytes - FRAME_OVERHEAD) return { status: 'oversized', bytes };
+  return { status: 'ok', display: text };
+}
+
+/**
+ * A Promise completion is shown by its state, not through util.inspect of the promise itself: on
+ * Node 20 that lists the async-hook symbols on every promise, including the carrier's own run
+ * state (AsyncLocalStorage's store). A settled promise's reaction runs before a microtask queued
+ * after it, so the state is known one tick later without waiting for a pending promise.
+ */
+function displayPromise(promise: Promise<unknown>, request: RunRequest, colors: boolean): Promise<RunOutcome> {
+  let state: { value: unknown } | { reason: unknown } | undefined;
+  apply(promiseThen, promise, [(value: unknown) => (state = { value }), (reason: unknown) => (state = { reason })]);
+  return new NativePromise((resolve) => {
+    enqueue(() => {
+      const settled = state;
+      if (settled === undefined) return resolve(displayed('<pending>', request));
+      const inner = 'value' in settled ? displayOutcome(settled.value, request, colors) : displayOutcome(settled.reason, request, colors);
+      const text = (inner as RunOutcome & { display?: string }).display;
+      if (text === undefined) return resolve(inner as RunOutcome);
+      resolve(displayed('value' in settled ? text : `<rejected> ${text}`, request));
+    });
+  });
+}
+
+function displayed(inner: string, request: RunRequest): RunOutcome {
+  const text = inner.includes('\n') ? `Promise {\n  ${inner.replaceAll('\n', '\n  ')}\n}` : `Promise { ${inner} }`;
+  const bytes = byteLength(text);
+  if (bytes > request.maxOutputBytes || bytes > request.maxMessageBytes - FRAME_OVERHEAD) return { status: 'oversized', bytes };
+  return { status: 'ok', display: text };
 }

@@ -20,6 +20,9 @@ export function describeThrown(thrown: unknown, filename: string): ErrorInfo {
   } else if (rawStack !== '') {
     info.stack = `${name}: ${message}`;
   }
+  // `fetch failed` says nothing without its cause (the refused connection, the DNS failure).
+  const causes = causeLines(thrown);
+  if (causes.length > 0) info.stack = [info.stack ?? `${name}: ${message}`, ...causes].join('\n');
   const binding = safeString(() => (thrown as { binding?: unknown }).binding, '');
   const code = safeString(() => (thrown as { code?: unknown }).code, '');
   if (name === 'BindingError' && binding !== '') info.binding = binding;
@@ -47,6 +50,25 @@ export function describeSyntaxError(error: unknown, filename: string): ErrorInfo
     info.stack = `${name}: ${message}`;
   }
   return info;
+}
+
+/** "[cause]: <name>: <message>" for each error in the cause chain, as Node's inspect labels them; a few levels deep. */
+function causeLines(thrown: unknown): string[] {
+  const lines: string[] = [];
+  let current: unknown = thrown;
+  for (let depth = 0; depth < 4; depth++) {
+    let cause: unknown;
+    try {
+      if (typeof current !== 'object' || current === null || !('cause' in current)) break;
+      cause = (current as { cause?: unknown }).cause;
+    } catch {
+      break;
+    }
+    const text = isErrorLike(cause) ? `${safeString(() => cause.name, 'Error')}: ${safeString(() => cause.message, '')}` : safeInspect(cause);
+    lines.push(`${'  '.repeat(depth)}[cause]: ${text}`);
+    current = cause;
+  }
+  return lines;
 }
 
 function frameLocation(frame: string, filename: string): SourceLocation | undefined {

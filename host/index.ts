@@ -16,4 +16,5 @@ export { PROTOCOL_REVISION } from '../carrier/protocol/revision.ts';
 export { VERSION } from './runtime/version.ts';
 export { availableBackends } from './sandbox/index.ts';
 export { readBootstrap } from './worker/bootstrap-asset.ts';
+export { defaultBootstrapPath } from './worker/launch.ts';
 export { stripTypes } from './execution/typescript.ts';

@@ -27,6 +27,8 @@ export interface RunRequest {
   /** Binding names; a dotted name `a.b` becomes method `b` of the global namespace object `a`. */
   bindings: string[];
   discardCompletion: boolean;
+  /** Send the completion as util.inspect text for a person (`display`) instead of lossless JSON. */
+  display?: { colors: boolean };
   maxPendingCalls: number;
   maxMessageBytes: number;
   maxOutputBytes: number;
@@ -49,7 +51,7 @@ export interface ErrorInfo {
 }
 
 export type RunOutcome = (
-  | { status: 'ok'; value?: string }
+  | { status: 'ok'; value?: string; /** The completion as text, for a run with `display`. */ display?: string }
   | { status: 'exception'; error: ErrorInfo; /** The environment initializer threw, not the program. */ initializer?: boolean }
   /** The run stopped after a revoke or a refused initialization; nothing of it is reported. */
   | { status: 'stopped' }

@@ -2,11 +2,10 @@
 // and turns outcomes into exit codes: 0 ok, 1 the program failed, 2 usage or configuration error.
 import { readFile, writeFile, chmod } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
-import { inspect } from 'node:util';
 import yargs, { type Argv } from 'yargs';
-import { stringify as stringifyLossless } from 'lossless-json';
-import { availableBackends, createRuntime, PROTOCOL_REVISION, readBootstrap, VERSION, type RunResult, type OutputEntry } from '../index.ts';
-import { LIMIT_FLAGS, loadBindings, loadConfig, sandboxOptions, UsageError, type RunArgs } from './options.ts';
+import { availableBackends, createRuntime, PROTOCOL_REVISION, readBootstrap, VERSION } from '../index.ts';
+import { LIMIT_FLAGS, loadBindings, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
+import { HumanPrinter, resultJson } from './print.ts';
 import { replCommand, replOptions, type ReplArgs } from './repl.ts';
 
 /** Runs the CLI with the given arguments; resolves with the process exit code. */
@@ -50,7 +49,7 @@ export async function main(argv: string[]): Promise<number> {
     .demandCommand(1, 'Name a command: run, repl, version or bootstrap')
     .strict()
     .help()
-    .version(false)
+    .version('version', 'Print the ptc version', `ptc ${VERSION}`)
     .exitProcess(false)
     .fail((message, error) => {
       throw error ?? new UsageError(message);
@@ -60,8 +59,7 @@ export async function main(argv: string[]): Promise<number> {
     if (argv.includes('--help') || argv.includes('-h')) return 0;
     return exitCode;
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`ptc: ${message}\n`);
+    process.stderr.write(`ptc: ${messageOf(error)}\n`);
     if (!(error instanceof UsageError)) process.stderr.write('Run "ptc --help" for usage.\n');
     return 2;
   }
@@ -84,7 +82,7 @@ function runOptions(command: Argv): Argv {
     .option('discard-completion', { type: 'boolean', default: false, describe: 'Do not return the completion value' });
   sandboxOptions(command);
   for (const flag of Object.keys(LIMIT_FLAGS)) {
-    command.option(flag, { type: 'number', describe: `Overrides config ${LIMIT_FLAGS[flag as keyof typeof LIMIT_FLAGS]}` });
+    command.option(flag, { type: 'string', requiresArg: true, describe: `Overrides config ${LIMIT_FLAGS[flag as keyof typeof LIMIT_FLAGS]} (a number)` });
   }
   return command;
 }
@@ -111,13 +109,14 @@ async function runCommand(args: RunArgs): Promise<number> {
   const interrupt = (): void => controller.abort(new Error('interrupted'));
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
+  const printer = new HumanPrinter(process.stdout, process.stderr);
   try {
     const result = await runtime.run(spec, {
       signal: controller.signal,
-      ...(args.json ? {} : { onOutput: printEntry }),
+      ...(args.json ? {} : { onOutput: printer.entry }),
     });
-    if (args.json) process.stdout.write(`${stringifyLossless(result)}\n`);
-    else printOutcome(result);
+    if (args.json) process.stdout.write(`${resultJson(result)}\n`);
+    else printer.outcome(result);
     return result.status === 'ok' ? 0 : 1;
   } finally {
     process.off('SIGINT', interrupt);
@@ -131,30 +130,11 @@ async function readProgram(file: string | undefined): Promise<{ source: string; 
     if (file === undefined && process.stdin.isTTY) throw new UsageError('no program: pass a file, or - to read stdin');
     const chunks: Buffer[] = [];
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    return { source: Buffer.concat(chunks).toString('utf8') };
+    return { source: Buffer.concat(chunks).toString('utf8'), filename: '[stdin]' };
   }
   try {
     return { source: await readFile(file, 'utf8'), filename: resolvePath(file) };
   } catch (error) {
     throw new UsageError(`cannot read program ${JSON.stringify(file)}: ${(error as Error).message}`);
   }
-}
-
-function printEntry(entry: OutputEntry): void {
-  if (entry.type === 'text') process.stdout.write(entry.text);
-  else process.stdout.write(`[image ${entry.attachmentId} ${entry.width}x${entry.height} ${entry.path}]\n`);
-}
-
-function printOutcome(result: RunResult): void {
-  if (result.status === 'ok') {
-    if ('value' in result && result.value !== undefined) process.stdout.write(`${inspect(result.value, { depth: Infinity, colors: process.stdout.isTTY })}\n`);
-    return;
-  }
-  const { failure } = result;
-  const lines = [`ptc: program failed (${failure.kind}): ${failure.message}`];
-  if (failure.kind === 'exception' && failure.stack) lines.push(failure.stack);
-  if (failure.binding) lines.push(`binding: ${failure.binding}${failure.code ? ` (code ${failure.code})` : ''}`);
-  if (failure.path) lines.push(`path: ${failure.path}`);
-  if (failure.stderrTail) lines.push('carrier stderr (tail):', failure.stderrTail.trimEnd());
-  process.stderr.write(`${lines.join('\n')}\n`);
 }

@@ -1,16 +1,23 @@
 // Flags and inputs that `run` and `repl` share: limits, confinement, launch, config file and
 // bindings module, turned into a RuntimeConfig and Bindings. Problems are UsageErrors (exit 2).
-import { readFile } from 'node:fs/promises';
-import { resolve as resolvePath } from 'node:path';
+import { constants as fsConstants } from 'node:fs';
+import { access, readFile, stat } from 'node:fs/promises';
+import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Argv } from 'yargs';
-import type { Bindings, RuntimeConfig } from '../index.ts';
+import { defaultBootstrapPath, type Bindings, type RuntimeConfig } from '../index.ts';
 
 /** A usage or configuration problem: exit code 2. */
 export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** An error's message for a "ptc: " line: the library's own "ptc config:" style prefix is dropped, one "ptc:" is enough. */
+export function messageOf(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).replace(/^ptc (?=[a-z])/, '');
+}
+
+/** Flags that override numeric config fields; each is read by numberFlag(). */
 export const LIMIT_FLAGS = {
   'timeout-ms': 'timeoutMs',
   'max-timeout-ms': 'maxTimeoutMs',
@@ -66,10 +73,8 @@ export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
     }
   }
   for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
-    const value = args[flag];
-    if (value === undefined) continue;
-    if (typeof value !== 'number' || Number.isNaN(value)) throw new UsageError(`--${flag} must be a number, got ${JSON.stringify(value)}`);
-    config[field] = value;
+    const value = numberFlag(args, flag);
+    if (value !== undefined) config[field] = value;
   }
   if (args.mode !== undefined) config.executionMode = args.mode;
   if (args.sandbox !== undefined || args['allow-network'] !== undefined || args['writable-root'] !== undefined) {
@@ -89,11 +94,51 @@ export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
     };
   }
   if (args.node !== undefined) {
-    config.launch = { kind: 'node-script', executable: args.node, ...(args.bootstrap !== undefined ? { bootstrapPath: resolvePath(args.bootstrap) } : {}) };
+    await checkExecutable(args.node);
+    const bootstrapPath = args.bootstrap !== undefined ? resolvePath(args.bootstrap) : undefined;
+    await checkBootstrap(bootstrapPath ?? defaultBootstrapPath(), bootstrapPath !== undefined);
+    config.launch = { kind: 'node-script', executable: args.node, ...(bootstrapPath !== undefined ? { bootstrapPath } : {}) };
   } else if (args.bootstrap !== undefined) {
     throw new UsageError('--bootstrap needs --node <executable>');
   }
   return config as RuntimeConfig;
+}
+
+/**
+ * A numeric flag as the user typed it. The flags are declared as strings: yargs turns text that is
+ * not a number into NaN, and the message should quote what was typed.
+ */
+export function numberFlag(args: Record<string, unknown>, flag: string): number | undefined {
+  const value = args[flag];
+  if (value === undefined) return undefined;
+  const number = typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
+  if (!Number.isFinite(number)) throw new UsageError(`--${flag} must be a number, got ${JSON.stringify(value)}`);
+  return number;
+}
+
+// A --node or --bootstrap that cannot start a carrier is the user's typo, not a program failure:
+// found here, it is named before any process starts instead of surfacing as a carrier's exit.
+async function checkExecutable(executable: string): Promise<void> {
+  const candidates = executable.includes('/') ? [resolvePath(executable)] : (process.env.PATH ?? '').split(delimiter).filter(isAbsolute).map((dir) => join(dir, executable));
+  for (const candidate of candidates) {
+    if (await isFile(candidate) && await accessible(candidate, fsConstants.X_OK)) return;
+  }
+  if (!executable.includes('/')) throw new UsageError(`--node ${JSON.stringify(executable)}: no executable of that name on PATH`);
+  throw new UsageError(`--node ${JSON.stringify(executable)}: ${await isFile(candidates[0]!) ? 'the file is not executable' : 'no such file'}`);
+}
+
+async function checkBootstrap(path: string, given: boolean): Promise<void> {
+  if (await isFile(path) && await accessible(path, fsConstants.R_OK)) return;
+  if (given) throw new UsageError(`--bootstrap ${JSON.stringify(path)}: no readable file there`);
+  throw new UsageError(`--node needs a bootstrap file and there is none at ${JSON.stringify(path)}: pass --bootstrap <file> (write one with "ptc bootstrap --out <file>")`);
+}
+
+async function isFile(path: string): Promise<boolean> {
+  return stat(path).then((info) => info.isFile(), () => false);
+}
+
+async function accessible(path: string, mode: number): Promise<boolean> {
+  return access(path, mode).then(() => true, () => false);
 }
 
 export async function loadBindings(path: string): Promise<Bindings> {

@@ -6,10 +6,10 @@
 // `printf 'let a = 1\na + 1\n' | ptc repl` prints 2.
 import { createInterface } from 'node:readline';
 import { inspect } from 'node:util';
-import { parse } from 'acorn';
 import type { Argv } from 'yargs';
-import { createRuntime, type Bindings, type Failure, type OutputEntry, type Runtime, type RunResult, type RuntimeConfig, stripTypes } from '../index.ts';
-import { LIMIT_FLAGS, loadBindings, loadConfig, sandboxOptions, UsageError } from './options.ts';
+import { createRuntime, type Bindings, type Failure, type OutputEntry, type Runtime, type RunResult, type RuntimeConfig } from '../index.ts';
+import { asObjectLiteral, isIncomplete } from './repl-input.ts';
+import { LIMIT_FLAGS, loadBindings, loadConfig, messageOf, numberFlag, sandboxOptions, UsageError } from './options.ts';
 
 const PROMPT = 'ptc> ';
 const CONTINUATION = '...> ';
@@ -29,7 +29,6 @@ export interface ReplArgs {
   cwd?: string;
   node?: string;
   bootstrap?: string;
-  'timeout-ms'?: number;
   [flag: string]: unknown;
 }
 
@@ -51,7 +50,7 @@ export function replOptions(command: Argv): Argv {
   sandboxOptions(command);
   for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
     const describe = flag === 'timeout-ms' ? 'Deadline of each submission (default: none; Ctrl-C interrupts)' : `Overrides config ${field}`;
-    command.option(flag, { type: 'number', describe });
+    command.option(flag, { type: 'string', requiresArg: true, describe: `${describe} (a number)` });
   }
   return command;
 }
@@ -65,7 +64,7 @@ export async function replCommand(args: ReplArgs): Promise<number> {
   const request = {
     ...(bindings ? { bindings } : {}),
     ...(args.cwd !== undefined ? { cwd: args.cwd } : {}),
-    timeoutMs: args['timeout-ms'] ?? null,
+    timeoutMs: numberFlag(args, 'timeout-ms') ?? null,
   };
   let runtime: Runtime | undefined;
   try {
@@ -77,11 +76,12 @@ export async function replCommand(args: ReplArgs): Promise<number> {
     throw new UsageError((error as Error).message);
   }
   try {
-    await runSession(runtime, request, process.stdin, process.stdout);
+    const { failures } = await runSession(runtime, request, process.stdin, process.stdout);
+    // A script piped in fails like a script: any failed submission makes the exit code 1.
+    return process.stdin.isTTY !== true && failures > 0 ? 1 : 0;
   } finally {
     await runtime.dispose();
   }
-  return 0;
 }
 
 /** The configuration with the session's retained mode; the mode fields of --config give way to the flags. */
@@ -100,8 +100,8 @@ interface SessionRequest {
 type Input = NodeJS.ReadableStream & { isTTY?: boolean };
 type Output = NodeJS.WritableStream & { isTTY?: boolean };
 
-/** Reads, runs and prints submissions until .exit, Ctrl-D, Ctrl-C twice at an empty prompt, or the end of input; then releases the environment. */
-export function runSession(runtime: Runtime, request: SessionRequest, input: Input, output: Output): Promise<void> {
+/** Reads, runs and prints submissions until .exit, Ctrl-D, Ctrl-C twice at an empty prompt, or the end of input; then releases the environment. Resolves with how many submissions failed. */
+export function runSession(runtime: Runtime, request: SessionRequest, input: Input, output: Output): Promise<{ failures: number }> {
   const owner = {};
   const terminal = input.isTTY === true;
   const colors = output.isTTY === true;
@@ -109,14 +109,15 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
   const queue: string[] = [];
   let buffer: string[] = [];
   let submissions = 0;
+  let failures = 0;
   let running: AbortController | undefined;
   let pumping = false;
   let closed = false;
   let leaving = false;
   let interruptedOnce = false;
   let atLineStart = true;
-  let finish!: () => void;
-  const finished = new Promise<void>((resolve) => {
+  let finish!: (summary: { failures: number }) => void;
+  const finished = new Promise<{ failures: number }>((resolve) => {
     finish = resolve;
   });
 
@@ -138,19 +139,23 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
     rl.prompt();
   };
 
-  const submit = async (program: string): Promise<void> => {
+  const submit = async (source: string): Promise<void> => {
     const controller = new AbortController();
     running = controller;
+    const program = asObjectLiteral(source, runtime.programFormat) ?? source;
     let result: RunResult;
     try {
-      const spec = runtime.resolve({ program, ...request, stateOwner: owner, filename: `repl-${++submissions}.ts` });
+      // Shown as Node's REPL shows it: a Map or a Date is a value to look at, not a lossy result.
+      const spec = runtime.resolve({ program, ...request, stateOwner: owner, filename: `repl-${++submissions}.ts`, display: { colors } });
       result = await runtime.run(spec, { signal: controller.signal, onOutput: printEntry });
     } catch (error) {
-      writeLine(`ptc: ${(error as Error).message}`);
+      failures++;
+      writeLine(`ptc: ${messageOf(error)}`);
       return;
     } finally {
       running = undefined;
     }
+    if (result.status === 'failed') failures++;
     for (const line of describeResult(result, { colors })) writeLine(line);
   };
 
@@ -167,7 +172,7 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
     }
     buffer.push(line);
     const source = buffer.join('\n');
-    if (isIncomplete(`${source}\n`)) return;
+    if (isIncomplete(`${source}\n`, runtime.programFormat)) return;
     buffer = [];
     await submit(source);
   };
@@ -202,7 +207,7 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
       await submit(program);
     }
     await runtime.release(owner);
-    finish();
+    finish({ failures });
   };
 
   rl.on('line', (line) => {
@@ -242,55 +247,14 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
   return finished;
 }
 
-const PARSE_OPTIONS = { ecmaVersion: 'latest', sourceType: 'script', allowAwaitOutsideFunction: true } as const;
-
-interface AcornError {
-  message: string;
-  pos: number;
-  raisedAt: number;
-}
-
-/**
- * Whether input needs more lines: it fails to parse only because it ended (an open block,
- * template or comment, an operator waiting for its operand). Any other error is submitted for
- * the runtime to report.
- */
-export function isIncomplete(source: string): boolean {
-  const error = syntaxError(source);
-  if (error === undefined) return false;
-  if (endsEarly(error, source)) return true;
-  // Type annotations stop acorn mid-input. The host's stripper blanks them in place, so the
-  // stripped text keeps every position; when stripping itself runs out of input, so did the source.
-  const stripped = stripTypes(source, 'repl.ts');
-  if (!stripped.ok) return /got '<eof>'|Unexpected eof|Unterminated template/.test(stripped.error.message);
-  const remaining = syntaxError(stripped.code);
-  return remaining !== undefined && endsEarly(remaining, stripped.code);
-}
-
-function syntaxError(source: string): AcornError | undefined {
-  try {
-    parse(source, PARSE_OPTIONS);
-    return undefined;
-  } catch (error) {
-    if (!(error instanceof SyntaxError)) throw error;
-    return error as SyntaxError & AcornError;
-  }
-}
-
-// acorn reports a missing token at the end-of-input token (pos), and an unterminated template or
-// a string continued with a backslash where the scanner stopped (raisedAt). An unterminated block
-// comment is reported at its start, but only ever at the end of input.
-function endsEarly(error: AcornError, source: string): boolean {
-  return error.pos >= source.length || error.raisedAt >= source.length || error.message.startsWith('Unterminated comment');
-}
-
 /** What the session prints after a run: a note when the environment was replaced, then the value or the failure. */
 export function describeResult(result: RunResult, options: { colors: boolean }): string[] {
   const lines: string[] = [];
   const replaced = result.environment?.replaced;
   if (replaced !== undefined) lines.push(`(${replaced}; this is a new environment and earlier variables are gone)`);
   if (result.status === 'ok') {
-    if (result.value !== undefined) lines.push(inspect(result.value, { depth: Infinity, colors: options.colors }));
+    if (result.display !== undefined) lines.push(result.display);
+    else if (result.value !== undefined) lines.push(inspect(result.value, { depth: Infinity, colors: options.colors }));
   } else {
     lines.push(...describeFailure(result.failure));
   }

@@ -12,6 +12,7 @@ import { abortFailure, exceptionFailure, protocolFailure, timeoutFailure, type F
 import { readImageSize } from './image-size.ts';
 import { OutputLedger, fittingPrefix, type OutputEntry } from './output-ledger.ts';
 import { stripTypes } from './typescript.ts';
+import { discardedExpressionHint } from './completion-hint.ts';
 import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
 
@@ -29,7 +30,7 @@ export interface EnvironmentReport {
 }
 
 export type RunResult =
-  | { status: 'ok'; value?: JsonValue; output: OutputEntry[]; sandbox: SandboxReport; environment?: EnvironmentReport }
+  | { status: 'ok'; value?: JsonValue; output: OutputEntry[]; sandbox: SandboxReport; environment?: EnvironmentReport; /** Why a per-call run returned nothing, when its last expression was discarded. */ hint?: string; /** The completion as text, for a run with `display`. */ display?: string }
   | { status: 'failed'; failure: Failure; output: OutputEntry[]; sandbox: SandboxReport; environment?: EnvironmentReport };
 
 export interface Execution {
@@ -39,6 +40,7 @@ export interface Execution {
   cwd: string;
   bindings: Map<string, BindingFunction>;
   discardCompletion: boolean;
+  display?: { colors: boolean };
   timeoutMs: number | null;
   signal?: AbortSignal;
   onOutput?: (entry: OutputEntry) => void;
@@ -157,7 +159,7 @@ export class Environment {
     // Stripping types overlaps the carrier's start-up: the first strip in a process loads Node's
     // TypeScript parser, which takes about as long as a carrier takes to boot. A program that does
     // not parse never reaches the carrier, so a retained environment is untouched by it.
-    const stripped = stripTypes(execution.program, execution.filename);
+    const stripped = stripTypes(execution.program, execution.filename, this.format);
     if (!stripped.ok) {
       if (!this.retained) await this.terminate();
       return { result: failed(exceptionFailure(stripped.error), ledger, sandbox), usable: this.retained && this.lost === undefined };
@@ -266,6 +268,7 @@ export class Environment {
         cwd: execution.cwd,
         bindings: [...execution.bindings.keys()],
         discardCompletion: execution.discardCompletion,
+        ...(execution.display !== undefined ? { display: execution.display } : {}),
         maxPendingCalls: config.maxPendingCalls,
         maxMessageBytes: config.maxMessageBytes,
         maxOutputBytes: config.maxOutputBytes,
@@ -316,6 +319,10 @@ export class Environment {
       result = failed(failure, ledger, sandbox);
     } else {
       result = complete(outcome!, ledger, sandbox, config);
+      if (result.status === 'ok' && result.value === undefined && this.format === 'async-function' && !execution.discardCompletion) {
+        const hint = discardedExpressionHint(stripped.code);
+        if (hint !== undefined) result.hint = hint;
+      }
       if (result.status === 'failed' && result.failure.kind === 'output-limit' && this.retained) {
         result.failure.state = 'cleared';
         usable = false;
@@ -344,6 +351,10 @@ function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxRep
   const limit = config.maxOutputBytes;
   switch (outcome.status) {
     case 'ok': {
+      if (outcome.display !== undefined) {
+        if (!ledger.charge(Buffer.byteLength(outcome.display))) return failed(outputLimit(limit, 'the completion value'), ledger, sandbox);
+        return { status: 'ok', display: outcome.display, output: ledger.entries, sandbox };
+      }
       if (outcome.value === undefined) return { status: 'ok', output: ledger.entries, sandbox };
       if (!ledger.charge(Buffer.byteLength(outcome.value))) return failed(outputLimit(limit, 'the completion value'), ledger, sandbox);
       let value: JsonValue;

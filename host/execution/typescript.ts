@@ -1,10 +1,12 @@
 // Erasable TypeScript is stripped on the host with Node's own stripper, which blanks types in
-// place so every line and column of the program stays where the author wrote it. The body is
-// wrapped in an async function first because top-level `return` is a syntax error for a module.
+// place so every line and column of the program stays where the author wrote it. A function body
+// is wrapped in an async function first because top-level `return` is a syntax error outside one.
+// Script and REPL programs are stripped as they are: inside an async function `await` is always
+// the operator, while in their sloppy code `typeof await` reads a variable named await.
 import { stripTypeScriptTypes } from 'node:module';
-import { parse, type Node } from 'acorn';
+import { parse, type Node, type Options } from 'acorn';
 import { simple as walkSimple } from 'acorn-walk';
-import type { ErrorInfo } from '../../carrier/protocol/messages.ts';
+import type { ErrorInfo, ProgramFormat } from '../../carrier/protocol/messages.ts';
 
 const PREFIX = 'async function __ptc_program__() {';
 const SUFFIX = '\n}';
@@ -13,16 +15,36 @@ export type StripResult = { ok: true; code: string } | { ok: false; error: Error
 
 let warned = false;
 
-/** Strips erasable types from an async function body; non-erasable syntax becomes a located SyntaxError. */
-export function stripTypes(program: string, filename: string): StripResult {
-  if (isPlainJavaScript(program)) return { ok: true, code: program };
+/** Strips erasable types from a program of the given format; non-erasable syntax becomes a located SyntaxError. */
+export function stripTypes(program: string, filename: string, format: ProgramFormat = 'async-function'): StripResult {
+  const body = format === 'async-function';
+  if (isPlainJavaScript(program, body)) return { ok: true, code: program };
+  const prefix = body ? PREFIX : '';
+  const suffix = body ? SUFFIX : '';
   try {
-    const stripped = quietly(() => stripTypeScriptTypes(`${PREFIX}${program}${SUFFIX}`, { mode: 'strip' }));
-    return { ok: true, code: stripped.slice(PREFIX.length, stripped.length - SUFFIX.length) };
+    const stripped = quietly(() => stripTypeScriptTypes(`${prefix}${program}${suffix}`, { mode: 'strip' }));
+    return { ok: true, code: stripped.slice(prefix.length, stripped.length - suffix.length) };
   } catch (error) {
     const { code, message, stack } = error as { code?: string; message?: string; stack?: string };
     if (code !== 'ERR_INVALID_TYPESCRIPT_SYNTAX' && code !== 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX') throw error;
-    return { ok: false, error: locate(program, filename, String(message), String(stack), code) };
+    const info = locate(program, filename, String(message), String(stack), code, prefix.length);
+    if ((format === 'scoped-repl' || format === 'repl') && readsAsObjectLiteral(program)) {
+      info.message += ' (a leading { ... } is a block: wrap an object literal in parentheses to make it the value)';
+      if (info.stack !== undefined) info.stack = `${info.stack.slice(0, info.stack.lastIndexOf('SyntaxError: '))}SyntaxError: ${info.message}`;
+    }
+    return { ok: false, error: info };
+  }
+}
+
+// REPL programs follow the reference: `{ a: 1 }` is a block. When the failing program would have
+// parsed in parentheses, the author meant an object, and the message says how to get one.
+function readsAsObjectLiteral(program: string): boolean {
+  if (!/^\s*\{/.test(program)) return false;
+  try {
+    quietly(() => stripTypeScriptTypes(`(${program})`, { mode: 'strip' }));
+    return true;
+  } catch {
+    return false;
   }
 }
 
@@ -30,10 +52,14 @@ export function stripTypes(program: string, filename: string): StripResult {
 // JavaScript has no types to strip. The one construct both languages accept with different
 // meanings is `a < b > (c)`, a comparison chain in JavaScript and a generic call in TypeScript;
 // programs containing it go to the TypeScript parser.
-function isPlainJavaScript(program: string): boolean {
+// Scripts and REPL input are parsed as the carrier's evaluators read them: sloppy unless they say
+// otherwise, top-level await allowed, and a top-level `return` left for the evaluator to refuse.
+const SCRIPT_OPTIONS: Options = { ecmaVersion: 'latest', sourceType: 'script', allowAwaitOutsideFunction: true, allowReturnOutsideFunction: true };
+
+function isPlainJavaScript(program: string, body: boolean): boolean {
   let ast: Node;
   try {
-    ast = parse(`(async function () {\n${program}\n})`, { ecmaVersion: 'latest', sourceType: 'script' });
+    ast = body ? parse(`(async function () {\n${program}\n})`, { ecmaVersion: 'latest', sourceType: 'script' }) : parseScript(program);
   } catch {
     return false;
   }
@@ -47,9 +73,18 @@ function isPlainJavaScript(program: string): boolean {
   return !ambiguous;
 }
 
+// `typeof await` reads a variable in sloppy code, which acorn accepts only without top-level await.
+function parseScript(program: string): Node {
+  try {
+    return parse(program, SCRIPT_OPTIONS);
+  } catch {
+    return parse(program, { ...SCRIPT_OPTIONS, allowAwaitOutsideFunction: false });
+  }
+}
+
 // Node decorates the error like a compile error: ":<line>", context lines, and a caret line under
 // the offending span. The caret is the reliable part; its line is the one above it.
-function locate(program: string, filename: string, message: string, stack: string, code: string): ErrorInfo {
+function locate(program: string, filename: string, message: string, stack: string, code: string, prefixLength: number): ErrorInfo {
   const unsupported = code === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX';
   const info: ErrorInfo = {
     name: 'SyntaxError',
@@ -61,7 +96,7 @@ function locate(program: string, filename: string, message: string, stack: strin
   if (header === null || caretIndex < 1) return info;
   const line = Number(header[1]);
   let column = lines[caretIndex]!.indexOf('^') + 1;
-  if (line === 1) column -= PREFIX.length;
+  if (line === 1) column -= prefixLength;
   const source = program.split('\n')[line - 1];
   if (source === undefined || column < 1) return info;
   info.location = { line, column };

@@ -14,6 +14,7 @@ const SYNTAX: Record<ProgramFormat, string[]> = {
   'async-function': [
     'Write the program as the body of an async function in TypeScript (types are erased; enums, namespaces and other non-erasable syntax are rejected).',
     'End with return <value> to hand back a JSON value (numbers, bigints, strings, booleans, null, plain objects and arrays).',
+    'Without return nothing comes back: a final bare expression such as `total` is discarded (the result then has a hint).',
   ],
   'vm-script': [
     'Write the program as a script in TypeScript (types are erased; enums, namespaces and other non-erasable syntax are rejected). Top-level await works; top-level return and static import/export do not: load modules with await import(...).',

@@ -21,7 +21,14 @@ export interface RunRequest {
   timeoutMs?: number | null;
   /** Omit the completion value without serializing it. @default false */
   discardCompletion?: boolean;
-  /** Name shown in stack traces. @default "program.ts" in cwd */
+  /**
+   * For interactive front ends: return the completion as Node's REPL shows it, as text in
+   * `result.display` (util.inspect, ANSI-colored with `colors: true`), instead of a lossless JSON
+   * `value`. Maps, Dates and Promises display rather than fail as invalid-output.
+   * @default undefined (a lossless JSON value)
+   */
+  display?: { colors?: boolean };
+  /** Name shown in stack traces: a path (resolved from cwd) or a bracketed label such as "[stdin]". @default "program.ts" in cwd */
   filename?: string;
   /** Any object: runs with the same owner share one retained environment (retained modes only). */
   stateOwner?: object;
@@ -37,6 +44,7 @@ export interface RunSpec {
   readonly cwd: string;
   readonly timeoutMs: number | null;
   readonly discardCompletion: boolean;
+  readonly display?: { readonly colors: boolean };
   readonly filename: string;
   readonly stateOwner: object | undefined;
   readonly policy: SandboxPolicy;
@@ -69,7 +77,7 @@ export interface Runtime {
   dispose(): Promise<void>;
 }
 
-const REQUEST_FIELDS = new Set(['program', 'bindings', 'cwd', 'timeoutMs', 'discardCompletion', 'filename', 'stateOwner', 'policy', 'oneTime']);
+const REQUEST_FIELDS = new Set(['program', 'bindings', 'cwd', 'timeoutMs', 'discardCompletion', 'display', 'filename', 'stateOwner', 'policy', 'oneTime']);
 
 /** The program format and retention of a configuration. */
 export function executionShape(config: ResolvedConfig): { format: ProgramFormat; retains: boolean } {
@@ -123,6 +131,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       const cwd = resolvePath(request.cwd ?? process.cwd());
       const discardCompletion = request.discardCompletion ?? false;
       if (typeof discardCompletion !== 'boolean') throw new TypeError(`ptc request: discardCompletion must be a boolean, got ${show(discardCompletion)}`);
+      const display = displayOption(request.display);
       const filename = request.filename ?? 'program.ts';
       if (typeof filename !== 'string' || filename === '') throw new TypeError(`ptc request: filename must be a non-empty string, got ${show(filename)}`);
       flattenBindings(request.bindings);
@@ -138,7 +147,9 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
         cwd,
         timeoutMs: resolveTimeout(request.timeoutMs, config),
         discardCompletion,
-        filename: resolvePath(cwd, filename),
+        ...(display !== undefined ? { display } : {}),
+        // A bracketed label such as "[stdin]" names no file, as in Node's own stacks; it stays as given.
+        filename: /^\[[^\]/]+\]$/.test(filename) ? filename : resolvePath(cwd, filename),
         stateOwner,
         policy: request.policy === undefined ? config.policy : policyShape(request.policy, 'request: policy'),
         oneTime,
@@ -160,6 +171,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
           cwd: spec.cwd,
           bindings,
           discardCompletion: spec.discardCompletion,
+          ...(spec.display !== undefined ? { display: { colors: spec.display.colors } } : {}),
           timeoutMs: spec.timeoutMs,
           signal,
           ...(options.onOutput ? { onOutput: options.onOutput } : {}),
@@ -189,11 +201,20 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       }
       if (admitted) throw new Error('ptc registerEnvironmentInitializer(): call it before the first run is admitted');
       if (typeof program !== 'string') throw new TypeError(`ptc registerEnvironmentInitializer(): program must be a string, got ${show(program)}`);
-      const stripped = stripTypes(program, '[initializer]');
+      const stripped = stripTypes(program, '[initializer]', shape.format);
       if (!stripped.ok) throw new SyntaxError(`ptc registerEnvironmentInitializer(): ${stripped.error.message}${stripped.error.location ? ` at line ${stripped.error.location.line}, column ${stripped.error.location.column}` : ''}`);
       executor.setInitializer(stripped.code);
     },
   };
+}
+
+function displayOption(value: unknown): { colors: boolean } | undefined {
+  if (value === undefined) return undefined;
+  const colors = (value as { colors?: unknown } | null)?.colors;
+  if (typeof value !== 'object' || value === null || Object.keys(value).some((key) => key !== 'colors') || (colors !== undefined && typeof colors !== 'boolean')) {
+    throw new TypeError(`ptc request: display must be an object with an optional boolean colors, got ${show(value)}`);
+  }
+  return Object.freeze({ colors: colors === true });
 }
 
 function resolveTimeout(value: unknown, config: ResolvedConfig): number | null {

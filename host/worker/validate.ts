@@ -56,6 +56,7 @@ export function checkRunOutcome(outcome: unknown): Check {
   if (value.denied !== undefined && typeof value.denied !== 'boolean') return 'denied must be a boolean';
   switch (value.status) {
     case 'ok':
+      if (value.display !== undefined && typeof value.display !== 'string') return 'display must be a string';
       return value.value === undefined || typeof value.value === 'string' ? undefined : 'value must be JSON text';
     case 'stopped':
       return undefined;

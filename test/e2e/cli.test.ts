@@ -1,5 +1,6 @@
 // The CLI through the built binary: embedded carrier by default, node-script with the machine's
-// own Node and the bootstrap the binary writes. Assumes `npm run build` has run.
+// own Node and the bootstrap the binary writes. Assumes `npm run build` has run. The tests of how
+// the CLI reads flags and prints results run against the binary and from source.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,6 +9,7 @@ import { decodeJson } from '../../carrier/protocol/json.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { repoRoot } from '../helpers/runtime.ts';
+import { VERSION } from '../../host/index.ts';
 
 const BIN = join(repoRoot, 'dist', 'ptc');
 const SYSTEM_NODE = '/usr/bin/node';
@@ -20,6 +22,17 @@ function ptc(args: string[], input = '', env: NodeJS.ProcessEnv = { PATH: '/usr/
 }
 
 const parseResult = (stdout: string) => decodeJson(stdout) as any;
+
+function ptcFromSource(args: string[], input = '') {
+  const result = spawnSync(process.execPath, [join(repoRoot, 'host', 'cli', 'bin.ts'), ...args], { cwd: repoRoot, input, encoding: 'utf8', env: { PATH: '/usr/bin:/bin' }, timeout: 60_000 });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** Defines one test per front-end build: dist/ptc and host/cli/bin.ts from source. */
+function both(name: string, body: (run: typeof ptc) => void): void {
+  test(`${name} (dist/ptc)`, () => body(ptc));
+  test(`${name} (source)`, () => body(ptcFromSource));
+}
 
 test('the README demo runs through the binary and prints live output and the value', () => {
   const { code, stdout, stderr } = ptc(['run', 'examples/triage.ts', '--bindings', 'examples/tools.mjs']);
@@ -139,6 +152,73 @@ test('human mode streams output while the program is still running', async () =>
   assert.is(exited, false, 'the first line arrived before the program finished');
   const code = await new Promise((resolve) => child.on('close', resolve));
   assert.is(code, 0);
+});
+
+both('a limit flag that is not a number quotes what was typed', (run) => {
+  assert.equal(run(['run', '--timeout-ms', 'abc', '-'], 'return 1'), { code: 2, stdout: '', stderr: 'ptc: --timeout-ms must be a number, got "abc"\n' });
+});
+
+both('a configuration error is printed with one "ptc:" prefix', (run) => {
+  const configPath = join(work, 'negative.json');
+  writeFileSync(configPath, JSON.stringify({ timeoutMs: -1 }));
+  const result = run(['run', '--config', configPath, '-'], 'return 1');
+  assert.equal(result, { code: 2, stdout: '', stderr: 'ptc: config: timeoutMs must be a positive integer, got -1\n' });
+});
+
+both('a bad --node or --bootstrap is a usage error found before any carrier starts', (run) => {
+  assert.equal(run(['run', '--node', join(work, 'no-node'), '-'], 'return 1'), { code: 2, stdout: '', stderr: `ptc: --node ${JSON.stringify(join(work, 'no-node'))}: no such file\n` });
+  assert.equal(run(['run', '--node', 'no-such-node-here', '-'], 'return 1'), { code: 2, stdout: '', stderr: 'ptc: --node "no-such-node-here": no executable of that name on PATH\n' });
+  const plain = join(work, 'not-executable');
+  writeFileSync(plain, '');
+  assert.equal(run(['run', '--node', plain, '-'], 'return 1'), { code: 2, stdout: '', stderr: `ptc: --node ${JSON.stringify(plain)}: the file is not executable\n` });
+  const missing = join(work, 'no-bootstrap.mjs');
+  assert.equal(run(['run', '--node', SYSTEM_NODE, '--bootstrap', missing, '-'], 'return 1'), { code: 2, stdout: '', stderr: `ptc: --bootstrap ${JSON.stringify(missing)}: no readable file there\n` });
+});
+
+both('--version prints the version', (run) => {
+  assert.equal(run(['--version']), { code: 0, stdout: `ptc ${VERSION}\n`, stderr: '' });
+});
+
+both('an exception shows its cause chain, and a stdin program is named [stdin]', (run) => {
+  const thrown = run(['run', '-'], 'throw new Error("outer", { cause: new TypeError("inner", { cause: 42 }) })');
+  assert.equal(thrown, {
+    code: 1,
+    stdout: '',
+    stderr: 'ptc: program failed (exception): outer\nError: outer\n    at [stdin]:1:7\n[cause]: TypeError: inner\n  [cause]: 42\n',
+  });
+  // Port 9 is on fetch's list of forbidden ports: a failure with a cause that needs no network.
+  const fetched = run(['run', '-'], 'await fetch("http://127.0.0.1:9/")');
+  assert.is(fetched.code, 1);
+  assert.is(fetched.stderr, 'ptc: program failed (exception): fetch failed\nTypeError: fetch failed\n[cause]: Error: bad port\n');
+});
+
+both('output cut by the budget ends its line before the failure is printed', (run) => {
+  const result = run(['run', '--max-output-bytes', '10', '-'], 'inspect("hello world and more")');
+  assert.equal(result, {
+    code: 1,
+    stdout: 'hello worl\n',
+    stderr: 'ptc: program failed (output-limit): captured output exceeded maxOutputBytes (10 bytes); the output that fit is kept\n',
+  });
+});
+
+both('carrier stderr already printed as output is not repeated after the failure', (run) => {
+  const result = run(['run', '-'], 'process.stderr.write("dying\\n"); process.exit(3)');
+  assert.equal(result, { code: 1, stdout: 'dying\n', stderr: 'ptc: program failed (worker-exit): the carrier exited with code 3 before the program finished\n' });
+});
+
+both('--json keeps the sign of -0', (run) => {
+  const { code, stdout } = run(['run', '--json', '-'], 'return [-0, 0, { a: -0 }]');
+  assert.is(code, 0);
+  assert.match(stdout, /"value":\[-0,0,\{"a":-0\}\]/);
+  assert.ok(Object.is(parseResult(stdout).value[0], -0));
+});
+
+both('a program that ends with a bare expression gets a hint on stderr and in --json', (run) => {
+  const human = run(['run', '-'], 'const total = 42;\ntotal');
+  const hint = 'the program ended with an expression and returned nothing: a program is an async function body, so write `return <expression>` to hand back its value';
+  assert.equal(human, { code: 0, stdout: '', stderr: `ptc: hint: ${hint}\n` });
+  const json = parseResult(run(['run', '--json', '-'], 'const total = 42;\ntotal').stdout);
+  assert.is(json.hint, hint);
 });
 
 test.run();

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { describeFailure, isIncomplete } from '../../host/cli/repl.ts';
+import { describeFailure } from '../../host/cli/repl.ts';
+import { asObjectLiteral, isIncomplete } from '../../host/cli/repl-input.ts';
 import type { Failure } from '../../host/index.ts';
 import { repoRoot } from '../helpers/runtime.ts';
 
@@ -27,10 +28,16 @@ export async function gate() { while (!existsSync(${JSON.stringify(GO)})) await 
 export function hang() { return new Promise(() => {}); }
 `);
 
-function script(input: string, args: string[] = []) {
-  const [node, bin] = SOURCE;
-  const result = spawnSync(node!, [bin!, 'repl', ...args], { cwd: repoRoot, input, encoding: 'utf8', timeout: 60_000 });
+function script(input: string, args: string[] = [], command: string[] = SOURCE) {
+  const [executable, ...rest] = command;
+  const result = spawnSync(executable!, [...rest, 'repl', ...args], { cwd: repoRoot, input, encoding: 'utf8', timeout: 60_000 });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** Defines one test per front-end build: from source, and dist/ptc when it is built. */
+function both(name: string, body: (command: string[]) => void): void {
+  test(`${name} (source)`, () => body(SOURCE));
+  if (existsSync(BIN)) test(`${name} (dist/ptc)`, () => body([BIN]));
 }
 
 const INCOMPLETE: [string, boolean][] = [
@@ -117,7 +124,7 @@ test('piped: declarations persist, definitions span lines, and an exception does
   ].join('\n');
   const { code, stdout, stderr } = script(input);
   assert.is(stderr, '');
-  assert.is(code, 0);
+  assert.is(code, 1, 'a piped session with a failed submission exits 1');
   assert.is(stdout, `3\nsum 2\n10\nUncaught RangeError: too far\n    at ${join(repoRoot, 'repl-5.ts')}:1:7\n10\n`);
 });
 
@@ -131,7 +138,7 @@ for (const args of [[], ['--repl-node'], ['--mode', 'vm-script']]) {
 
 test('piped: an empty line submits unfinished input, and input that ends unfinished is submitted too', () => {
   const { code, stdout } = script('[1,\n\n"after"\nfunction f() {\n');
-  assert.is(code, 0);
+  assert.is(code, 1);
   assert.match(stdout, /^[^]*Uncaught SyntaxError: [^]*\n'after'\n[^]*Uncaught SyntaxError: [^\n]+\n$/);
 });
 
@@ -148,7 +155,7 @@ test('piped: commands, images and a deadline that costs the environment', () => 
     '',
   ].join('\n');
   const { code, stdout } = script(input, ['--config', GRACE, '--timeout-ms', '500']);
-  assert.is(code, 0);
+  assert.is(code, 1);
   assert.match(stdout, /^\.exit +leave the session/);
   assert.match(stdout, /\nunknown command \.nope; \.help lists the commands\n/);
   assert.match(stdout, /\n\[image img-1 \d+x\d+ \S+rgb-300x7\.png\]\n/);
@@ -175,7 +182,7 @@ test('piped: an environment lost while idle is reported by the next submission',
 
 test('piped: the confinement flags reach the runtime', () => {
   const { code, stdout } = script('await import("node:fs").then((fs) => fs.writeFileSync("written.txt", "x"))\n', ['--sandbox', 'read-only', '--cwd', work]);
-  assert.is(code, 0);
+  assert.is(code, 1);
   assert.match(stdout, /^Uncaught Error: .*(EROFS|ERR_ACCESS_DENIED|EACCES)/);
   assert.not.ok(existsSync(join(work, 'written.txt')));
 });
@@ -190,6 +197,62 @@ test('usage errors exit 2 and name the problem', () => {
   const limit = script('', ['--max-pending-calls', '0']);
   assert.is(limit.code, 2);
   assert.match(limit.stderr, /maxPendingCalls must be a positive integer, got 0/);
+});
+
+both('piped: input in braces is an object when it parses as one, in every REPL format', (command) => {
+  const input = '{ a: 1, b: [2] as number[] }\n{ let x = 1; x }\n{}\n';
+  assert.equal(script(input, [], command), { code: 0, stdout: '{ a: 1, b: [ 2 ] }\n{}\n', stderr: '' });
+  // Node's REPL and Scripts complete a block with its last expression.
+  for (const args of [['--repl-node'], ['--mode', 'vm-script']]) {
+    assert.equal(script(input, args, command), { code: 0, stdout: '{ a: 1, b: [ 2 ] }\n1\n{}\n', stderr: '' }, args.join(' '));
+  }
+});
+
+both('piped: values JSON cannot hold are shown as Node\'s REPL shows them', (command) => {
+  const input = 'new Map([[1, { a: [1, 2] }]])\nnew Date(0)\nnew Set(["x"])\n';
+  const expected = "Map(1) { 1 => { a: [ 1, 2 ] } }\n1970-01-01T00:00:00.000Z\nSet(1) { 'x' }\n";
+  assert.equal(script(input, [], command), { code: 0, stdout: expected, stderr: '' });
+  assert.equal(script(input, ['--repl-node'], command), { code: 0, stdout: expected, stderr: '' });
+  // The scoped REPL does not await its completion; Node's REPL would also list its async-hook symbols.
+  assert.equal(script('Promise.resolve(5)\n', [], command), { code: 0, stdout: 'Promise { 5 }\n', stderr: '' });
+});
+
+both('piped: in sloppy code `typeof await` reads a variable named await', (command) => {
+  for (const args of [['--repl-node'], ['--mode', 'vm-script']]) {
+    const input = 'typeof await\nlet n: number = await Promise.resolve(2)\nn\n';
+    assert.equal(script(input, args, command), { code: 0, stdout: "'undefined'\n2\n", stderr: '' }, args.join(' '));
+  }
+});
+
+both('piped: the exit code is 1 after a failed submission, and the session goes on', (command) => {
+  assert.equal(script('throw new Error("first")\n1 + 1\n', [], command), {
+    code: 1,
+    stdout: `Uncaught Error: first\n    at ${join(repoRoot, 'repl-1.ts')}:1:7\n2\n`,
+    stderr: '',
+  });
+  assert.is(script('1 + 1\n', [], command).code, 0);
+});
+
+const OBJECT_LITERALS: [string, string | undefined][] = [
+  ['{ a: 1, b: [2] }', '({ a: 1, b: [2] })'],
+  ['  { a: 1 as number }  ', '(  { a: 1 as number }  )'],
+  ['{}', '({})'],
+  ['{ let x = 1; x }', undefined],
+  ['{ a: 1 }; { b: 2 }', undefined],
+  ['{ a: 1 } + 1', undefined],
+  ['x = { a: 1 }', undefined],
+];
+
+for (const [source, expected] of OBJECT_LITERALS) {
+  test(`asObjectLiteral(${JSON.stringify(source)}) is ${JSON.stringify(expected)}`, () => {
+    assert.is(asObjectLiteral(source, 'scoped-repl'), expected);
+  });
+}
+
+test('isIncomplete: `typeof await` is complete in sloppy formats and waits for an operand in the scoped REPL', () => {
+  assert.is(isIncomplete('typeof await\n', 'repl'), false);
+  assert.is(isIncomplete('typeof await\n', 'vm-script'), false);
+  assert.is(isIncomplete('typeof await\n', 'scoped-repl'), true);
 });
 
 /** A tmux server of its own, with one pane running the command. */

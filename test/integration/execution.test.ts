@@ -40,7 +40,21 @@ test('a body without return succeeds with no value', async () => {
   const result = await runProgram('await null;');
   assert.is(result.status, 'ok');
   assert.not.ok('value' in result);
+  assert.not.ok('hint' in result, 'an await is run for its effect');
   assert.equal(result.output, []);
+});
+
+test('a body that ends with a bare expression returns nothing and says why in a hint', async () => {
+  const result = await runProgram('const total: number = 40 + 2;\ninspect("counted");\ntotal');
+  assert.equal(result, {
+    status: 'ok',
+    output: [{ type: 'text', text: 'counted\n' }],
+    sandbox: result.sandbox,
+    hint: 'the program ended with an expression and returned nothing: a program is an async function body, so write `return <expression>` to hand back its value',
+  });
+  // Ending with a call is the normal way to finish; a discarded completion expects no value.
+  assert.not.ok('hint' in (await runProgram('const total = 42;\ninspect(total)')));
+  assert.not.ok('hint' in (await runProgram('const total = 42;\ntotal', { discardCompletion: true })));
 });
 
 test('erasable TypeScript runs', async () => {
