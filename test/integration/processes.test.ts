@@ -125,7 +125,10 @@ test('1,000 runs in a row leave no processes, no descriptors and little memory b
   const gc = vm.runInNewContext('gc') as () => void;
   const runtime = createTestRuntime({ timeoutMs: 30_000 });
   try {
-    const spec = runtime.resolve({ program: 'return process.pid;' });
+    // pid and start time name a process uniquely even when pids wrap around (pid_max can be 32768).
+    const spec = runtime.resolve({
+      program: "const stat = (await import('node:fs')).readFileSync('/proc/self/stat', 'utf8'); return [process.pid, stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]];",
+    });
     const warmup = await runtime.run(spec);
     assert.equal(warmup.status, 'ok', JSON.stringify(warmup));
     gc();
@@ -133,12 +136,17 @@ test('1,000 runs in a row leave no processes, no descriptors and little memory b
     const heapBefore = process.memoryUsage().heapUsed;
 
     const carriers = new Set<number>();
+    const starts = new Set<string>();
     for (let i = 0; i < 1_000; i++) {
       const result = await runtime.run(spec);
       if (result.status !== 'ok') assert.unreachable(`run ${i}: ${JSON.stringify(result)}`);
-      else carriers.add(Number(result.value));
+      else {
+        const [pid, started] = result.value as [number, string];
+        carriers.add(pid);
+        starts.add(`${pid}@${started}`);
+      }
     }
-    assert.is(carriers.size, 1_000);
+    assert.is(starts.size, 1_000);
 
     const survivors = (): number[] => liveProcesses().filter((entry) => carriers.has(entry.pgid)).map((entry) => entry.pid);
     assert.ok(await waitUntil(() => survivors().length === 0, SETTLE_MS), `surviving carrier processes: ${survivors().join(', ')}`);
