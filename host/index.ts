@@ -17,3 +17,5 @@ export { VERSION } from './runtime/version.ts';
 export { availableBackends } from './sandbox/index.ts';
 export { readBootstrap } from './worker/bootstrap-asset.ts';
 export { stripTypes } from './execution/typescript.ts';
+// Tool schemas to the TypeScript declarations a model reads (used by `ptc serve` and `ptc mcp`).
+export { declarations, bindingPaths, type ToolSchema } from './runtime/declarations.ts';
