@@ -183,7 +183,8 @@ function objectType(schema: Schema, ctx: SchemaContext, indent: number, depth: n
     const type = schemaType(additional, ctx, indent + 1, depth + 1);
     indexTypes.push(type);
     if (indexDocs.length > 0) indexDocs.push(`other keys: ${plain(type)}`);
-  } else if (open && members.length === 0 && indexTypes.length === 0) {
+  } else if (open && members.length === 0 && indexTypes.length === 0 && !isSchemaObject(schema.properties)) {
+    // `properties: {}` says there is nothing to pass; an object with no properties at all is a free-form map.
     indexTypes.push('unknown');
   }
   if (isSchemaObject(schema.propertyNames)) {

@@ -259,9 +259,7 @@ declare namespace browser_tools {
     selector?: string;
   }): Promise<unknown>;
   /** (The tool's name is "browser-tools.take screenshot!"; call it as browser_tools.take_screenshot_.) */
-  function take_screenshot_(args?: {
-    [key: string]: unknown;
-  }): Promise<unknown>;
+  function take_screenshot_(args?: {}): Promise<unknown>;
 }
 declare namespace _3d {
   /** (The tool's name is "3d.render"; call it as _3d.render.) */
