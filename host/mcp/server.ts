@@ -75,10 +75,11 @@ export function createMcpServer(runtime: Runtime, upstreams: Upstream[]): Server
       return { content: [{ type: 'text', text: 'The environment was reset: the next program starts fresh.' }] };
     }
     if (name !== 'run_code') throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}: this server has ${tools.map((tool) => tool.name).join(' and ')}`);
+    // Bad arguments are tool errors, not protocol errors, so the model sees them and can correct itself.
     for (const key of Object.keys(args)) {
-      if (key !== 'program' && key !== 'timeoutMs') throw new McpError(ErrorCode.InvalidParams, `run_code: unknown argument "${key}" (it takes program and timeoutMs)`);
+      if (key !== 'program' && key !== 'timeoutMs') return invalid(`run_code: unknown argument "${key}" (it takes program and timeoutMs)`);
     }
-    if (typeof args.program !== 'string') throw new McpError(ErrorCode.InvalidParams, `run_code: program must be a string, got ${JSON.stringify(args.program)}`);
+    if (typeof args.program !== 'string') return invalid(`run_code: program must be a string, got ${JSON.stringify(args.program)}`);
     const files = new RunFiles();
     // Upstream calls still pending when the run ends (a timeout, an abort) are cancelled upstream too.
     const ended = new AbortController();
@@ -94,7 +95,7 @@ export function createMcpServer(runtime: Runtime, upstreams: Upstream[]): Server
           ...(runtime.retainsState ? { stateOwner: owner } : {}),
         });
       } catch (error) {
-        throw new McpError(ErrorCode.InvalidParams, `run_code: ${(error as Error).message}`);
+        return invalid(`run_code: ${(error as Error).message}`);
       }
       deadline = spec.timeoutMs;
       const result = await runtime.run(spec, { signal: extra.signal });
@@ -105,6 +106,10 @@ export function createMcpServer(runtime: Runtime, upstreams: Upstream[]): Server
     }
   });
   return server;
+}
+
+function invalid(message: string): CallToolResult {
+  return { content: [{ type: 'text', text: message }], isError: true };
 }
 
 function makeBindings(table: Array<[string[], Binding]>, files: RunFiles, signal: AbortSignal, timeoutMs: () => number | null): Bindings {
