@@ -1,11 +1,10 @@
 // `ptc mcp` driven by the official SDK's Client over stdio, against dist/ptc and from source,
 // bridging a real stdio upstream (test/fixtures/mcp/upstream.mjs), a Streamable HTTP upstream
 // on 127.0.0.1 and one that does not exist. Assumes `npm run build` has run.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { once } from 'node:events';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -62,6 +61,8 @@ async function runCode(session: Session, program: string, extra: Record<string, 
 }
 
 const texts = (result: CallToolResult): string[] => result.content.map((item) => (item.type === 'text' ? item.text : `<${item.type}>`));
+
+const gone = (pid: number): boolean => !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
 
 async function until(condition: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 200 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -193,7 +194,7 @@ for (const launch of Object.keys(LAUNCHES)) {
     assert.equal(texts(await runCode(session, 'return (await weather.forecast({ city: "Rome", days: 1 })).highs')), ['[20]']);
     const ptc = session.pid;
     await session.close();
-    await until(() => !existsSync(`/proc/${ptc}`) || readFileSync(`/proc/${ptc}/stat`, 'utf8').includes(') Z'), 'ptc mcp to exit');
+    await until(() => gone(ptc), 'ptc mcp to exit');
   });
 
   test(`[${launch}] --mode persistent-in-memory: the session is one retained owner, and reset releases it`, async () => {
@@ -215,6 +216,10 @@ for (const launch of Object.keys(LAUNCHES)) {
     } finally {
       await persistent.close();
     }
+    // Closing the client's stdin ended ptc mcp and, through it, its stdio upstream.
+    const upstreams = readdirSync(persistent.markers).filter((name) => name.endsWith('.pid')).map((name) => Number(/\d+/.exec(name)![0]));
+    assert.is(upstreams.length, 1);
+    for (const pid of [persistent.pid, ...upstreams]) await until(() => gone(pid), `process ${pid} to exit`);
   });
 }
 
@@ -225,6 +230,13 @@ test('a bad config file is a usage error (exit 2) that names the field', () => {
   assert.is(result.status, 2);
   assert.is(result.stdout, '');
   assert.is(result.stderr, `ptc: ${file}: mcpServers.tracker.argv is not a field of a stdio server (command, args, env, cwd)\n`);
+});
+
+test('with no upstreams, closing stdin at once exits 0 and prints nothing', () => {
+  const empty = join(work, 'none.json');
+  writeFileSync(empty, JSON.stringify({ mcpServers: {} }));
+  const result = spawnSync(BIN, ['mcp', '--config', empty], { encoding: 'utf8', input: '' });
+  assert.equal([result.status, result.stdout, result.stderr], [0, '', '']);
 });
 
 test('`ptc run` does not load the MCP SDK; `ptc mcp` does (module graph from source)', () => {
