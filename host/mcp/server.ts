@@ -14,7 +14,8 @@ interface Binding {
 
 /** The run_code description and the bindings table, built once from the upstreams' tool lists. */
 export function describeUpstreams(runtime: Runtime, upstreams: Upstream[]): { description: string; bindings: Array<[string[], Binding]> } {
-  const listed = upstreams.flatMap((upstream) => upstream.tools.map((tool) => ({ upstream, tool })));
+  // An upstream that lists a name twice gets its first tool bound; the rest could not be called apart.
+  const listed = upstreams.flatMap((upstream) => upstream.tools.filter((tool, index, all) => all.findIndex((other) => other.name === tool.name) === index).map((tool) => ({ upstream, tool })));
   const tools = listed.map(({ upstream, tool }) => ({
     name: `${upstream.name}.${tool.name}`,
     ...(tool.description !== undefined ? { description: tool.description } : {}),
@@ -98,7 +99,13 @@ export function createMcpServer(runtime: Runtime, upstreams: Upstream[]): Server
         return invalid(`run_code: ${(error as Error).message}`);
       }
       deadline = spec.timeoutMs;
-      const result = await runtime.run(spec, { signal: extra.signal });
+      let result;
+      try {
+        result = await runtime.run(spec, { signal: extra.signal });
+      } catch (error) {
+        // The runtime throws for misuse it can name, such as a second run while the session's environment is busy.
+        return invalid(`run_code: ${(error as Error).message}`);
+      }
       return await toolResult(result);
     } finally {
       ended.abort(new Error('the run ended'));

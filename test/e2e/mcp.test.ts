@@ -205,6 +205,13 @@ for (const launch of Object.keys(LAUNCHES)) {
       assert.match(tools[0]!.description!, /Write REPL statements in TypeScript/);
       assert.equal(texts(await runCode(persistent, 'let issues = await tracker.list_issues({})\nissues.length')), ['2']);
       assert.equal(texts(await runCode(persistent, 'issues.map((issue) => issue.id)')), ['[1,2]']);
+      // One session is one owner: a second program while one runs is refused, and the first is unharmed.
+      const first = runCode(persistent, '(await tracker.slow({ ms: 1500 })).waited');
+      await until(() => existsSync(join(persistent.markers, 'slow-started')), 'the first program to be waiting on its upstream call');
+      const second = await runCode(persistent, '1');
+      assert.is(second.isError, true);
+      assert.equal(texts(second), ['run_code: ptc run(): this stateOwner already has a run in progress; await it (and its cleanup) before starting another']);
+      assert.equal(texts(await first), ['1500']);
       const reset = await persistent.client.callTool({ name: 'reset', arguments: {} });
       assert.equal(texts(reset as CallToolResult), ['The environment was reset: the next program starts fresh.']);
       assert.equal(texts(await runCode(persistent, 'typeof issues')), ['"undefined"']);
