@@ -18,3 +18,5 @@ export { availableBackends } from './sandbox/index.ts';
 export { readBootstrap } from './worker/bootstrap-asset.ts';
 export { defaultBootstrapPath } from './worker/launch.ts';
 export { stripTypes } from './execution/typescript.ts';
+// Tool schemas to the TypeScript declarations a model reads (used by `ptc serve` and `ptc mcp`).
+export { declarations, bindingPaths, type ToolSchema } from './runtime/declarations.ts';

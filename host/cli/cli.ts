@@ -7,6 +7,7 @@ import { availableBackends, createRuntime, PROTOCOL_REVISION, readBootstrap, VER
 import { LIMIT_FLAGS, loadBindings, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
 import { HumanPrinter, resultJson } from './print.ts';
 import { replCommand, replOptions, type ReplArgs } from './repl.ts';
+import { mcpCommand, mcpOptions } from './mcp.ts';
 
 /** Runs the CLI with the given arguments; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -30,6 +31,14 @@ export async function main(argv: string[]): Promise<number> {
         exitCode = await replCommand(args as unknown as ReplArgs);
       },
     )
+    .command(
+      'mcp',
+      'Serve one code-mode tool (run_code) over MCP stdio, with the tools of the upstream MCP servers in --config as bindings',
+      (command: Argv) => mcpOptions(command),
+      async (args) => {
+        exitCode = await mcpCommand(args as unknown as Parameters<typeof mcpCommand>[0]);
+      },
+    )
     .command('version', 'Print the ptc version, the embedded Node version, the protocol revision and which sandbox backends work here', {}, async () => {
       process.stdout.write(`ptc ${VERSION}\nnode ${process.version}\nprotocol ${PROTOCOL_REVISION}\n`);
       const backends = await availableBackends();
@@ -46,7 +55,7 @@ export async function main(argv: string[]): Promise<number> {
         process.stdout.write(`wrote ${out}\n`);
       },
     )
-    .demandCommand(1, 'Name a command: run, repl, version or bootstrap')
+    .demandCommand(1, 'Name a command: run, repl, mcp, version or bootstrap')
     .strict()
     .help()
     .version('version', 'Print the ptc version', `ptc ${VERSION}`)

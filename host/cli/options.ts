@@ -72,6 +72,11 @@ export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
       throw new UsageError(`--config ${JSON.stringify(args.config)} is not valid JSON: ${(error as Error).message}`);
     }
   }
+  return applyFlags(config, args);
+}
+
+/** Lays the limit, mode, sandbox and launch flags over a configuration read from elsewhere. */
+export function applyFlags(config: Record<string, unknown>, args: RunArgs): RuntimeConfig {
   for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
     const value = numberFlag(args, flag);
     if (value !== undefined) config[field] = value;

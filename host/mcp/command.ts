@@ -1,0 +1,48 @@
+// `ptc mcp`: reads the servers file, connects the upstreams, and serves MCP on stdio until the
+// client closes stdin (or a signal comes); then every run, carrier and upstream is ended.
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { createRuntime, type RuntimeConfig } from '../index.ts';
+import { loadMcpConfig, McpConfigError } from './config.ts';
+import { connectUpstreams } from './upstreams.ts';
+import { createMcpServer } from './server.ts';
+
+export { McpConfigError };
+
+/**
+ * An MCP client puts run_code's output into a model's context, so the default budget is far
+ * below the library's 64 MiB; `ptc.maxOutputBytes` or `--max-output-bytes` changes it.
+ */
+export const MCP_MAX_OUTPUT_BYTES = 1_048_576;
+
+/** Serves until stdin ends; resolves with the exit code. `withFlags` lays the command-line flags over the file's "ptc" section. */
+export async function serveMcp(configPath: string, withFlags: (ptc: Record<string, unknown>) => RuntimeConfig): Promise<number> {
+  const config = await loadMcpConfig(configPath);
+  let runtime;
+  try {
+    runtime = createRuntime(withFlags({ maxOutputBytes: MCP_MAX_OUTPUT_BYTES, ...config.ptc }));
+  } catch (error) {
+    throw new McpConfigError(`${configPath}: ptc: ${(error as Error).message}`, { cause: error });
+  }
+  const upstreams = await connectUpstreams(config.upstreams);
+  for (const upstream of upstreams) {
+    if (upstream.down !== undefined) process.stderr.write(`ptc mcp: upstream "${upstream.name}" is unavailable: ${upstream.down}\n`);
+  }
+  const server = createMcpServer(runtime, upstreams);
+  const transport = new StdioServerTransport();
+  const done = new Promise<void>((resolve) => {
+    // The stdio transport does not watch for end of input; the client closing stdin is the end.
+    process.stdin.once('end', resolve);
+    process.stdin.once('close', resolve);
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+    server.onclose = resolve;
+  });
+  try {
+    await server.connect(transport);
+    await done;
+  } finally {
+    await server.close().catch(() => {});
+    await Promise.all([runtime.dispose(), ...upstreams.map((upstream) => upstream.close())]);
+  }
+  return 0;
+}

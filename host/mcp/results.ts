@@ -1,0 +1,114 @@
+// Translations at the two MCP edges: an upstream tools/call result into the value a program
+// receives, and a ptc run result into the run_code tool's result.
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { stringify as stringifyLossless } from 'lossless-json';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { image, type ImageRef, type OutputEntry, type RunResult } from '../index.ts';
+import { UpstreamError } from './upstreams.ts';
+
+const EXTENSIONS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp' };
+
+/**
+ * A private directory for one run's upstream images: `image()` hands the program a file, and
+ * the files go when the run ends.
+ */
+export class RunFiles {
+  #dir: Promise<string> | undefined;
+  #count = 0;
+
+  async writeImage(base64: string, mimeType: string): Promise<ImageRef> {
+    const extension = EXTENSIONS[mimeType];
+    if (extension === undefined) throw new UpstreamError(`upstream returned an image of type ${JSON.stringify(mimeType)}; programs take PNG, JPEG, GIF or WebP`, 'UPSTREAM_IMAGE_TYPE');
+    this.#dir ??= mkdtemp(join(tmpdir(), 'ptc-mcp-'));
+    const path = join(await this.#dir, `image-${++this.#count}.${extension}`);
+    await writeFile(path, Buffer.from(base64, 'base64'), { mode: 0o600 });
+    return image(path);
+  }
+
+  async remove(): Promise<void> {
+    if (this.#dir !== undefined) await rm(await this.#dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The value a program gets from an upstream call: structuredContent when present; else each
+ * content item (a text parsed as JSON when it parses, an image as an Image), alone when there
+ * is one. isError becomes a thrown error, so the program sees a BindingError.
+ */
+export async function upstreamValue(result: CallToolResult, files: RunFiles): Promise<unknown> {
+  const content = Array.isArray(result.content) ? result.content : [];
+  if (result.isError === true) {
+    const text = content.filter((item) => item.type === 'text').map((item) => item.text).join('\n') || 'the tool reported an error';
+    throw new UpstreamError(text, 'UPSTREAM_TOOL_ERROR');
+  }
+  if (result.structuredContent !== undefined) return result.structuredContent;
+  const items: unknown[] = [];
+  for (const item of content) {
+    if (item.type === 'text') items.push(content.length === 1 ? parsedText(item.text) : item.text);
+    else if (item.type === 'image') items.push(await files.writeImage(item.data, item.mimeType));
+    else if (item.type === 'resource') items.push({ type: 'resource', ...item.resource });
+    else if (item.type === 'resource_link') items.push({ type: 'resource_link', uri: item.uri, name: item.name, ...(item.mimeType ? { mimeType: item.mimeType } : {}) });
+    else items.push({ type: item.type, ...('mimeType' in item ? { mimeType: item.mimeType } : {}) });
+  }
+  return items.length === 1 ? items[0] : items;
+}
+
+function parsedText(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * The run_code result: output in order (consecutive text joined, images as image content), then
+ * the value as JSON text, or on failure the kind and message with isError. structuredContent
+ * carries the whole ptc result (big integers exact in the text, as doubles there).
+ */
+export async function toolResult(result: RunResult): Promise<CallToolResult> {
+  const content: CallToolResult['content'] = [];
+  for (const entry of result.output) {
+    const last = content.at(-1);
+    if (entry.type === 'text') {
+      if (last?.type === 'text') last.text += entry.text;
+      else content.push({ type: 'text', text: entry.text });
+    } else {
+      content.push(await imageContent(entry));
+    }
+  }
+  const lossless = stringifyLossless(result) ?? '{}';
+  const structuredContent = JSON.parse(lossless) as Record<string, unknown>;
+  if (result.status === 'ok') {
+    if ('value' in result && result.value !== undefined) content.push({ type: 'text', text: stringifyLossless(result.value) ?? 'null' });
+    if (content.length === 0) content.push({ type: 'text', text: 'ok (no output, no value)' });
+    return { content, structuredContent };
+  }
+  const { failure } = result;
+  const lines = [`program failed (${failure.kind}): ${failure.message}`];
+  if (failure.kind === 'exception' && failure.stack) lines.push(failure.stack);
+  if (failure.excerpt) lines.push(failure.excerpt);
+  if (failure.binding) lines.push(`binding: ${failure.binding}${failure.code ? ` (code ${failure.code})` : ''}`);
+  if (failure.state) lines.push(`environment state: ${failure.state}`);
+  content.push({ type: 'text', text: lines.join('\n') });
+  return { content, structuredContent, isError: true };
+}
+
+async function imageContent(entry: Extract<OutputEntry, { type: 'image' }>): Promise<CallToolResult['content'][number]> {
+  try {
+    const data = await readFile(entry.path);
+    return { type: 'image', data: data.toString('base64'), mimeType: mimeType(data) };
+  } catch (error) {
+    return { type: 'text', text: `[image ${entry.attachmentId} ${entry.width}x${entry.height}: ${entry.path} cannot be read: ${(error as Error).message}]\n` };
+  }
+}
+
+// The runtime accepts only these four formats, so their signatures are enough.
+function mimeType(data: Buffer): string {
+  if (data.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'image/png';
+  if (data[0] === 0xff && data[1] === 0xd8) return 'image/jpeg';
+  if (data.subarray(0, 4).toString('latin1') === 'GIF8') return 'image/gif';
+  return 'image/webp';
+}

@@ -1,0 +1,144 @@
+// The code-mode MCP server: one `run_code` tool whose description is the execution guidance
+// plus the declarations of every upstream tool, each upstream a namespace of bindings. With a
+// retaining mode the session is one state owner, and `reset` releases it.
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { bindingPaths, declarations, VERSION, type BindingFunction, type Bindings, type Runtime } from '../index.ts';
+import type { Upstream } from './upstreams.ts';
+import { RunFiles, toolResult, upstreamValue } from './results.ts';
+
+interface Binding {
+  upstream: Upstream;
+  tool: string;
+}
+
+/** The run_code description and the bindings table, built once from the upstreams' tool lists. */
+export function describeUpstreams(runtime: Runtime, upstreams: Upstream[]): { description: string; bindings: Array<[string[], Binding]> } {
+  // An upstream that lists a name twice gets its first tool bound; the rest could not be called apart.
+  const listed = upstreams.flatMap((upstream) => upstream.tools.filter((tool, index, all) => all.findIndex((other) => other.name === tool.name) === index).map((tool) => ({ upstream, tool })));
+  const tools = listed.map(({ upstream, tool }) => ({
+    name: `${upstream.name}.${tool.name}`,
+    ...(tool.description !== undefined ? { description: tool.description } : {}),
+    inputSchema: tool.inputSchema,
+    ...(tool.outputSchema !== undefined ? { outputSchema: tool.outputSchema } : {}),
+  }));
+  const paths = bindingPaths(tools.map((tool) => tool.name));
+  const unavailable = upstreams.filter((upstream) => upstream.down !== undefined).map((upstream) => `// ${upstream.name}: unavailable (${upstream.down}); its tools cannot be called.`);
+  const description = [
+    'Run a TypeScript program that calls the tools below.',
+    runtime.executionInstructions,
+    'Each tool takes one argument object and resolves with its result: the structured result when the tool has one, else its text parsed as JSON when it parses, else the text; images come back as Image values.',
+    '',
+    '```ts',
+    declarations(tools).trimEnd(),
+    ...unavailable,
+    '```',
+  ].join('\n');
+  return { description, bindings: listed.map(({ upstream, tool }, index) => [paths[index]!, { upstream, tool: tool.name }]) };
+}
+
+/** Creates the MCP server over a runtime and connected upstreams; connect it to a transport. */
+export function createMcpServer(runtime: Runtime, upstreams: Upstream[]): Server {
+  const { description, bindings: table } = describeUpstreams(runtime, upstreams);
+  const server = new Server({ name: 'ptc', version: VERSION }, { capabilities: { tools: {} } });
+  // One state owner per session; `reset` swaps in a fresh one.
+  let owner = {};
+  const tools: Tool[] = [
+    {
+      name: 'run_code',
+      description,
+      inputSchema: {
+        type: 'object',
+        properties: {
+          program: { type: 'string', description: 'The TypeScript program.' },
+          timeoutMs: { type: 'number', description: `Deadline in ms (default ${runtime.timeout.defaultMs}, at most ${runtime.timeout.maxMs}).` },
+        },
+        required: ['program'],
+        additionalProperties: false,
+      },
+    },
+  ];
+  if (runtime.retainsState) {
+    tools.push({
+      name: 'reset',
+      description: 'End the retained environment: variables, functions and loaded modules of earlier programs are forgotten and the next program starts fresh.',
+      inputSchema: { type: 'object', properties: {}, additionalProperties: false },
+    });
+  }
+
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const { name, arguments: args = {} } = request.params;
+    if (name === 'reset' && runtime.retainsState) {
+      const old = owner;
+      owner = {};
+      await runtime.release(old);
+      return { content: [{ type: 'text', text: 'The environment was reset: the next program starts fresh.' }] };
+    }
+    if (name !== 'run_code') throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}: this server has ${tools.map((tool) => tool.name).join(' and ')}`);
+    // Bad arguments are tool errors, not protocol errors, so the model sees them and can correct itself.
+    for (const key of Object.keys(args)) {
+      if (key !== 'program' && key !== 'timeoutMs') return invalid(`run_code: unknown argument "${key}" (it takes program and timeoutMs)`);
+    }
+    if (typeof args.program !== 'string') return invalid(`run_code: program must be a string, got ${JSON.stringify(args.program)}`);
+    const files = new RunFiles();
+    // Upstream calls still pending when the run ends (a timeout, an abort) are cancelled upstream too.
+    const ended = new AbortController();
+    const signal = AbortSignal.any([extra.signal, ended.signal]);
+    let deadline: number | null = null;
+    try {
+      let spec;
+      try {
+        spec = runtime.resolve({
+          program: args.program,
+          bindings: makeBindings(table, files, signal, () => deadline),
+          ...(args.timeoutMs !== undefined ? { timeoutMs: args.timeoutMs as number } : {}),
+          ...(runtime.retainsState ? { stateOwner: owner } : {}),
+        });
+      } catch (error) {
+        return invalid(`run_code: ${(error as Error).message}`);
+      }
+      deadline = spec.timeoutMs;
+      let result;
+      try {
+        result = await runtime.run(spec, { signal: extra.signal });
+      } catch (error) {
+        // The runtime throws for misuse it can name, such as a second run while the session's environment is busy.
+        return invalid(`run_code: ${(error as Error).message}`);
+      }
+      return await toolResult(result);
+    } finally {
+      ended.abort(new Error('the run ended'));
+      await files.remove();
+    }
+  });
+  return server;
+}
+
+function invalid(message: string): CallToolResult {
+  return { content: [{ type: 'text', text: message }], isError: true };
+}
+
+function makeBindings(table: Array<[string[], Binding]>, files: RunFiles, signal: AbortSignal, timeoutMs: () => number | null): Bindings {
+  const root: Bindings = {};
+  for (const [path, { upstream, tool }] of table) {
+    let space = root;
+    for (const segment of path.slice(0, -1)) space = (space[segment] ??= {}) as Bindings;
+    const call: BindingFunction = async (...args: unknown[]) => {
+      if (args.length > 1 || (args[0] !== undefined && (typeof args[0] !== 'object' || args[0] === null || Array.isArray(args[0])))) {
+        throw Object.assign(new TypeError(`${path.join('.')} takes one argument object, got ${args.length} argument(s)`), { code: 'PTC_BAD_ARGUMENTS' });
+      }
+      if (hasBigInt(args[0])) throw Object.assign(new TypeError(`${path.join('.')}: an integer beyond 2^53 cannot be sent to an MCP server exactly; pass it as a string`), { code: 'PTC_BAD_ARGUMENTS' });
+      const result = await upstream.call(tool, (args[0] ?? {}) as Record<string, unknown>, { signal, timeoutMs: timeoutMs() });
+      return upstreamValue(result, files);
+    };
+    space[path.at(-1)!] = call;
+  }
+  return root;
+}
+
+function hasBigInt(value: unknown): boolean {
+  if (typeof value === 'bigint') return true;
+  if (typeof value !== 'object' || value === null) return false;
+  return Object.values(value).some(hasBigInt);
+}

@@ -1,0 +1,179 @@
+// TypeScript declarations from tool schemas: the `.d.ts` text a model reads to call the tools.
+// Dotted names become namespaces, descriptions become JSDoc, inputSchema the argument type and
+// outputSchema the result. A name that is not an identifier is mapped (bindingPaths says how)
+// and the JSDoc names the original.
+import { AliasTable, docBlock, isSchemaObject, pascalCase, schemaType, type SchemaContext } from './schema-types.ts';
+import { show } from '../execution/show.ts';
+
+/** A tool as harnesses describe it: MCP's shape, with dotted names for namespaces. */
+export interface ToolSchema {
+  name: string;
+  description?: string;
+  /** JSON Schema of the one argument object. Omitted: the tool takes any arguments. */
+  inputSchema?: unknown;
+  /** JSON Schema of the result. Omitted: `Promise<unknown>`. */
+  outputSchema?: unknown;
+}
+
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+// Words a binding cannot be named in a program: JavaScript's reserved words, and the globals the
+// runtime gives every program (host/execution/bindings.ts refuses the same top-level names).
+const RESERVED_WORDS = new Set(('break case catch class const continue debugger default delete do else enum export extends false finally for function if import in instanceof new null return super switch this throw true try typeof var void while with yield let static implements interface package private protected public await').split(' '));
+const RUNTIME_GLOBALS = new Set(['inspect', 'Image', 'BindingError', 'globalThis', 'process', 'console', 'undefined', 'eval', 'arguments']);
+
+/** The identifier for one segment of a tool name: invalid characters become `_`, a leading digit or reserved word gets one too. */
+export function identifierFor(segment: string, topLevel: boolean): string {
+  let name = segment.replace(/[^\w$]+/g, '_');
+  if (name === '' || /^[0-9]/.test(name)) name = `_${name}`;
+  if (RESERVED_WORDS.has(name) || (topLevel && RUNTIME_GLOBALS.has(name))) name = `${name}_`;
+  return name;
+}
+
+/**
+ * The binding path (identifiers, outermost namespace first) of each tool, in order. Names are
+ * split on dots; a segment that collides after mapping gets `_2`, `_3`, … in the order given.
+ * Throws when a name is empty, repeated, or both a tool and a namespace.
+ */
+export function bindingPaths(names: readonly string[]): string[][] {
+  const seen = new Set<string>();
+  const tools = new Set<string>();
+  const namespaces = new Set<string>();
+  // Per parent path: original segment -> identifier, and the identifiers used.
+  const mapped = new Map<string, Map<string, string>>();
+  const used = new Map<string, Set<string>>();
+  return names.map((name, index) => {
+    if (typeof name !== 'string' || name === '' || name.split('.').some((segment) => segment === '')) {
+      throw new TypeError(`tool ${index}: name must be a non-empty string of dot-separated parts, got ${show(name)}`);
+    }
+    if (seen.has(name)) throw new TypeError(`tool ${index}: name ${JSON.stringify(name)} is used twice`);
+    seen.add(name);
+    const path: string[] = [];
+    for (const segment of name.split('.')) {
+      const parent = path.join('.');
+      const mine = mapped.get(parent) ?? new Map<string, string>();
+      mapped.set(parent, mine);
+      let id = mine.get(segment);
+      if (id === undefined) {
+        const taken = used.get(parent) ?? new Set<string>();
+        used.set(parent, taken);
+        const base = identifierFor(segment, path.length === 0);
+        id = base;
+        for (let n = 2; taken.has(id); n++) id = `${base}_${n}`;
+        taken.add(id);
+        mine.set(segment, id);
+      }
+      path.push(id);
+    }
+    const full = path.join('.');
+    for (let i = 1; i < path.length; i++) {
+      const prefix = path.slice(0, i).join('.');
+      if (tools.has(prefix)) throw new TypeError(`tool ${index}: name ${JSON.stringify(name)} needs a namespace where another tool is named ${JSON.stringify(prefix)}`);
+      namespaces.add(prefix);
+    }
+    if (namespaces.has(full)) throw new TypeError(`tool ${index}: name ${JSON.stringify(name)} is also a namespace of other tools`);
+    tools.add(full);
+    return path;
+  });
+}
+
+interface Namespace {
+  functions: string[];
+  children: Map<string, Namespace>;
+}
+
+/** The `.d.ts` text for `tools`: one function per tool, namespaces for dotted names, then the named types their `$ref`s use. */
+export function declarations(tools: readonly ToolSchema[]): string {
+  if (!Array.isArray(tools)) throw new TypeError(`declarations() expects an array of tools, got ${show(tools)}`);
+  tools.forEach(checkTool);
+  const paths = bindingPaths(tools.map((tool) => tool.name));
+  const aliases = new AliasTable(paths.map((path) => path[0]!));
+  const root: Namespace = { functions: [], children: new Map() };
+  tools.forEach((tool, index) => {
+    const path = paths[index]!;
+    let space = root;
+    for (const segment of path.slice(0, -1)) {
+      if (!space.children.has(segment)) space.children.set(segment, { functions: [], children: new Map() });
+      space = space.children.get(segment)!;
+    }
+    space.functions.push(declareFunction(tool, path, aliases, path.length - 1));
+  });
+
+  const out: string[] = [];
+  const emit = (space: Namespace, depth: number): void => {
+    const pad = '  '.repeat(depth);
+    out.push(...space.functions);
+    for (const [name, child] of space.children) {
+      out.push(`${pad}${depth === 0 ? 'declare ' : ''}namespace ${name} {`);
+      emit(child, depth + 1);
+      out.push(`${pad}}`);
+    }
+  };
+  emit(root, 0);
+  const types = aliases.entries();
+  if (types.length > 0) out.push('', '// Types the tools above refer to.');
+  for (const [name, body] of types) out.push(`type ${name} = ${body};`);
+  return `${out.join('\n')}\n`;
+}
+
+function checkTool(tool: ToolSchema, index: number): void {
+  if (!isSchemaObject(tool)) throw new TypeError(`tool ${index} must be an object {name, description?, inputSchema?, outputSchema?}, got ${show(tool)}`);
+  for (const key of Object.keys(tool)) {
+    if (!['name', 'description', 'inputSchema', 'outputSchema', 'title', 'annotations', '_meta'].includes(key)) throw new TypeError(`tool ${index} (${show(tool.name)}): unknown field "${key}"`);
+  }
+  if (tool.description !== undefined && typeof tool.description !== 'string') throw new TypeError(`tool ${show(tool.name)}: description must be a string, got ${show(tool.description)}`);
+  for (const key of ['inputSchema', 'outputSchema'] as const) {
+    const schema = tool[key];
+    if (schema !== undefined && typeof schema !== 'boolean' && !isSchemaObject(schema)) throw new TypeError(`tool ${show(tool.name)}: ${key} must be a JSON Schema object, got ${show(schema)}`);
+  }
+}
+
+function declareFunction(tool: ToolSchema, path: string[], aliases: AliasTable, depth: number): string {
+  const pad = '  '.repeat(depth);
+  const name = path.at(-1)!;
+  const prefix = pascalCase(path.join('_'));
+  const context = (schema: unknown, suffix: string): SchemaContext => ({
+    root: schema,
+    rootKey: JSON.stringify([isSchemaObject(schema) ? schema.$defs : undefined, isSchemaObject(schema) ? schema.definitions : undefined]),
+    prefix,
+    aliases,
+    rootAliasWanted: `${prefix}${suffix}`,
+  });
+  const docs: string[] = [];
+  if (tool.description) docs.push(tool.description);
+  if (path.join('.') !== tool.name) docs.push(`(The tool's name is ${JSON.stringify(tool.name)}; call it as ${path.join('.')}.)`);
+
+  let parameters = '...args: unknown[]';
+  if (tool.inputSchema !== undefined) {
+    const ctx = context(tool.inputSchema, 'Input');
+    const type = rootType(tool.inputSchema, ctx, aliases, depth);
+    // The schema's own description says what the argument object is.
+    const argumentDoc = isSchemaObject(tool.inputSchema) && typeof tool.inputSchema.description === 'string' && tool.inputSchema.description !== tool.description ? tool.inputSchema.description : undefined;
+    if (argumentDoc) docs.push(`@param args ${argumentDoc}`);
+    parameters = `args${acceptsNothing(tool.inputSchema) ? '?' : ''}: ${type}`;
+  }
+  let result = 'unknown';
+  if (tool.outputSchema !== undefined) {
+    const ctx = context(tool.outputSchema, 'Output');
+    result = rootType(tool.outputSchema, ctx, aliases, depth);
+    const resultDoc = isSchemaObject(tool.outputSchema) && typeof tool.outputSchema.description === 'string' ? tool.outputSchema.description : undefined;
+    if (resultDoc) docs.push(`@returns ${resultDoc}`);
+  }
+  return `${docBlock(docs, pad)}${pad}${depth === 0 ? 'declare ' : ''}function ${name}(${parameters}): Promise<${result}>;`;
+}
+
+// The argument may be left out when an empty object would do: no required property, and no
+// combinator or reference that could require one.
+function acceptsNothing(schema: unknown): boolean {
+  if (schema === true) return true;
+  if (!isSchemaObject(schema)) return false;
+  if (Array.isArray(schema.required) && schema.required.length > 0) return false;
+  return !['anyOf', 'oneOf', 'allOf', '$ref', 'if', 'const', 'enum'].some((key) => key in schema) && (schema.type === undefined || schema.type === 'object');
+}
+
+// A root that refers to itself (`$ref: "#"`) is declared as a named type, which its references use.
+function rootType(schema: unknown, ctx: SchemaContext, aliases: AliasTable, depth: number): string {
+  const type = schemaType(schema, ctx, depth);
+  if (ctx.rootAlias === undefined) return type;
+  aliases.define(ctx.rootAlias, schemaType(schema, ctx, 0));
+  return ctx.rootAlias;
+}
