@@ -4,7 +4,7 @@ import { readFile, writeFile, chmod } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import yargs, { type Argv } from 'yargs';
 import { availableBackends, createRuntime, PROTOCOL_REVISION, readBootstrap, VERSION } from '../index.ts';
-import { LIMIT_FLAGS, loadBindings, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
+import { limitOptions, loadBindings, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
 import { HumanPrinter, resultJson } from './print.ts';
 import { replCommand, replOptions, type ReplArgs } from './repl.ts';
 import { mcpCommand, mcpOptions } from './mcp.ts';
@@ -90,10 +90,7 @@ function runOptions(command: Argv): Argv {
     .option('bootstrap', { type: 'string', describe: 'Bootstrap file for --node (default: bootstrap.mjs next to ptc)' })
     .option('discard-completion', { type: 'boolean', default: false, describe: 'Do not return the completion value' });
   sandboxOptions(command);
-  for (const flag of Object.keys(LIMIT_FLAGS)) {
-    command.option(flag, { type: 'string', requiresArg: true, describe: `Overrides config ${LIMIT_FLAGS[flag as keyof typeof LIMIT_FLAGS]} (a number)` });
-  }
-  return command;
+  return limitOptions(command);
 }
 
 async function runCommand(args: RunArgs): Promise<number> {

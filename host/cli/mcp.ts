@@ -1,17 +1,14 @@
 // `ptc mcp`: its flags here; the server itself (and the MCP SDK) loads only when the command runs,
 // so `ptc run` never pays for it.
 import type { Argv } from 'yargs';
-import { applyFlags, LIMIT_FLAGS, sandboxOptions, UsageError, type RunArgs } from './options.ts';
+import { applyFlags, limitOptions, sandboxOptions, UsageError, type RunArgs } from './options.ts';
 
 export function mcpOptions(command: Argv): Argv {
   command
     .option('config', { type: 'string', demandOption: true, describe: 'JSON file: {"mcpServers": {name: {command, args, env, cwd} | {url, headers}}, "ptc"?: runtime config}' })
     .option('mode', { type: 'string', choices: ['per-call', 'vm-script', 'persistent-in-memory'], describe: 'Execution mode; persistent-in-memory keeps one environment per MCP session and adds a reset tool' });
   sandboxOptions(command);
-  for (const flag of Object.keys(LIMIT_FLAGS)) {
-    command.option(flag, { type: 'number', describe: `Overrides ptc.${LIMIT_FLAGS[flag as keyof typeof LIMIT_FLAGS]}` });
-  }
-  return command;
+  return limitOptions(command, (_flag, field) => `Overrides ptc.${field}`);
 }
 
 export async function mcpCommand(args: RunArgs & { config: string }): Promise<number> {

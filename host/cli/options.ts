@@ -56,6 +56,17 @@ export function sandboxOptions(command: Argv): Argv {
     .option('require-enforcement', { type: 'string', choices: ['full', 'partial', 'none'], describe: 'Fail with sandbox-unavailable unless at least this much is enforced (default partial)' });
 }
 
+/**
+ * The limit flags, one per numeric config field. They are declared as strings so that a value that
+ * is not a number is quoted as typed (numberFlag); `describe` may word a field for its command.
+ */
+export function limitOptions(command: Argv, describe: (flag: string, field: string) => string = (_flag, field) => `Overrides config ${field}`): Argv {
+  for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
+    command.option(flag, { type: 'string', requiresArg: true, describe: `${describe(flag, field)} (a number)` });
+  }
+  return command;
+}
+
 export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
   // One run per process: the carrier started by prestartForCli is the only one worth having.
   let config: Record<string, unknown> = { prestartCarrier: false };
@@ -76,7 +87,7 @@ export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
 }
 
 /** Lays the limit, mode, sandbox and launch flags over a configuration read from elsewhere. */
-export function applyFlags(config: Record<string, unknown>, args: RunArgs): RuntimeConfig {
+export async function applyFlags(config: Record<string, unknown>, args: RunArgs): Promise<RuntimeConfig> {
   for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
     const value = numberFlag(args, flag);
     if (value !== undefined) config[field] = value;

@@ -9,7 +9,7 @@ import { inspect } from 'node:util';
 import type { Argv } from 'yargs';
 import { createRuntime, type Bindings, type Failure, type OutputEntry, type Runtime, type RunResult, type RuntimeConfig } from '../index.ts';
 import { asObjectLiteral, isIncomplete } from './repl-input.ts';
-import { LIMIT_FLAGS, loadBindings, loadConfig, messageOf, numberFlag, sandboxOptions, UsageError } from './options.ts';
+import { limitOptions, loadBindings, loadConfig, messageOf, numberFlag, sandboxOptions, UsageError } from './options.ts';
 
 const PROMPT = 'ptc> ';
 const CONTINUATION = '...> ';
@@ -48,11 +48,7 @@ export function replOptions(command: Argv): Argv {
     .option('node', { type: 'string', describe: 'Run the carrier with this Node executable (node-script launch)' })
     .option('bootstrap', { type: 'string', describe: 'Bootstrap file for --node (default: bootstrap.mjs next to ptc)' });
   sandboxOptions(command);
-  for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
-    const describe = flag === 'timeout-ms' ? 'Deadline of each submission (default: none; Ctrl-C interrupts)' : `Overrides config ${field}`;
-    command.option(flag, { type: 'string', requiresArg: true, describe: `${describe} (a number)` });
-  }
-  return command;
+  return limitOptions(command, (flag, field) => (flag === 'timeout-ms' ? 'Deadline of each submission (default: none; Ctrl-C interrupts)' : `Overrides config ${field}`));
 }
 
 /** Runs `ptc repl` on stdin and stdout; resolves with the exit code once the user leaves. */

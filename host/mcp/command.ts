@@ -15,11 +15,11 @@ export { McpConfigError };
 export const MCP_MAX_OUTPUT_BYTES = 1_048_576;
 
 /** Serves until stdin ends; resolves with the exit code. `withFlags` lays the command-line flags over the file's "ptc" section. */
-export async function serveMcp(configPath: string, withFlags: (ptc: Record<string, unknown>) => RuntimeConfig): Promise<number> {
+export async function serveMcp(configPath: string, withFlags: (ptc: Record<string, unknown>) => Promise<RuntimeConfig>): Promise<number> {
   const config = await loadMcpConfig(configPath);
   let runtime;
   try {
-    runtime = createRuntime(withFlags({ maxOutputBytes: MCP_MAX_OUTPUT_BYTES, ...config.ptc }));
+    runtime = createRuntime(await withFlags({ maxOutputBytes: MCP_MAX_OUTPUT_BYTES, ...config.ptc }));
   } catch (error) {
     throw new McpConfigError(`${configPath}: ptc: ${(error as Error).message}`, { cause: error });
   }
