@@ -18,6 +18,7 @@ import { describeSyntaxError, describeThrown } from './errors.ts';
 import { createEvaluator } from './evaluators/index.ts';
 import type { Completion, Evaluator } from './evaluators/types.ts';
 import { encodeJson, LossyValueError } from './protocol/json.ts';
+import { fitOutcome, REPLY_ENVELOPE } from './outcome-fit.ts';
 import type { InvokeResult, RunOutcome, RunRequest } from './protocol/messages.ts';
 
 /** One run: settles once; a revoke rejects its pending binding calls and silences it. */
@@ -47,8 +48,6 @@ const NativePromise = Promise;
 const { setPrototypeOf, defineProperty } = Object;
 const { apply } = Reflect;
 const byteLength = Buffer.byteLength;
-/** Room for the reply envelope around a completion value in one frame. */
-const FRAME_OVERHEAD = 1024;
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
@@ -162,7 +161,7 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
       const final: RunOutcome = run.revoked ? { status: 'stopped' } : result;
       if (takeDenied()) final.denied = true;
       // A null prototype keeps a program's Object.prototype.then from adopting the outcome.
-      resolveOutcome(setPrototypeOf(final, null));
+      resolveOutcome(setPrototypeOf(fitOutcome(final, request.maxMessageBytes), null));
     },
   };
   active = run;
@@ -257,7 +256,9 @@ function completionOutcome(value: unknown, request: RunRequest): RunOutcome {
     const text = encodeJson(value, 'value', { isProxy: types.isProxy });
     // A value too big for the budget or for one frame is reported by size, not sent.
     const bytes = byteLength(text);
-    if (bytes > request.maxOutputBytes || bytes > request.maxMessageBytes - FRAME_OVERHEAD) return { status: 'oversized', bytes };
+    if (bytes > request.maxOutputBytes) return { status: 'oversized', bytes };
+    // The value travels as a string inside the reply, so its quotes and escapes are counted too.
+    if (byteLength(encodeJson(text, 'value')) > request.maxMessageBytes - REPLY_ENVELOPE) return { status: 'oversized', bytes };
     return { status: 'ok', value: text };
   } catch (error) {
     if (error instanceof LossyValueError) {

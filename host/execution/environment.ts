@@ -360,8 +360,11 @@ function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxRep
         kind: 'output-limit',
         message: `the completion value (${outcome.bytes} bytes) does not fit maxOutputBytes (${limit}) or one control message (maxMessageBytes ${config.maxMessageBytes}); the output that fit is kept`,
       }, ledger, sandbox);
-    case 'invalid-output':
-      return failed({ kind: 'invalid-output', message: outcome.message, path: outcome.path }, ledger, sandbox);
+    case 'invalid-output': {
+      const failure: Failure = { kind: 'invalid-output', message: outcome.message, path: outcome.path };
+      fitDiagnostic(failure, ledger, ['message', 'path']);
+      return failed(failure, ledger, sandbox);
+    }
     case 'stopped':
       return failed(protocolFailure('the carrier reported a stop nobody asked for'), ledger, sandbox);
     case 'exception': {
@@ -373,14 +376,21 @@ function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxRep
   }
 }
 
-// The diagnostic shares the output budget; trim the stack, then the message, rather than lose the
-// exception behind an output-limit failure.
-function fitDiagnostic(failure: Failure, ledger: OutputLedger): void {
+// The diagnostic shares the output budget; what does not fit is cut, later fields first (the
+// stack, the path), rather than lose the exception or the invalid value behind an output-limit.
+function fitDiagnostic(failure: Failure, ledger: OutputLedger, fields: Array<'message' | 'stack' | 'path'> = ['message', 'stack']): void {
   let budget = ledger.remaining;
-  failure.message = fittingPrefix(failure.message, budget);
-  budget -= Buffer.byteLength(failure.message);
-  if (failure.stack !== undefined) failure.stack = fittingPrefix(failure.stack, budget);
-  ledger.charge(Buffer.byteLength(failure.message) + Buffer.byteLength(failure.stack ?? ''));
+  let used = 0;
+  for (const field of fields) {
+    const text = failure[field];
+    if (text === undefined) continue;
+    const kept = fittingPrefix(text, budget);
+    failure[field] = kept;
+    const bytes = Buffer.byteLength(kept);
+    budget -= bytes;
+    used += bytes;
+  }
+  ledger.charge(used);
 }
 
 function outputLimit(limit: number, what = 'captured output'): Failure {
