@@ -63,10 +63,10 @@ export function runCarrier(): void {
     ['async-function', 'vm-script', 'scoped-repl', 'repl', 'images', 'revoke'],
   );
   saveCompileCache();
-  setImageRegistrar(async (path) => {
+  setImageRegistrar(async (path, identity) => {
     if (currentRun() === undefined) throw new Error('Image.fromFile: the evaluation that made this call has ended');
     try {
-      return await channel.host.registerImage(path);
+      return await channel.host.registerImage(path, identity);
     } catch (error) {
       // The host's reason arrives as plain data; the program should catch a real Error.
       const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };

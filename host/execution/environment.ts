@@ -5,7 +5,7 @@
 // process. Stopping a retained run is cooperative first (revoke, then stopGraceMs), a kill after.
 import { resolve as resolvePath } from 'node:path';
 import { decodeJson, type JsonValue } from '../../carrier/protocol/json.ts';
-import type { ImageDescriptor, InvokeResult, OutputMessage, ProgramFormat, RunOutcome } from '../../carrier/protocol/messages.ts';
+import type { FileIdentity, ImageDescriptor, InvokeResult, OutputMessage, ProgramFormat, RunOutcome } from '../../carrier/protocol/messages.ts';
 import { decodeArguments, encodeResult, type BindingFunction } from './bindings.ts';
 import type { ResolvedConfig } from './settings.ts';
 import { abortFailure, exceptionFailure, protocolFailure, timeoutFailure, type Failure } from './failures.ts';
@@ -71,8 +71,6 @@ export class Environment {
   #exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   #lost: string | undefined;
   #terminated: Promise<void> | undefined;
-  /** The cwd of the run in progress, for Image.fromFile. */
-  #cwd = '/';
   /** Whether the environment initializer has run (retained environments only). */
   initialized = false;
 
@@ -124,15 +122,16 @@ export class Environment {
     };
     this.carrier.connect({
       invoke: (name, args) => (this.#hooks ? this.#hooks.invoke(name, args) : refuse()),
-      registerImage: (path) => (this.#hooks ? this.#registerImage(path, this.#cwd) : refuse()),
+      // The carrier has opened the file under its sandbox; the host reads only that same inode.
+      registerImage: (path, identity) => (this.#hooks ? this.#registerImage(path, '/', identity) : refuse()),
       initialized: async () => this.#hooks?.initialized() ?? false,
       output: (entry) => this.#hooks?.output(entry),
     });
   }
 
-  async #registerImage(path: string, cwd: string): Promise<ImageDescriptor> {
+  async #registerImage(path: string, cwd: string, identity?: FileIdentity): Promise<ImageDescriptor> {
     const absolute = resolvePath(cwd, path);
-    const size = await readImageSize(absolute);
+    const size = await readImageSize(absolute, identity);
     const descriptor = { attachmentId: this.#nextAttachmentId(), path: absolute, width: size.width, height: size.height };
     this.#images.set(descriptor.attachmentId, descriptor);
     return descriptor;
@@ -148,7 +147,6 @@ export class Environment {
     const config = this.#config;
     const ledger = new OutputLedger(config.maxOutputBytes);
     const sandbox: SandboxReport = { ...this.report, denied: false };
-    this.#cwd = execution.cwd;
     this.#nextAttachmentId = execution.nextAttachmentId;
     if (execution.signal?.aborted) {
       if (!this.retained) await this.terminate();
