@@ -11,6 +11,7 @@ import { types } from 'node:util';
 import { openChannel, type HostLink } from './channel.ts';
 import { scrubEnvironment } from './environment.ts';
 import { takeDenied, watchDenials } from './denials.ts';
+import { guardProcesses } from './process-guard.ts';
 import { beginOutput, captureStandardStreams, endOutput, inspect } from './output.ts';
 import { BindingError, installBindings } from './bindings.ts';
 import { Image, setImageRegistrar } from './image.ts';
@@ -52,6 +53,7 @@ const byteLength = Buffer.byteLength;
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
   scrubEnvironment();
+  guardProcesses();
   watchDenials();
   silenceLoaderWarning();
   process.on('uncaughtException', (error) => failCurrentRun(error));
