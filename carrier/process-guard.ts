@@ -19,11 +19,13 @@ const ErrorCtor = Error;
 const readFile = fs.readFileSync;
 const lengthOf = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length')!.get!;
 
-/** Replaces process.kill, process._kill and os.setPriority with guarded versions. Call once, before any program code. */
+/** Replaces process.kill, process._kill, process._debugProcess and os.setPriority with guarded versions. Call once, before any program code. */
 export function guardProcesses(): void {
   const self = process.pid;
   const kill = process.kill;
-  const rawKill = (process as unknown as { _kill?: (pid: number, signal: number) => number })._kill;
+  const internals = process as unknown as { _kill?: (pid: number, signal: number) => number; _debugProcess?: (pid: number) => void };
+  const rawKill = internals._kill;
+  const debugProcess = internals._debugProcess;
   const setPriority = os.setPriority;
 
   const guardedKill = function (pid: number, signal?: string | number): true {
@@ -38,6 +40,14 @@ export function guardProcesses(): void {
       return apply(rawKill, process, [pid, signal]) as number;
     };
     Object.defineProperty(process, '_kill', { value: guardedRawKill, writable: true, configurable: true, enumerable: false });
+  }
+  if (debugProcess !== undefined) {
+    // Sends SIGUSR1, which opens a Node host's inspector: code execution over the (open) network.
+    const guardedDebugProcess = function (pid: number): void {
+      refuseOutside('kill', pid);
+      apply(debugProcess, process, [pid]);
+    };
+    Object.defineProperty(process, '_debugProcess', { value: guardedDebugProcess, writable: true, configurable: true, enumerable: false });
   }
   const guardedSetPriority = function (pid: number | undefined, priority?: number): void {
     // setPriority(priority) alone targets the calling process.

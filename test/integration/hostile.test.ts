@@ -80,6 +80,11 @@ const CASES: Case[] = [
     expect: refused('EPERM', `kill EPERM: pid ${HOST}`),
   },
   {
+    name: "process._debugProcess(host), which would open the host's inspector with SIGUSR1, is refused",
+    program: `process._debugProcess(${HOST}); return 'sent'`,
+    expect: refused('EPERM', `kill EPERM: pid ${HOST}`),
+  },
+  {
     name: "a signal to the host's process group is refused",
     program: `process.kill(-${HOST_GROUP}, 'SIGKILL'); return 'sent'`,
     expect: refused('EPERM', `kill EPERM: pid -${HOST_GROUP}`),
