@@ -1,4 +1,4 @@
-// Node's permission model as a partial backend: reads anywhere but /proc, writes only under the
+// Node's permission model as a partial backend: reads anywhere but /proc and /dev, writes only under the
 // granted directories, no child processes, no worker threads, no addons, no inspector. It does not
 // confine the network, and it checks path strings, not what the kernel opens: a symlink that
 // already exists inside a writable root is followed out of it (Node documents this limitation).
@@ -7,8 +7,10 @@
 import { readdirSync } from 'node:fs';
 import type { PermissionFlag } from './detect.ts';
 
-/** Hidden from reads: the host's processes are listed there. */
-const HIDDEN_ROOTS = new Set(['proc']);
+/** Hidden from reads: the host's processes are listed in /proc, and /dev holds the host's terminals (/dev/pts). */
+const HIDDEN_ROOTS = new Set(['proc', 'dev']);
+/** The devices a program may read in place of /dev: the ones with nothing of the host's in them. */
+const DEVICES = ['/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero'];
 
 /** Node options granting reads under `readable`, writes under `writable` (real paths). */
 export function permissionArgs(flag: PermissionFlag, writable: string[], readable: string[]): string[] {
@@ -22,9 +24,9 @@ export function permissionArgs(flag: PermissionFlag, writable: string[], readabl
   return args;
 }
 
-/** Every entry of `/` but /proc, as read grants: Node's model can only grant, never carve a hole. */
+/** Every entry of `/` but /proc and /dev (plus the plain devices), as read grants: Node's model can only grant, never carve a hole. */
 export function readableRoots(entries: string[] = readdirSync('/')): string[] {
-  return entries.filter((name) => !HIDDEN_ROOTS.has(name)).sort().map((name) => `/${name}`);
+  return [...entries.filter((name) => !HIDDEN_ROOTS.has(name)).sort().map((name) => `/${name}`), ...DEVICES];
 }
 
 /** Appends options to a NODE_OPTIONS value, quoting them the way Node's parser reads them back. */

@@ -114,13 +114,27 @@ const CASES: Case[] = [
     program: `await Image.fromFile('/dev/kmsg')`,
     expect: (result, backend) => {
       const seen = failure(result);
-      // bwrap's fresh /dev has no kmsg; under node-permission it is the host's character device.
+      // bwrap's fresh /dev has no kmsg; node-permission does not grant the host's /dev.
       const message = backend === 'bwrap'
         ? /^Image\.fromFile: "\/dev\/kmsg" cannot be read: ENOENT/
-        : /^Image\.fromFile: "\/dev\/kmsg" (is not a regular file \(it is a character device\)|cannot be read: EACCES)/;
+        : /^Image\.fromFile: "\/dev\/kmsg" cannot be read: Access to this API has been restricted/;
       assert.is(seen.kind, 'exception');
       assert.match(seen.message, message);
     },
+  },
+  {
+    name: 'Image.fromFile on a readable character device (/dev/zero) is refused, not read forever',
+    program: `await Image.fromFile('/dev/zero')`,
+    expect: (result) => {
+      const seen = failure(result);
+      assert.equal([seen.kind, seen.name, seen.message], ['exception', 'TypeError', 'Image.fromFile: "/dev/zero" is not a regular file (it is a character device)']);
+    },
+  },
+  {
+    name: "the host's terminals are out of reach",
+    backends: ['node-permission'],
+    program: `return (await import('node:fs')).readdirSync('/dev/pts')`,
+    expect: refused('ERR_ACCESS_DENIED', 'Access to this API has been restricted'),
   },
   {
     name: "Image.fromFile cannot learn the size of a host /tmp file the sandbox hides",

@@ -60,10 +60,11 @@ test('permissionArgs: one read grant per root, one write grant per path, the Nod
   assert.equal(permissionArgs('--experimental-permission', [], ['/usr']), ['--experimental-permission', '--allow-fs-read=/usr', '--disable-warning=ExperimentalWarning']);
 });
 
-test('readableRoots: every entry of / but /proc, where the host\'s processes are listed', () => {
-  assert.equal(readableRoots(['usr', 'proc', 'etc', 'tmp', 'sys']), ['/etc', '/sys', '/tmp', '/usr']);
+test('readableRoots: every entry of / but /proc and /dev (the host\'s processes and terminals), plus the plain devices', () => {
+  const devices = ['/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero'];
+  assert.equal(readableRoots(['usr', 'proc', 'etc', 'dev', 'tmp', 'sys']), ['/etc', '/sys', '/tmp', '/usr', ...devices]);
   const here = readableRoots();
-  assert.ok(here.includes('/usr') && !here.includes('/proc'), here.join(' '));
+  assert.ok(here.includes('/usr') && !here.includes('/proc') && !here.includes('/dev'), here.join(' '));
 });
 
 test('appendNodeOptions keeps existing options and quotes what Node would split', () => {
