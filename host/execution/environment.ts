@@ -123,15 +123,15 @@ export class Environment {
     this.carrier.connect({
       invoke: (name, args) => (this.#hooks ? this.#hooks.invoke(name, args) : refuse()),
       // The carrier has opened the file under its sandbox; the host reads only that same inode.
-      registerImage: (path, identity) => (this.#hooks ? this.#registerImage(path, '/', identity) : refuse()),
+      registerImage: (path, identity) => (this.#hooks ? this.#registerImage(path, '/', 'Image.fromFile', identity) : refuse()),
       initialized: async () => this.#hooks?.initialized() ?? false,
       output: (entry) => this.#hooks?.output(entry),
     });
   }
 
-  async #registerImage(path: string, cwd: string, identity?: FileIdentity): Promise<ImageDescriptor> {
+  async #registerImage(path: string, cwd: string, caller: string, identity?: FileIdentity): Promise<ImageDescriptor> {
     const absolute = resolvePath(cwd, path);
-    const size = await readImageSize(absolute, identity);
+    const size = await readImageSize(absolute, identity, caller);
     const descriptor = { attachmentId: this.#nextAttachmentId(), path: absolute, width: size.width, height: size.height };
     this.#images.set(descriptor.attachmentId, descriptor);
     return descriptor;
@@ -209,7 +209,7 @@ export class Environment {
         const args = decodeArguments(argsText);
         const result = await binding(...args);
         if (settled) throw Object.assign(new Error(`${name}: the evaluation has ended`), { code: 'PTC_EVALUATION_ENDED' });
-        return await encodeResult(name, result, (path) => this.#registerImage(path, execution.cwd));
+        return await encodeResult(name, result, (path) => this.#registerImage(path, execution.cwd, `${name}: image()`));
       } finally {
         pendingCalls--;
         pendingBytes -= bytes;

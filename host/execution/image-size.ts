@@ -20,9 +20,10 @@ const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTT
  * Reads the pixel size of a PNG, JPEG, GIF or WebP file from its header bytes. With `identity`,
  * the file must be the one the carrier opened (same device and inode). Throws a TypeError naming
  * the path when the file is not a regular file of one of those formats, or is truncated/corrupt.
+ * `caller` names what asked, in those messages.
  */
-export async function readImageSize(path: string, identity?: FileIdentity): Promise<ImageSize> {
-  const label = `Image.fromFile: "${path}"`;
+export async function readImageSize(path: string, identity?: FileIdentity, caller = 'Image.fromFile'): Promise<ImageSize> {
+  const label = `${caller}: "${path}"`;
   const handle = await io(label, open(path, OPEN_FLAGS));
   try {
     const stats = await io(label, handle.stat({ bigint: true }));

@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RunResult, RuntimeConfig } from '../../host/index.ts';
+import { image, type Bindings, type RunResult, type RuntimeConfig } from '../../host/index.ts';
 import { createTestRuntime, childrenOf, repoRoot } from '../helpers/runtime.ts';
 
 // Every temp entry a run makes (private sandbox dirs, the compile cache) lands here, so leftovers
@@ -29,6 +29,7 @@ interface Case {
   /** Which backends the row applies to. @default both */
   backends?: readonly Backend[];
   config?: RuntimeConfig;
+  bindings?: (ws: string) => Bindings;
   timeoutMs?: number;
   setup?(ws: string): void;
   expect(result: RunResult, backend: Backend, ws: string): void;
@@ -135,6 +136,16 @@ const CASES: Case[] = [
     backends: ['node-permission'],
     program: `return (await import('node:fs')).readdirSync('/dev/pts')`,
     expect: refused('ERR_ACCESS_DENIED', 'Access to this API has been restricted'),
+  },
+  {
+    name: 'a binding returning image(FIFO) rejects in the program instead of blocking the host',
+    setup: (ws) => execFileSync('mkfifo', [join(ws, 'pipe.png')]),
+    bindings: () => ({ screenshot: async () => image('pipe.png') }),
+    program: `try { await screenshot(); return 'loaded' } catch (error) { return [error.name, error.binding, error.message] }`,
+    expect: (result, _backend, ws) => {
+      assert.is(result.status, 'ok', JSON.stringify(result));
+      assert.equal(result.status === 'ok' && result.value, ['BindingError', 'screenshot', `screenshot: image(): "${ws}/pipe.png" is not a regular file (it is a FIFO)`]);
+    },
   },
   {
     name: "Image.fromFile cannot learn the size of a host /tmp file the sandbox hides",
@@ -273,7 +284,12 @@ for (const row of CASES) {
       const runtime = createTestRuntime({ prestartCarrier: false, timeoutMs: 20_000, sandbox: { backend, require: 'partial' }, policy: { mode: 'workspace-write' }, ...row.config });
       try {
         const program = typeof row.program === 'string' ? row.program : row.program(ws);
-        const result = await runtime.run(runtime.resolve({ program, cwd: ws, ...(row.timeoutMs !== undefined ? { timeoutMs: row.timeoutMs } : {}) }));
+        const result = await runtime.run(runtime.resolve({
+          program,
+          cwd: ws,
+          ...(row.timeoutMs !== undefined ? { timeoutMs: row.timeoutMs } : {}),
+          ...(row.bindings !== undefined ? { bindings: row.bindings(ws) } : {}),
+        }));
         assert.is(result.sandbox.backend, backend);
         row.expect(result, backend, ws);
         const after = await runtime.run(runtime.resolve({ program: "inspect('still here'); return 'healthy'", cwd: ws }));
