@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { image, type Bindings, type RunResult, type RuntimeConfig } from '../../host/index.ts';
 import { createTestRuntime, childrenOf, repoRoot } from '../helpers/runtime.ts';
@@ -74,6 +74,18 @@ const CASES: Case[] = [
     name: 'process.kill(process.ppid, SIGKILL) is refused',
     program: `process.kill(process.ppid, 'SIGKILL'); return 'sent'`,
     expect: refused('EPERM', /^kill EPERM: pid \d+ is not a process this program started/),
+  },
+  {
+    name: 'the signal guard cannot be talked round by replaced intrinsics or a forged /proc',
+    program: [
+      "const fs = await import('node:fs'); const { syncBuiltinESMExports } = await import('node:module');",
+      "const fake = () => '1 (node) S ' + process.pid + ' 0 0';",
+      "fs.default.readFileSync = fake; syncBuiltinESMExports();",
+      'Math.abs = () => process.pid; Number.isInteger = () => false;',
+      "String.prototype.split = () => ['S', String(process.pid)]; String.prototype.lastIndexOf = () => 0;",
+      `process.kill(${HOST}, 'SIGKILL'); return 'sent'`,
+    ].join('\n'),
+    expect: refused('EPERM', `kill EPERM: pid ${HOST}`),
   },
   {
     name: 'process._kill, the binding behind process.kill, is refused',
@@ -377,5 +389,4 @@ test.after(() => {
   rmSync(HIDDEN_PNG, { force: true });
 });
 
-mkdirSync(ROOT, { recursive: true });
 test.run();
