@@ -10,12 +10,12 @@ const require = createRequire(import.meta.url);
 const fs = require('node:fs') as typeof import('node:fs');
 const os = require('node:os') as typeof import('node:os');
 
-// Captured at load, before any program exists: a program that replaces Number.isInteger, Math.abs,
+// Captured at load, before any program exists: a program that replaces Math.abs, Error,
 // fs.readFileSync or a typed array's length must not be able to talk the guard into a signal.
 const { apply } = Reflect;
-const { isInteger } = Number;
 const { abs } = Math;
 const ErrorCtor = Error;
+const TypeErrorCtor = TypeError;
 const readFile = fs.readFileSync;
 const lengthOf = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length')!.get!;
 
@@ -28,40 +28,43 @@ export function guardProcesses(): void {
   const debugProcess = internals._debugProcess;
   const setPriority = os.setPriority;
 
-  const guardedKill = function (pid: number, signal?: string | number): true {
-    refuseOutside('kill', pid);
-    return apply(kill, process, [pid, signal]) as true;
+  // Each guard hands the original the very number it checked: an object's valueOf could answer
+  // differently the second time, and the raw bindings truncate (2^32 + pid, or pid + 0.5, is pid).
+  const guardedKill = function (pid: unknown, signal?: string | number): true {
+    return apply(kill, process, [allowedPid('kill', pid), signal]) as true;
   };
   Object.defineProperty(process, 'kill', { value: guardedKill, writable: true, configurable: true, enumerable: true });
   if (rawKill !== undefined) {
     // The binding behind process.kill, reachable as an undocumented property.
-    const guardedRawKill = function (pid: number, signal: number): number {
-      refuseOutside('kill', pid);
-      return apply(rawKill, process, [pid, signal]) as number;
+    const guardedRawKill = function (pid: unknown, signal: number): number {
+      return apply(rawKill, process, [allowedPid('kill', pid), signal]) as number;
     };
     Object.defineProperty(process, '_kill', { value: guardedRawKill, writable: true, configurable: true, enumerable: false });
   }
   if (debugProcess !== undefined) {
     // Sends SIGUSR1, which opens a Node host's inspector: code execution over the (open) network.
-    const guardedDebugProcess = function (pid: number): void {
-      refuseOutside('kill', pid);
-      apply(debugProcess, process, [pid]);
+    const guardedDebugProcess = function (pid: unknown): void {
+      apply(debugProcess, process, [allowedPid('kill', pid)]);
     };
     Object.defineProperty(process, '_debugProcess', { value: guardedDebugProcess, writable: true, configurable: true, enumerable: false });
   }
-  const guardedSetPriority = function (pid: number | undefined, priority?: number): void {
+  const guardedSetPriority = function (pid: unknown, priority?: unknown): void {
     // setPriority(priority) alone targets the calling process.
-    if (priority !== undefined && pid !== undefined) refuseOutside('uv_os_setpriority', pid);
-    apply(setPriority, os, priority === undefined ? [pid] : [pid, priority]);
+    if (priority === undefined) apply(setPriority, os, [pid]);
+    else apply(setPriority, os, [allowedPid('uv_os_setpriority', pid), priority]);
   };
   Object.defineProperty(os, 'setPriority', { value: guardedSetPriority, writable: true, configurable: true, enumerable: true });
   syncBuiltinESMExports();
 
-  function refuseOutside(syscall: string, target: unknown): void {
-    // Node itself refuses anything but an integer pid (ERR_INVALID_ARG_TYPE); strings are coerced first.
-    const pid = typeof target === 'number' ? target : typeof target === 'string' ? +target : NaN;
-    if (!isInteger(pid)) return;
-    if (pid === 0 || pid === self || pid === -self || isOwn(abs(pid), self)) return;
+  /** The pid as a 32-bit integer when it names the carrier, its group or a descendant; otherwise a throw. */
+  function allowedPid(syscall: string, target: unknown): number {
+    const pid = typeof target === 'number' ? target : typeof target === 'string' && target !== '' ? +target : NaN;
+    if (pid !== (pid | 0)) {
+      const error = new TypeErrorCtor(`The "pid" argument must be a 32-bit integer, got ${typeof target === 'string' ? `'${target}'` : typeof target === 'number' ? target : typeof target}`) as NodeJS.ErrnoException;
+      error.code = 'ERR_INVALID_ARG_TYPE';
+      throw error;
+    }
+    if (pid === 0 || pid === self || pid === -self || isOwn(abs(pid), self)) return pid;
     const error = new ErrorCtor(`${syscall} EPERM: pid ${pid} is not a process this program started (ptc keeps signals inside the program's own processes)`) as NodeJS.ErrnoException;
     error.code = 'EPERM';
     error.errno = -1;

@@ -88,6 +88,17 @@ const CASES: Case[] = [
     expect: refused('EPERM', `kill EPERM: pid ${HOST}`),
   },
   {
+    name: 'a pid that would change between check and use (valueOf) or truncate in the binding is refused',
+    program: `const tries = [() => process.kill({ valueOf: () => ${HOST} }, 'SIGKILL'), () => process._kill(${HOST} + 0.5, 9), () => process._kill(2 ** 32 + ${HOST}, 9)];
+const seen = [];
+for (const attempt of tries) { try { attempt(); seen.push('sent'); } catch (error) { seen.push(error.code); } }
+return seen;`,
+    expect: (result) => {
+      assert.is(result.status, 'ok', JSON.stringify(result));
+      assert.equal(result.status === 'ok' && result.value, ['ERR_INVALID_ARG_TYPE', 'ERR_INVALID_ARG_TYPE', 'ERR_INVALID_ARG_TYPE']);
+    },
+  },
+  {
     name: 'process._kill, the binding behind process.kill, is refused',
     program: `process._kill(${HOST}, 9); return 'sent'`,
     expect: refused('EPERM', `kill EPERM: pid ${HOST}`),
