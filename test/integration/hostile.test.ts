@@ -1,27 +1,22 @@
 // Hostile programs through the real carriers and the real sandboxes (bubblewrap and Node's
 // permission model). Each row is one attack with the failure it must produce; after every row the
 // harness proves the host is healthy: a follow-up run on the same runtime succeeds, no process is
-// left in the workspace, no temp entry is left, and the host's RSS stays bounded.
+// left in the workspace, no temp entry is left, and the host's RSS stays bounded. Killing the host
+// and the FIFO read through dist/ptc run are in test/e2e/hostile-cli.test.ts.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { BACKENDS, failure, processesIn, removeTempRoot, tempLeftovers, workspace, type Backend } from '../helpers/hostile.ts';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { image, type Bindings, type RunResult, type RuntimeConfig } from '../../host/index.ts';
 import { createTestRuntime, childrenOf, repoRoot } from '../helpers/runtime.ts';
 
-// Every temp entry a run makes (private sandbox dirs, the compile cache) lands here, so leftovers
-// can be counted without seeing other suites' files.
-const ROOT = mkdtempSync(join(realpathSync('/tmp'), `ptc-hostile-${process.pid}-`));
-process.env.TMPDIR = ROOT;
 const HOST = process.pid;
 const HOST_GROUP = Number(readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ')[2]);
 const PNG = readFileSync(join(repoRoot, 'test/fixtures/images/rgb-300x7.png'));
 /** Generous: a bound on growth, not a measurement. */
 const RSS_GROWTH_LIMIT = 256 * 1024 * 1024;
-const BACKENDS = ['bwrap', 'node-permission'] as const;
-type Backend = (typeof BACKENDS)[number];
-type Failure = Extract<RunResult, { status: 'failed' }>['failure'];
 
 interface Case {
   name: string;
@@ -33,11 +28,6 @@ interface Case {
   timeoutMs?: number;
   setup?(ws: string): void;
   expect(result: RunResult, backend: Backend, ws: string): void;
-}
-
-function failure(result: RunResult): Failure {
-  assert.is(result.status, 'failed', JSON.stringify(result).slice(0, 400));
-  return (result as Extract<RunResult, { status: 'failed' }>).failure;
 }
 
 /** An uncaught error the guard or the sandbox threw: exception, the code, a message naming it. */
@@ -278,31 +268,10 @@ return seen;`,
 const HIDDEN_PNG = `/tmp/ptc-hostile-${process.pid}.png`;
 const baselineRss = process.memoryUsage().rss;
 
-/** Live processes whose working directory is `ws` or inside it: anything a run left behind there. */
-function processesIn(ws: string): string[] {
-  const found: string[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cwd = readlinkSync(`/proc/${entry}/cwd`);
-      const state = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]![0];
-      if ((cwd === ws || cwd.startsWith(`${ws}/`)) && state !== 'Z') found.push(`${entry} ${readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ')}`);
-    } catch {
-      // gone, or not ours to look at
-    }
-  }
-  return found;
-}
-
-/** Entries in the temp root besides the workspaces and Node's compile cache (kept on purpose between carriers). */
-function tempLeftovers(): string[] {
-  return readdirSync(ROOT).filter((name) => !name.startsWith('ws-') && !name.startsWith('ptc-compile-cache-'));
-}
-
 for (const row of CASES) {
   for (const backend of row.backends ?? BACKENDS) {
     test(`${backend}: ${row.name}`, async () => {
-      const ws = mkdtempSync(join(ROOT, 'ws-'));
+      const ws = workspace();
       row.setup?.(ws);
       const runtime = createTestRuntime({ prestartCarrier: false, timeoutMs: 20_000, sandbox: { backend, require: 'partial' }, policy: { mode: 'workspace-write' }, ...row.config });
       try {
@@ -331,72 +300,8 @@ for (const row of CASES) {
   }
 }
 
-// ---------------------------------------------------------------- through the built binary
-
-const PTC = join(repoRoot, 'dist', 'ptc');
-// The CLI rows need no carrier launch of their own: they run once, with the source suite.
-const cliRows = existsSync(PTC) && (process.env.PTC_TEST_LAUNCH ?? 'source') === 'source';
-
-/** Runs `dist/ptc run --json -` in its own process group (a guard that failed would kill only it), with a hang watchdog. */
-function ptcRun(program: string, args: string[], cwd: string): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; hung: boolean }> {
-  return new Promise((resolve) => {
-    const child = spawn(PTC, ['run', '--json', ...args, '-'], { cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true, env: { ...process.env, TMPDIR: ROOT } });
-    let stdout = '';
-    let stderr = '';
-    let hung = false;
-    child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
-    child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
-    // Not a speed limit: ptc that printed its result and never exits is the bug this catches.
-    const watchdog = setTimeout(() => {
-      hung = true;
-      process.kill(-child.pid!, 'SIGKILL');
-    }, 60_000);
-    child.on('close', (code, signal) => {
-      clearTimeout(watchdog);
-      resolve({ code, signal, stdout, stderr, hung });
-    });
-    child.stdin.end(program);
-  });
-}
-
-for (const backend of BACKENDS) {
-  const cliCases: Array<{ name: string; program: string; setup?(ws: string): void; expect(failure: Failure, ws: string): void }> = [
-    {
-      name: 'kill the host',
-      program: "process.kill(process.ppid, 'SIGKILL'); await new Promise(() => {});",
-      expect: (seen) => {
-        assert.is(seen.kind, 'exception');
-        assert.is(seen.code, 'EPERM');
-        assert.match(seen.message, /^kill EPERM: pid \d+ is not a process this program started/);
-      },
-    },
-    {
-      name: 'Image.fromFile on a FIFO',
-      setup: (ws) => execFileSync('mkfifo', [join(ws, 'pipe.png')]),
-      program: "inspect(await Image.fromFile('pipe.png'));",
-      expect: (seen, ws) => assert.equal([seen.kind, seen.message], ['exception', `Image.fromFile: "${ws}/pipe.png" is not a regular file (it is a FIFO)`]),
-    },
-  ];
-  for (const row of cliCases) {
-    if (!cliRows) continue;
-    test(`dist/ptc run, ${backend}: ${row.name} fails the run, and ptc exits on its own`, async () => {
-      const ws = mkdtempSync(join(ROOT, 'ws-'));
-      row.setup?.(ws);
-      const run = await ptcRun(row.program, ['--sandbox-backend', backend], ws);
-      assert.is(run.hung, false, 'ptc did not exit');
-      assert.equal([run.code, run.signal], [1, null], run.stderr);
-      const result = JSON.parse(run.stdout) as RunResult;
-      assert.is(result.sandbox.backend, backend);
-      row.expect(failure(result), ws);
-      assert.equal(processesIn(ws), []);
-      rmSync(ws, { recursive: true, force: true });
-      assert.equal(tempLeftovers(), []);
-    });
-  }
-}
-
 test.after(() => {
-  rmSync(ROOT, { recursive: true, force: true });
+  removeTempRoot();
   rmSync(HIDDEN_PNG, { force: true });
 });
 
