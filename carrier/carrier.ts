@@ -11,6 +11,7 @@ import { inspect as utilInspect, types } from 'node:util';
 import { openChannel, type HostLink } from './channel.ts';
 import { scrubEnvironment } from './environment.ts';
 import { takeDenied, watchDenials } from './denials.ts';
+import { guardProcesses } from './process-guard.ts';
 import { beginOutput, captureStandardStreams, endOutput, inspect } from './output.ts';
 import { BindingError, installBindings } from './bindings.ts';
 import { Image, setImageRegistrar } from './image.ts';
@@ -18,6 +19,7 @@ import { describeSyntaxError, describeThrown } from './errors.ts';
 import { createEvaluator } from './evaluators/index.ts';
 import type { Completion, Evaluator } from './evaluators/types.ts';
 import { encodeJson, LossyValueError } from './protocol/json.ts';
+import { fitOutcome, REPLY_ENVELOPE } from './outcome-fit.ts';
 import type { InvokeResult, RunOutcome, RunRequest } from './protocol/messages.ts';
 
 /** One run: settles once; a revoke rejects its pending binding calls and silences it. */
@@ -48,12 +50,11 @@ const { setPrototypeOf, defineProperty } = Object;
 const { apply } = Reflect;
 const byteLength = Buffer.byteLength;
 const enqueue = queueMicrotask;
-/** Room for the reply envelope around a completion value in one frame. */
-const FRAME_OVERHEAD = 1024;
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
   scrubEnvironment();
+  guardProcesses();
   watchDenials();
   silenceLoaderWarning();
   process.on('uncaughtException', (error) => failCurrentRun(error));
@@ -65,10 +66,10 @@ export function runCarrier(): void {
     ['async-function', 'vm-script', 'scoped-repl', 'repl', 'images', 'revoke'],
   );
   saveCompileCache();
-  setImageRegistrar(async (path) => {
+  setImageRegistrar(async (path, identity) => {
     if (currentRun() === undefined) throw new Error('Image.fromFile: the evaluation that made this call has ended');
     try {
-      return await channel.host.registerImage(path);
+      return await channel.host.registerImage(path, identity);
     } catch (error) {
       // The host's reason arrives as plain data; the program should catch a real Error.
       const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
@@ -163,7 +164,7 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
       const final: RunOutcome = run.revoked ? { status: 'stopped' } : result;
       if (takeDenied()) final.denied = true;
       // A null prototype keeps a program's Object.prototype.then from adopting the outcome.
-      resolveOutcome(setPrototypeOf(final, null));
+      resolveOutcome(setPrototypeOf(fitOutcome(final, request.maxMessageBytes), null));
     },
   };
   active = run;
@@ -263,7 +264,9 @@ function completionOutcome(value: unknown, request: RunRequest): RunOutcome | Pr
     const text = encodeJson(value, 'value', { isProxy: types.isProxy });
     // A value too big for the budget or for one frame is reported by size, not sent.
     const bytes = byteLength(text);
-    if (bytes > request.maxOutputBytes || bytes > request.maxMessageBytes - FRAME_OVERHEAD) return { status: 'oversized', bytes };
+    if (bytes > request.maxOutputBytes) return { status: 'oversized', bytes };
+    // The value travels as a string inside the reply, so its quotes and escapes are counted too.
+    if (byteLength(encodeJson(text, 'value')) > request.maxMessageBytes - REPLY_ENVELOPE) return { status: 'oversized', bytes };
     return { status: 'ok', value: text };
   } catch (error) {
     if (error instanceof LossyValueError) {
@@ -283,9 +286,7 @@ function displayOutcome(value: unknown, request: RunRequest, colors: boolean): R
     // A custom inspect method that throws is the program's exception, as in Node's REPL.
     return { status: 'exception', error: describeThrown(error, request.filename) };
   }
-  const bytes = byteLength(text);
-  if (bytes > request.maxOutputBytes || bytes > request.maxMessageBytes - FRAME_OVERHEAD) return { status: 'oversized', bytes };
-  return { status: 'ok', display: text };
+  return displayTooLarge(text, request) ?? { status: 'ok', display: text };
 }
 
 /**
@@ -309,9 +310,14 @@ function displayPromise(promise: Promise<unknown>, request: RunRequest, colors: 
   });
 }
 
+/** A display string travels like a completion value: within the output budget and one reply frame. */
+function displayTooLarge(text: string, request: RunRequest): RunOutcome | undefined {
+  const bytes = byteLength(text);
+  if (bytes > request.maxOutputBytes || byteLength(encodeJson(text, 'value')) > request.maxMessageBytes - REPLY_ENVELOPE) return { status: 'oversized', bytes };
+  return undefined;
+}
+
 function displayed(inner: string, request: RunRequest): RunOutcome {
   const text = inner.includes('\n') ? `Promise {\n  ${inner.replaceAll('\n', '\n  ')}\n}` : `Promise { ${inner} }`;
-  const bytes = byteLength(text);
-  if (bytes > request.maxOutputBytes || bytes > request.maxMessageBytes - FRAME_OVERHEAD) return { status: 'oversized', bytes };
-  return { status: 'ok', display: text };
+  return displayTooLarge(text, request) ?? { status: 'ok', display: text };
 }

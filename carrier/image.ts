@@ -1,11 +1,21 @@
 // Images the program can display. Only the host creates them (from a binding result or
 // Image.fromFile), so an attachment id in the output always names a file the host has vetted.
+// Image.fromFile opens the file here, under the sandbox, so the host is never asked about a file
+// the program could not open itself; the host then reads the size from that same inode.
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { resolve } from 'node:path';
 import { inspect as utilInspect } from 'node:util';
-import type { ImageDescriptor } from './protocol/messages.ts';
+import type { FileIdentity, ImageDescriptor } from './protocol/messages.ts';
 
 const issued = new WeakMap<object, ImageDescriptor>();
 const constructing = Symbol('ptc.image.constructing');
-let registerFile: ((path: string) => Promise<ImageDescriptor>) | undefined;
+// Non-blocking: opening a FIFO for reading would otherwise wait for a writer. O_NOCTTY: a terminal
+// device must not become the carrier's controlling terminal.
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
+const openFile = open;
+const resolvePath = resolve;
+let registerFile: ((path: string, identity: FileIdentity) => Promise<ImageDescriptor>) | undefined;
 let onInspected: ((descriptor: ImageDescriptor) => void) | undefined;
 
 /** An image the program received or loaded; display it with inspect(image). */
@@ -27,11 +37,27 @@ export class Image {
     Object.freeze(this);
   }
 
-  /** Reads a PNG, JPEG, GIF or WebP file's size on the host and returns an Image for it. */
+  /** Opens a PNG, JPEG, GIF or WebP file (relative to the cwd), has the host read its size, and returns an Image for it. */
   static async fromFile(path: string): Promise<Image> {
     if (typeof path !== 'string' || path === '') throw new TypeError(`Image.fromFile expects a file path, got ${utilInspect(path)}`);
-    if (registerFile === undefined) throw new Error('Image.fromFile is not available outside a run');
-    return createImage(await registerFile(path));
+    const register = registerFile;
+    if (register === undefined) throw new Error('Image.fromFile is not available outside a run');
+    const absolute = resolvePath(process.cwd(), path);
+    const label = `Image.fromFile: "${absolute}"`;
+    let handle;
+    try {
+      handle = await openFile(absolute, OPEN_FLAGS);
+    } catch (error) {
+      throw new Error(`${label} cannot be read: ${(error as Error).message}`, { cause: error });
+    }
+    try {
+      const stats = await handle.stat({ bigint: true });
+      if (!stats.isFile()) throw new TypeError(`${label} is not a regular file (it is ${fileKind(stats)})`);
+      // Kept open until the host answers, so the inode it checks cannot be freed and reused meanwhile.
+      return createImage(await register(absolute, { dev: String(stats.dev), ino: String(stats.ino) }));
+    } finally {
+      await handle.close().catch(() => {});
+    }
   }
 
   [Symbol.for('nodejs.util.inspect.custom')](): string {
@@ -53,8 +79,17 @@ export function imageDescriptor(value: unknown): ImageDescriptor | undefined {
 }
 
 /** Connects Image.fromFile to the host. */
-export function setImageRegistrar(register: (path: string) => Promise<ImageDescriptor>): void {
+export function setImageRegistrar(register: (path: string, identity: FileIdentity) => Promise<ImageDescriptor>): void {
   registerFile = register;
+}
+
+function fileKind(stats: { isDirectory(): boolean; isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isSocket(): boolean }): string {
+  if (stats.isDirectory()) return 'a directory';
+  if (stats.isFIFO()) return 'a FIFO';
+  if (stats.isCharacterDevice()) return 'a character device';
+  if (stats.isBlockDevice()) return 'a block device';
+  if (stats.isSocket()) return 'a socket';
+  return 'not a regular file';
 }
 
 /** Collects the images that util.inspect reaches while `format` runs. */

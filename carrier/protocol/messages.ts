@@ -63,6 +63,12 @@ export type RunOutcome = (
   denied?: boolean;
 };
 
+/** A file as the carrier opened it (decimal strings: inode numbers can exceed 2^53). */
+export interface FileIdentity {
+  dev: string;
+  ino: string;
+}
+
 export interface ImageDescriptor {
   attachmentId: string;
   path: string;
@@ -97,8 +103,8 @@ export interface HostMethods {
   invoke(name: string, args: string): Promise<InvokeResult>;
   /** The environment initializer finished; resolves true when the host still wants the program to run. */
   initialized(): Promise<boolean>;
-  /** Registers a file as an image the program may display. */
-  registerImage(path: string): Promise<ImageDescriptor>;
+  /** Registers a file the carrier opened (absolute path, as its sandbox sees it) as an image the program may display. */
+  registerImage(path: string, identity: FileIdentity): Promise<ImageDescriptor>;
   /** One-way: captured output, in order. */
   output(entry: OutputMessage): void;
 }

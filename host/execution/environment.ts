@@ -5,7 +5,7 @@
 // process. Stopping a retained run is cooperative first (revoke, then stopGraceMs), a kill after.
 import { resolve as resolvePath } from 'node:path';
 import { decodeJson, type JsonValue } from '../../carrier/protocol/json.ts';
-import type { ImageDescriptor, InvokeResult, OutputMessage, ProgramFormat, RunOutcome } from '../../carrier/protocol/messages.ts';
+import type { FileIdentity, ImageDescriptor, InvokeResult, OutputMessage, ProgramFormat, RunOutcome } from '../../carrier/protocol/messages.ts';
 import { decodeArguments, encodeResult, type BindingFunction } from './bindings.ts';
 import type { ResolvedConfig } from './settings.ts';
 import { abortFailure, exceptionFailure, protocolFailure, timeoutFailure, type Failure } from './failures.ts';
@@ -73,8 +73,6 @@ export class Environment {
   #exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   #lost: string | undefined;
   #terminated: Promise<void> | undefined;
-  /** The cwd of the run in progress, for Image.fromFile. */
-  #cwd = '/';
   /** Whether the environment initializer has run (retained environments only). */
   initialized = false;
 
@@ -126,15 +124,16 @@ export class Environment {
     };
     this.carrier.connect({
       invoke: (name, args) => (this.#hooks ? this.#hooks.invoke(name, args) : refuse()),
-      registerImage: (path) => (this.#hooks ? this.#registerImage(path, this.#cwd) : refuse()),
+      // The carrier has opened the file under its sandbox; the host reads only that same inode.
+      registerImage: (path, identity) => (this.#hooks ? this.#registerImage(path, '/', 'Image.fromFile', identity) : refuse()),
       initialized: async () => this.#hooks?.initialized() ?? false,
       output: (entry) => this.#hooks?.output(entry),
     });
   }
 
-  async #registerImage(path: string, cwd: string): Promise<ImageDescriptor> {
+  async #registerImage(path: string, cwd: string, caller: string, identity?: FileIdentity): Promise<ImageDescriptor> {
     const absolute = resolvePath(cwd, path);
-    const size = await readImageSize(absolute);
+    const size = await readImageSize(absolute, identity, caller);
     const descriptor = { attachmentId: this.#nextAttachmentId(), path: absolute, width: size.width, height: size.height };
     this.#images.set(descriptor.attachmentId, descriptor);
     return descriptor;
@@ -150,7 +149,6 @@ export class Environment {
     const config = this.#config;
     const ledger = new OutputLedger(config.maxOutputBytes);
     const sandbox: SandboxReport = { ...this.report, denied: false };
-    this.#cwd = execution.cwd;
     this.#nextAttachmentId = execution.nextAttachmentId;
     if (execution.signal?.aborted) {
       if (!this.retained) await this.terminate();
@@ -213,7 +211,7 @@ export class Environment {
         const args = decodeArguments(argsText);
         const result = await binding(...args);
         if (settled) throw Object.assign(new Error(`${name}: the evaluation has ended`), { code: 'PTC_EVALUATION_ENDED' });
-        return await encodeResult(name, result, (path) => this.#registerImage(path, execution.cwd));
+        return await encodeResult(name, result, (path) => this.#registerImage(path, execution.cwd, `${name}: image()`));
       } finally {
         pendingCalls--;
         pendingBytes -= bytes;
@@ -371,8 +369,11 @@ function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxRep
         kind: 'output-limit',
         message: `the completion value (${outcome.bytes} bytes) does not fit maxOutputBytes (${limit}) or one control message (maxMessageBytes ${config.maxMessageBytes}); the output that fit is kept`,
       }, ledger, sandbox);
-    case 'invalid-output':
-      return failed({ kind: 'invalid-output', message: outcome.message, path: outcome.path }, ledger, sandbox);
+    case 'invalid-output': {
+      const failure: Failure = { kind: 'invalid-output', message: outcome.message, path: outcome.path };
+      fitDiagnostic(failure, ledger, ['message', 'path']);
+      return failed(failure, ledger, sandbox);
+    }
     case 'stopped':
       return failed(protocolFailure('the carrier reported a stop nobody asked for'), ledger, sandbox);
     case 'exception': {
@@ -384,14 +385,21 @@ function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxRep
   }
 }
 
-// The diagnostic shares the output budget; trim the stack, then the message, rather than lose the
-// exception behind an output-limit failure.
-function fitDiagnostic(failure: Failure, ledger: OutputLedger): void {
+// The diagnostic shares the output budget; what does not fit is cut, later fields first (the
+// stack, the path), rather than lose the exception or the invalid value behind an output-limit.
+function fitDiagnostic(failure: Failure, ledger: OutputLedger, fields: Array<'message' | 'stack' | 'path'> = ['message', 'stack']): void {
   let budget = ledger.remaining;
-  failure.message = fittingPrefix(failure.message, budget);
-  budget -= Buffer.byteLength(failure.message);
-  if (failure.stack !== undefined) failure.stack = fittingPrefix(failure.stack, budget);
-  ledger.charge(Buffer.byteLength(failure.message) + Buffer.byteLength(failure.stack ?? ''));
+  let used = 0;
+  for (const field of fields) {
+    const text = failure[field];
+    if (text === undefined) continue;
+    const kept = fittingPrefix(text, budget);
+    failure[field] = kept;
+    const bytes = Buffer.byteLength(kept);
+    budget -= bytes;
+    used += bytes;
+  }
+  ledger.charge(used);
 }
 
 function outputLimit(limit: number, what = 'captured output'): Failure {

@@ -1,17 +1,36 @@
 // Pixel size of PNG, JPEG, GIF and WebP images, read from their header bytes without decoding them.
+// Reading is bounded: regular files only, opened without blocking (a FIFO or a device such as
+// /dev/kmsg would otherwise hold a thread-pool thread forever), and at most SCAN_LIMIT bytes.
+import { constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
+import type { BigIntStats } from 'node:fs';
+import type { FileIdentity } from '../../carrier/protocol/messages.ts';
 
 export type ImageFormat = 'png' | 'jpeg' | 'gif' | 'webp';
 export interface ImageSize { format: ImageFormat; width: number; height: number }
 
+
 /** Bytes read at once; every format's size fits in here except a JPEG with large metadata segments before SOFn. */
 const WINDOW = 64 * 1024;
+/** How far into a JPEG the SOFn marker is looked for; metadata segments (EXIF, ICC, XMP) are rarely over a few MiB. */
+export const SCAN_LIMIT = 16 * 1024 * 1024;
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
 
-/** Reads the pixel size of a PNG, JPEG, GIF or WebP file from its header bytes. Throws a TypeError naming the path when the file is not one of those formats or is truncated/corrupt. */
-export async function readImageSize(path: string): Promise<ImageSize> {
-  const label = `Image.fromFile: "${path}"`;
-  const handle = await io(label, open(path, 'r'));
+/**
+ * Reads the pixel size of a PNG, JPEG, GIF or WebP file from its header bytes. With `identity`,
+ * the file must be the one the carrier opened (same device and inode). Throws a TypeError naming
+ * the path when the file is not a regular file of one of those formats, or is truncated/corrupt.
+ * `caller` names what asked, in those messages.
+ */
+export async function readImageSize(path: string, identity?: FileIdentity, caller = 'Image.fromFile'): Promise<ImageSize> {
+  const label = `${caller}: "${path}"`;
+  const handle = await io(label, open(path, OPEN_FLAGS));
   try {
+    const stats = await io(label, handle.stat({ bigint: true }));
+    if (!stats.isFile()) throw new TypeError(`${label} is not a regular file (it is ${fileKind(stats)})`);
+    if (identity !== undefined && (String(stats.dev) !== identity.dev || String(stats.ino) !== identity.ino)) {
+      throw new TypeError(`${label} changed while it was being read (it is no longer the file the program opened)`);
+    }
     let window = await readWindow(handle, 0, label);
     if (detect(window) !== 'jpeg') return imageSizeFromBytes(window, label);
     // EXIF/ICC/XMP segments can push SOFn far past the first window: skip segments by their length, reading on.
@@ -22,12 +41,23 @@ export async function readImageSize(path: string): Promise<ImageSize> {
       if (typeof step !== 'number') return step;
       if (window.length < WINDOW) throw truncated(label); // this window already reached the end of the file
       base += step;
+      if (base >= SCAN_LIMIT) throw corrupt(label, 'JPEG', `no SOF marker in its first ${SCAN_LIMIT} bytes`);
       window = await readWindow(handle, base, label);
       start = 0;
     }
   } finally {
     await handle.close();
   }
+}
+
+/** What a non-regular file is, for the error message. */
+export function fileKind(stats: Pick<BigIntStats, 'isDirectory' | 'isFIFO' | 'isCharacterDevice' | 'isBlockDevice' | 'isSocket'>): string {
+  if (stats.isDirectory()) return 'a directory';
+  if (stats.isFIFO()) return 'a FIFO';
+  if (stats.isCharacterDevice()) return 'a character device';
+  if (stats.isBlockDevice()) return 'a block device';
+  if (stats.isSocket()) return 'a socket';
+  return 'not a regular file';
 }
 
 /** Same, from bytes already in memory; `label` names the source in error messages. */

@@ -1,6 +1,8 @@
 // Runtime configuration: the reference's fields, names and defaults, validated once at creation.
 // Every error names the field and quotes the value, and unknown fields are refused so a typo
 // never silently falls back to a default.
+import { accessSync, constants, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from '../sandbox/index.ts';
 import type { LaunchConfig } from '../worker/launch.ts';
 import type { ExecutionMode, ResolvedConfig } from '../execution/settings.ts';
@@ -57,6 +59,9 @@ export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy'> = {
   prestartCarrier: true,
 };
 
+/** Node's timers hold a signed 32-bit delay; a longer one fires after 1 ms instead (with a warning). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 const EXECUTION_MODES: readonly string[] = ['per-call', 'vm-script', 'persistent-in-memory'];
 const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy']);
 
@@ -87,14 +92,14 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     executionMode: executionMode as ExecutionMode,
     scriptPersistence,
     replScoped,
-    timeoutMs: positiveInteger(config, 'timeoutMs'),
-    maxTimeoutMs: positiveInteger(config, 'maxTimeoutMs'),
+    timeoutMs: timerDelay(config, 'timeoutMs', 1),
+    maxTimeoutMs: timerDelay(config, 'maxTimeoutMs', 1),
     maxOutputBytes: positiveInteger(config, 'maxOutputBytes'),
     maxOldGenerationSizeMb: positiveInteger(config, 'maxOldGenerationSizeMb'),
     maxMessageBytes: positiveInteger(config, 'maxMessageBytes'),
     maxPendingCalls: positiveInteger(config, 'maxPendingCalls'),
-    stopGraceMs: nonNegativeInteger(config, 'stopGraceMs'),
-    graceMs: nonNegativeInteger(config, 'graceMs'),
+    stopGraceMs: timerDelay(config, 'stopGraceMs', 0),
+    graceMs: timerDelay(config, 'graceMs', 0),
     launch: launchConfig(config.launch),
     prestartCarrier: boolean(config, 'prestartCarrier'),
     sandbox: sandboxOptions(config.sandbox),
@@ -128,10 +133,12 @@ function positiveInteger(config: Record<string, unknown>, field: NumericField): 
   return value;
 }
 
-function nonNegativeInteger(config: Record<string, unknown>, field: NumericField): number {
+/** A delay that becomes a Node timer: an integer from `least` up to MAX_TIMER_MS. */
+function timerDelay(config: Record<string, unknown>, field: NumericField, least: 0 | 1): number {
   const value = config[field] ?? DEFAULTS[field];
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(`ptc config: ${field} must be a non-negative integer, got ${show(value)}`);
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < least || value > MAX_TIMER_MS) {
+    const kind = least === 1 ? 'a positive integer' : 'a non-negative integer';
+    throw new RangeError(`ptc config: ${field} must be ${kind} of at most ${MAX_TIMER_MS} ms (Node's timer limit), got ${show(value)}`);
   }
   return value;
 }
@@ -155,7 +162,28 @@ function launchConfig(value: unknown): LaunchConfig | undefined {
   if (launch.kind === 'node-script' && launch.executable === undefined) {
     throw new TypeError('ptc config: launch.executable is required for launch.kind "node-script"');
   }
-  return launch as LaunchConfig;
+  // Fixed now, against the host's cwd and PATH: a carrier is spawned in each run's cwd, where a
+  // relative path or a PATH lookup would find whatever the workspace holds.
+  const resolved: Record<string, string> = { kind: launch.kind };
+  if (launch.executable !== undefined) resolved.executable = executablePath(launch.executable as string);
+  if (launch.bootstrapPath !== undefined) resolved.bootstrapPath = resolvePath(launch.bootstrapPath as string);
+  return Object.freeze(resolved) as unknown as LaunchConfig;
+}
+
+/** A path (with a slash) against the host's cwd; a bare command name through the host's PATH, absolute entries only. */
+function executablePath(value: string): string {
+  if (value.includes('/')) return resolvePath(value);
+  const dirs = (process.env.PATH ?? '').split(delimiter).filter((dir) => isAbsolute(dir));
+  for (const dir of dirs) {
+    const candidate = join(dir, value);
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // not here
+    }
+  }
+  throw new RangeError(`ptc config: launch.executable ${show(value)} was not found as an executable file on PATH (${dirs.join(delimiter) || 'empty'}); give a path`);
 }
 
 function sandboxOptions(value: unknown): Omit<SandboxOptions, 'carrierNodeVersion'> {

@@ -159,6 +159,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
     async run(spec, options = {}) {
       assertLive('run()');
       checkSpec(spec);
+      checkDeadline(spec.timeoutMs, config);
       const bindings = flattenBindings(spec.bindings);
       const controller = new AbortController();
       active.add(controller);
@@ -226,13 +227,22 @@ function resolveTimeout(value: unknown, config: ResolvedConfig): number | null {
   return Math.min(value, config.maxTimeoutMs);
 }
 
+// A spec is a plain object the caller can copy and change; a deadline past maxTimeoutMs (Infinity,
+// or beyond what a Node timer holds, which would fire at once) is refused rather than mis-timed.
+function checkDeadline(timeoutMs: number | null, config: ResolvedConfig): void {
+  if (timeoutMs === null) return;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs <= 0 || timeoutMs > config.maxTimeoutMs) {
+    throw new RangeError(`ptc run(): spec.timeoutMs must be a positive integer up to maxTimeoutMs (${config.maxTimeoutMs}) or null for no deadline, got ${show(timeoutMs)}`);
+  }
+}
+
 function checkSpec(spec: unknown): asserts spec is RunSpec {
   const value = spec as Partial<RunSpec> | null;
   if (
     typeof value !== 'object' || value === null || typeof value.program !== 'string' || typeof value.cwd !== 'string' ||
     typeof value.bindings !== 'object' || value.bindings === null ||
     !isAbsolute(value.cwd) || typeof value.filename !== 'string' || typeof value.discardCompletion !== 'boolean' ||
-    !(value.timeoutMs === null || (typeof value.timeoutMs === 'number' && value.timeoutMs > 0))
+    !(value.timeoutMs === null || typeof value.timeoutMs === 'number')
   ) {
     throw new TypeError(`ptc run(): expected a spec from resolve(), got ${show(spec)}`);
   }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import type { LaunchCommand } from './command.ts';
 import { bwrapArgs, within } from './bwrap.ts';
-import { appendNodeOptions, permissionArgs } from './node-permission.ts';
+import { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';
 import type { Enforcement, SandboxBackend } from './options.ts';
 import type { SandboxPlan } from './plan.ts';
 import { writablePaths, type SandboxMode } from './policy.ts';
@@ -59,7 +59,7 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   const writable = [...writablePaths(policy), privateTmp];
 
   if (plan.backend === 'node-permission') {
-    const flags = permissionArgs(plan.permissionFlag, writable);
+    const flags = permissionArgs(plan.permissionFlag, writable, readableRoots());
     // A single-executable app reads its argv as its own; Node options reach it only through NODE_OPTIONS.
     const wrapped: LaunchCommand = command.kind === 'embedded'
       ? { ...command, env: { ...env, NODE_OPTIONS: appendNodeOptions(env.NODE_OPTIONS, flags) } }

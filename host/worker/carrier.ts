@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { readdirSync, readFileSync, readSync } from 'node:fs';
+import { constants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { createBirpc, type BirpcReturn } from 'birpc';
 import { createLineReader } from '../../carrier/protocol/framing.ts';
@@ -43,6 +44,8 @@ export interface CarrierOptions {
   cleanup?: () => Promise<void>;
   /** The same, synchronously, for a host that is exiting. */
   cleanupSync?: () => void;
+  /** The launch runs the carrier under a parent that reports its death by signal n as exit code 128 + n (bubblewrap). */
+  signalAsExitCode?: boolean;
 }
 
 /** What happened to a carrier before anyone listened: replayed by attach(). */
@@ -71,7 +74,7 @@ export class Carrier {
   #stderrTail = '';
   readonly #settled: Promise<void>;
 
-  constructor({ command, cwd, maxMessageBytes, events, cleanup, cleanupSync }: CarrierOptions) {
+  constructor({ command, cwd, maxMessageBytes, events, cleanup, cleanupSync, signalAsExitCode = false }: CarrierOptions) {
     this.#events = events;
     this.#cleanup = cleanup;
     this.#cleanupSync = cleanupSync;
@@ -100,9 +103,10 @@ export class Carrier {
         }
       });
     });
-    this.child.once('exit', (code, signal) => {
+    this.child.once('exit', (exitCode, exitSignal) => {
       this.#exited = true;
       this.#handshake?.reject(new Error('the carrier exited before its handshake'));
+      const { code, signal } = signalAsExitCode ? decodeSignal(exitCode, exitSignal) : { code: exitCode, signal: exitSignal };
       this.#emit({ type: 'exit', code, signal });
     });
     for (const stream of ['stdout', 'stderr'] as const) {
@@ -308,6 +312,17 @@ export class Carrier {
     this.#emit({ type: 'protocol', message });
     this.close();
   }
+}
+
+/**
+ * bubblewrap exits with 128 + n when the sandboxed process died of signal n (as a shell reports
+ * it). Decoded so a result says SIGKILL, as it does under the other backends; a program that
+ * itself exits with such a code is reported the same way, which is the convention's known cost.
+ */
+function decodeSignal(code: number | null, signal: NodeJS.Signals | null): { code: number | null; signal: NodeJS.Signals | null } {
+  if (signal !== null || code === null || code <= 128) return { code, signal };
+  const name = Object.entries(constants.signals).find(([, number]) => number === code - 128)?.[0] as NodeJS.Signals | undefined;
+  return name === undefined ? { code, signal } : { code: null, signal: name };
 }
 
 function encodeError(value: object): string | undefined {

@@ -54,6 +54,7 @@ export async function confine(config: CarrierSettings, policy: SandboxPolicy, cw
           cwd: resolved.workspaceRoot,
           maxMessageBytes: config.maxMessageBytes,
           cleanup: wrapped.cleanup,
+          signalAsExitCode: plan.backend === 'bwrap',
           ...(privateTmp !== undefined ? { cleanupSync: () => rmSync(privateTmp, { recursive: true, force: true }) } : {}),
         });
       },

@@ -34,12 +34,18 @@ export function checkFrame(message: unknown): Check {
     case 'initialized':
       return args.length === 0 && typeof message.i === 'string' ? undefined : 'initialized takes no arguments and needs a reply';
     case 'registerImage':
-      return args.length === 1 && typeof args[0] === 'string' ? undefined : 'registerImage takes a path';
+      return args.length === 2 && typeof args[0] === 'string' && isIdentity(args[1]) ? undefined : 'registerImage takes a path and the file\'s {dev, ino}';
     case 'output':
       return args.length === 1 ? checkOutput(args[0]) : 'output takes one entry';
     default:
       return `unknown method ${JSON.stringify(message.m)}`;
   }
+}
+
+function isIdentity(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  const { dev, ino } = value as Record<string, unknown>;
+  return typeof dev === 'string' && /^\d{1,20}$/.test(dev) && typeof ino === 'string' && /^\d{1,20}$/.test(ino) && Object.keys(value).length === 2;
 }
 
 function checkOutput(entry: unknown): Check {

@@ -102,6 +102,39 @@ test('invalid combinations and unsupported modes throw naming the field and the 
   for (const [, config, parts] of table) throwsNaming(() => createRuntime(config as never), parts);
 });
 
+test('deadlines past what a Node timer holds (2^31-1 ms) are refused, naming the field and the value', async () => {
+  for (const field of ['timeoutMs', 'maxTimeoutMs', 'stopGraceMs', 'graceMs']) {
+    const config = field === 'timeoutMs' ? { timeoutMs: 2 ** 31, maxTimeoutMs: 2 ** 31 } : { [field]: 2 ** 31 };
+    throwsNaming(() => createRuntime(config as never), [field, String(2 ** 31), '2147483647']);
+  }
+  // The limit itself is accepted, and a request asking for more is capped to it.
+  const runtime = createRuntime({ maxTimeoutMs: 2 ** 31 - 1, graceMs: 2 ** 31 - 1, stopGraceMs: 2 ** 31 - 1 });
+  assert.is(runtime.resolve({ program: '', timeoutMs: 2 ** 40 }).timeoutMs, 2 ** 31 - 1);
+  await runtime.dispose();
+});
+
+test('run() refuses a spec whose deadline was changed past maxTimeoutMs, and still accepts null', async () => {
+  const runtime = createRuntime({ timeoutMs: 20_000, maxTimeoutMs: 30_000, prestartCarrier: false });
+  const spec = runtime.resolve({ program: 'return 1' });
+  for (const timeoutMs of [Number.POSITIVE_INFINITY, 2 ** 31, 30_001, 1.5, -5]) {
+    await rejectsNaming(() => runtime.run({ ...spec, timeoutMs }), ['spec.timeoutMs', String(timeoutMs), 'maxTimeoutMs (30000)']);
+  }
+  const result = await runtime.run({ ...spec, timeoutMs: null });
+  assert.equal(result.status === 'ok' && result.value, 1);
+  await runtime.dispose();
+});
+
+test('launch paths are fixed at configuration time against the host cwd and PATH, not each run\'s cwd', async () => {
+  const runtime = createRuntime({ prestartCarrier: false, launch: { kind: 'node-script', executable: 'node', bootstrapPath: 'dist/bootstrap.mjs' } });
+  const launch = runtime.config.launch as { executable: string; bootstrapPath: string };
+  assert.ok(launch.executable.startsWith('/') && launch.executable.endsWith('/node'), launch.executable);
+  assert.is(launch.bootstrapPath, resolvePath(process.cwd(), 'dist/bootstrap.mjs'));
+  const embedded = createRuntime({ prestartCarrier: false, launch: { kind: 'embedded', executable: './bin/ptc' } });
+  assert.is(embedded.config.launch!.executable, resolvePath(process.cwd(), 'bin/ptc'));
+  await Promise.all([runtime.dispose(), embedded.dispose()]);
+  throwsNaming(() => createRuntime({ launch: { kind: 'node-script', executable: 'no-such-node-ptc' } }), ['launch.executable', 'no-such-node-ptc', 'PATH']);
+});
+
 test('a config that is not an object throws', () => {
   for (const config of [null, 'per-call', 42, []]) throwsNaming(() => createRuntime(config as never), ['config']);
 });

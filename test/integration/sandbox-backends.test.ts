@@ -319,7 +319,8 @@ test('control: unconfined, the same setsid grandchild survives the group kill', 
   assert.is((await escapeeSurvivors(await plan('none', { mode: 'full-access' }))).length, 1);
 });
 
-test('bwrap: a carrier killed by a signal is reported as exit 128+n, not a signal', async () => {
+// What bubblewrap itself reports; the Carrier decodes it back to the signal (test/integration/hostile.test.ts).
+test('bwrap: a carrier killed by a signal comes out of bwrap as exit 128+n, not a signal', async () => {
   const wrapped = wrapLaunch(nodeCommand(`process.kill(process.pid, 'SIGKILL')`, []), await plan('bwrap', { mode: 'read-only' }), { cwd: ws });
   const run = await launch(wrapped.command);
   await wrapped.cleanup();

@@ -3,7 +3,9 @@ import * as assert from 'uvu/assert';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { imageSizeFromBytes, readImageSize, type ImageSize } from '../../host/execution/image-size.ts';
+import { execFileSync } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { imageSizeFromBytes, readImageSize, SCAN_LIMIT, type ImageSize } from '../../host/execution/image-size.ts';
 import { rejection, thrown } from '../helpers/assert.ts';
 
 // Fixtures are made by test/fixtures/images/generate.sh (real ImageMagick + cwebp); names carry the expected size.
@@ -192,7 +194,40 @@ test('missing file and directory: the error names the path and keeps the cause',
   assert.ok(error.message.startsWith(`Image.fromFile: "${missing}" cannot be read: ENOENT`), error.message);
   assert.is((error.cause as NodeJS.ErrnoException).code, 'ENOENT');
   const isDir = await rejection(readImageSize(dir));
-  assert.ok(isDir.message.startsWith(`Image.fromFile: "${dir}" cannot be read: EISDIR`), isDir.message);
+  assert.instance(isDir, TypeError);
+  assert.is(isDir.message, `Image.fromFile: "${dir}" is not a regular file (it is a directory)`);
+});
+
+test('a FIFO and a character device are refused without blocking on a read', async () => {
+  const fifo = join(dir, 'pipe.png');
+  execFileSync('mkfifo', [fifo]);
+  // No writer ever opens the FIFO: a blocking open or read would never return.
+  const error = await rejection(readImageSize(fifo));
+  assert.instance(error, TypeError);
+  assert.is(error.message, `Image.fromFile: "${fifo}" is not a regular file (it is a FIFO)`);
+  for (const device of ['/dev/zero', '/dev/kmsg'].filter((path) => existsSync(path))) {
+    const refused = await rejection(readImageSize(device));
+    // /dev/kmsg may be closed to this user (EPERM on open), which is refused just as well.
+    assert.ok(refused.message === `Image.fromFile: "${device}" is not a regular file (it is a character device)` || refused.message.includes('cannot be read'), refused.message);
+  }
+});
+
+test('with an identity, only the same inode is read', async () => {
+  const path = await tempFile('same.png', await readFile(join(FIXTURES, 'rgb-300x7.png')));
+  const { dev, ino } = statSync(path, { bigint: true });
+  assert.equal(await readImageSize(path, { dev: String(dev), ino: String(ino) }), { format: 'png', width: 300, height: 7 });
+  const error = await rejection(readImageSize(path, { dev: String(dev), ino: String(ino + 1n) }));
+  assert.is(error.message, `Image.fromFile: "${path}" changed while it was being read (it is no longer the file the program opened)`);
+});
+
+test('a JPEG whose SOF lies past the scan limit is refused after reading a bounded prefix', async () => {
+  // Largest segments, back to back, past SCAN_LIMIT: the reader must stop, not walk the whole file.
+  const count = Math.ceil(SCAN_LIMIT / 65537) + 2;
+  const parts: Uint8Array[] = [Uint8Array.from([0xff, 0xd8])];
+  for (let i = 0; i < count; i++) parts.push(segment(0xe1, 65533));
+  const path = await tempFile('deep.jpg', concat(...parts));
+  const error = await rejection(readImageSize(path));
+  assert.is(error.message, `Image.fromFile: "${path}" is not a valid JPEG image: no SOF marker in its first ${SCAN_LIMIT} bytes`);
 });
 
 test.run();

@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LaunchCommand } from '../../host/worker/launch.ts';
-import { appendNodeOptions, bwrapArgs, permissionArgs, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
+import { appendNodeOptions, bwrapArgs, permissionArgs, readableRoots, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
 
 const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
 /** Without network, the host's /run (service sockets) is replaced as well. */
@@ -55,9 +55,16 @@ test('bwrapArgs does not bind read-only what a writable root already shows', () 
   assert.not.ok(args.includes('--ro-bind', 1), args.join(' '));
 });
 
-test('permissionArgs: reads everywhere, one write grant per path, the Node 20 flag quiets its warning', () => {
-  assert.equal(permissionArgs('--permission', ['/srv/ws', '/srv/ws', PRIV]), ['--permission', '--allow-fs-read=*', '--allow-fs-write=/srv/ws', `--allow-fs-write=${PRIV}`]);
-  assert.equal(permissionArgs('--experimental-permission', []), ['--experimental-permission', '--allow-fs-read=*', '--disable-warning=ExperimentalWarning']);
+test('permissionArgs: one read grant per root, one write grant per path, the Node 20 flag quiets its warning', () => {
+  assert.equal(permissionArgs('--permission', ['/srv/ws', '/srv/ws', PRIV], ['/etc', '/srv']), ['--permission', '--allow-fs-read=/etc', '--allow-fs-read=/srv', '--allow-fs-write=/srv/ws', `--allow-fs-write=${PRIV}`]);
+  assert.equal(permissionArgs('--experimental-permission', [], ['/usr']), ['--experimental-permission', '--allow-fs-read=/usr', '--disable-warning=ExperimentalWarning']);
+});
+
+test('readableRoots: every entry of / but /proc and /dev (the host\'s processes and terminals), plus the plain devices', () => {
+  const devices = ['/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero'];
+  assert.equal(readableRoots(['usr', 'proc', 'etc', 'dev', 'tmp', 'sys']), ['/etc', '/sys', '/tmp', '/usr', ...devices]);
+  const here = readableRoots();
+  assert.ok(here.includes('/usr') && !here.includes('/proc') && !here.includes('/dev'), here.join(' '));
 });
 
 test('appendNodeOptions keeps existing options and quotes what Node would split', () => {
@@ -124,7 +131,8 @@ test('wrapLaunch under bwrap: bwrap runs the command after --, with a private te
 test('wrapLaunch under node-permission: flags before the script for a Node, in NODE_OPTIONS for the embedded binary', async () => {
   const script = wrapLaunch(command('node-script'), plan('node-permission'), { tmpdir: dir });
   const tmp = script.privateTmp!;
-  assert.equal(script.command.args, ['--permission', '--allow-fs-read=*', `--allow-fs-write=${ws}`, `--allow-fs-write=${tmp}`, '--max-old-space-size=64', join(dir, 'bootstrap.mjs')]);
+  const reads = readableRoots().map((root) => `--allow-fs-read=${root}`);
+  assert.equal(script.command.args, ['--permission', ...reads, `--allow-fs-write=${ws}`, `--allow-fs-write=${tmp}`, '--max-old-space-size=64', join(dir, 'bootstrap.mjs')]);
   assert.is(script.command.executable, join(dir, 'node-link'));
   assert.equal(script.report, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: true });
 
@@ -134,7 +142,7 @@ test('wrapLaunch under node-permission: flags before the script for a Node, in N
   assert.equal(embedded.command.env, {
     PATH: '/usr/bin',
     PTC_CARRIER: '1',
-    NODE_OPTIONS: `--max-old-space-size=64 --permission --allow-fs-read=* --allow-fs-write=${embeddedTmp}`,
+    NODE_OPTIONS: `--max-old-space-size=64 --permission ${reads.join(' ')} --allow-fs-write=${embeddedTmp}`,
     TMPDIR: embeddedTmp,
     TMP: embeddedTmp,
     TEMP: embeddedTmp,

@@ -1,0 +1,74 @@
+// The attacks on the host that matter most to the command line, through the built binary
+// (`npm run build` first): a program that kills the host, and an image read that would block it.
+// ptc must print the failure and exit on its own, under bubblewrap and Node's permission model.
+import { BACKENDS, failure, processesIn, removeTempRoot, tempLeftovers, workspace, type Failure } from '../helpers/hostile.ts';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { execFileSync, spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RunResult } from '../../host/index.ts';
+import { repoRoot } from '../helpers/runtime.ts';
+
+const PTC = join(repoRoot, 'dist', 'ptc');
+
+/** Runs `dist/ptc run --json -` in its own process group (a guard that failed would kill only it), with a hang watchdog. */
+function ptcRun(program: string, args: string[], cwd: string): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string; hung: boolean }> {
+  return new Promise((resolve) => {
+    const child = spawn(PTC, ['run', '--json', ...args, '-'], { cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true, env: process.env });
+    let stdout = '';
+    let stderr = '';
+    let hung = false;
+    child.stdout.setEncoding('utf8').on('data', (text: string) => (stdout += text));
+    child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+    // Not a speed limit: ptc that printed its result and never exits is the bug this catches.
+    const watchdog = setTimeout(() => {
+      hung = true;
+      process.kill(-child.pid!, 'SIGKILL');
+    }, 60_000);
+    child.on('close', (code, signal) => {
+      clearTimeout(watchdog);
+      resolve({ code, signal, stdout, stderr, hung });
+    });
+    child.stdin.end(program);
+  });
+}
+
+for (const backend of BACKENDS) {
+  const cliCases: Array<{ name: string; program: string; setup?(ws: string): void; expect(failure: Failure, ws: string): void }> = [
+    {
+      name: 'kill the host',
+      program: "process.kill(process.ppid, 'SIGKILL'); await new Promise(() => {});",
+      expect: (seen) => {
+        assert.is(seen.kind, 'exception');
+        assert.is(seen.code, 'EPERM');
+        assert.match(seen.message, /^kill EPERM: pid \d+ is not a process this program started/);
+      },
+    },
+    {
+      name: 'Image.fromFile on a FIFO',
+      setup: (ws) => execFileSync('mkfifo', [join(ws, 'pipe.png')]),
+      program: "inspect(await Image.fromFile('pipe.png'));",
+      expect: (seen, ws) => assert.equal([seen.kind, seen.message], ['exception', `Image.fromFile: "${ws}/pipe.png" is not a regular file (it is a FIFO)`]),
+    },
+  ];
+  for (const row of cliCases) {
+    test(`dist/ptc run, ${backend}: ${row.name} fails the run, and ptc exits on its own`, async () => {
+      const ws = workspace();
+      row.setup?.(ws);
+      const run = await ptcRun(row.program, ['--sandbox-backend', backend], ws);
+      assert.is(run.hung, false, 'ptc did not exit');
+      assert.equal([run.code, run.signal], [1, null], run.stderr);
+      const result = JSON.parse(run.stdout) as RunResult;
+      assert.is(result.sandbox.backend, backend);
+      row.expect(failure(result), ws);
+      assert.equal(processesIn(ws), []);
+      rmSync(ws, { recursive: true, force: true });
+      assert.equal(tempLeftovers(), []);
+    });
+  }
+}
+
+test.after(removeTempRoot);
+
+test.run();

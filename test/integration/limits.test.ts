@@ -1,0 +1,61 @@
+// Limits at their edges: the smallest accepted maxMessageBytes still carries completions and
+// diagnostics, and every diagnostic the program controls is counted against maxOutputBytes.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RunResult, SandboxReport } from '../../host/index.ts';
+import { runProgram } from '../helpers/runtime.ts';
+
+const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false };
+const SMALLEST = { maxMessageBytes: 1024 };
+
+function failureOf(result: RunResult) {
+  assert.is(result.status, 'failed', JSON.stringify(result).slice(0, 500));
+  return (result as Extract<RunResult, { status: 'failed' }>).failure;
+}
+
+test('maxMessageBytes 1024: plain completions succeed', async () => {
+  assert.equal(await runProgram('return 1', {}, SMALLEST), { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
+  assert.equal(await runProgram("inspect('hi'); return { a: [1, 2, 'x'], b: 12345678901234567890n }", {}, SMALLEST), {
+    status: 'ok', value: { a: [1, 2, 'x'], b: 12345678901234567890n }, output: [{ type: 'text', text: 'hi\n' }], sandbox: SANDBOX,
+  });
+  // 602 bytes of JSON text without escapes: fits one frame of 1024 with its envelope.
+  assert.equal(await runProgram("return 'q'.repeat(600)", {}, SMALLEST), { status: 'ok', value: 'q'.repeat(600), output: [], sandbox: SANDBOX });
+});
+
+test('maxMessageBytes: a value whose escaped form exceeds one frame is output-limit, not protocol', async () => {
+  // 602 bytes of JSON text, but every quote is escaped again inside the reply frame (~1200 bytes).
+  const failure = failureOf(await runProgram(`return '"'.repeat(300)`, {}, SMALLEST));
+  assert.is(failure.kind, 'output-limit');
+  assert.match(failure.message, /the completion value \(602 bytes\) does not fit .*maxMessageBytes 1024/);
+});
+
+test('maxMessageBytes 1024: a long exception message is cut to fit the frame, not turned into protocol', async () => {
+  const failure = failureOf(await runProgram("throw new RangeError('e'.repeat(3000))", {}, SMALLEST));
+  assert.is(failure.kind, 'exception');
+  assert.is(failure.name, 'RangeError');
+  assert.ok(/^e+$/.test(failure.message) && failure.message.length > 100 && failure.message.length < 1024, `${failure.message.length} chars`);
+  assert.equal(failure.location, { line: 1, column: 7 });
+});
+
+test('maxMessageBytes 1024: an invalid-output diagnostic with a huge key is cut to fit the frame', async () => {
+  const failure = failureOf(await runProgram("return { ['k'.repeat(2000)]: new Date() }", {}, SMALLEST));
+  assert.is(failure.kind, 'invalid-output');
+  assert.ok(failure.message.startsWith('the completion value is not lossless JSON: value.kkk'), failure.message);
+  assert.ok(failure.path!.startsWith('value.kkk') && failure.path!.length > 200, failure.path);
+  assert.ok(Buffer.byteLength(failure.message) + Buffer.byteLength(failure.path ?? '') < 1024);
+});
+
+test('maxOutputBytes: the invalid-output diagnostic is counted against the budget with the output', async () => {
+  const result = await runProgram("inspect('x'.repeat(150)); return { ['k'.repeat(100)]: new Date() }", {}, { maxOutputBytes: 200 });
+  const failure = failureOf(result);
+  assert.is(failure.kind, 'invalid-output');
+  const output = (result as Extract<RunResult, { status: 'failed' }>).output;
+  assert.equal(output, [{ type: 'text', text: `${'x'.repeat(150)}\n` }]);
+  const used = 151 + Buffer.byteLength(failure.message) + Buffer.byteLength(failure.path ?? '');
+  assert.is(used, 200, 'output and diagnostic fill the budget exactly');
+  // The 49 bytes left after the output hold the start of the message; the path no longer fits.
+  assert.is(failure.message, 'the completion value is not lossless JSON: value.');
+  assert.is(failure.path, '');
+});
+
+test.run();
