@@ -47,8 +47,6 @@ const NativePromise = Promise;
 const { setPrototypeOf, defineProperty } = Object;
 const { apply } = Reflect;
 const byteLength = Buffer.byteLength;
-/** Room for the reply envelope around a completion value in one frame. */
-const FRAME_OVERHEAD = 1024;
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
@@ -180,7 +178,8 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
       env.uninstall = installBindings(
         request.bindings,
         {
-          active: () => currentRun() !== undefined,
+          // This run's proxies only: one kept from an earlier run must not call a binding this run lacks.
+          active: () => currentRun() === run,
           invoke: (name, args) => track(currentRun(), host.invoke(name, args)),
         },
         request,
@@ -255,9 +254,10 @@ function completionOutcome(value: unknown, request: RunRequest): RunOutcome {
   }
   try {
     const text = encodeJson(value, 'value', { isProxy: types.isProxy });
-    // A value too big for the budget or for one frame is reported by size, not sent.
+    // A value too big for the budget or for one frame is reported by size, not sent. Its JSON text
+    // travels unescaped beside the frame's envelope, which maxMessageBytes does not count.
     const bytes = byteLength(text);
-    if (bytes > request.maxOutputBytes || bytes > request.maxMessageBytes - FRAME_OVERHEAD) return { status: 'oversized', bytes };
+    if (bytes > request.maxOutputBytes || bytes > request.maxMessageBytes) return { status: 'oversized', bytes };
     return { status: 'ok', value: text };
   } catch (error) {
     if (error instanceof LossyValueError) {

@@ -195,23 +195,32 @@ export class Environment {
 
     let pendingCalls = 0;
     let pendingBytes = 0;
+    // The carrier declares only this run's bindings and enforces both in-flight limits before it
+    // sends a call (the host counts a call until its reply is written, the carrier until it is
+    // read), so a call past them did not come from the carrier's own code: the run fails.
     const invoke = async (name: string, argsText: string): Promise<InvokeResult> => {
       const binding = execution.bindings.get(name);
-      if (binding === undefined) throw Object.assign(new Error(`no binding named "${name}"`), { code: 'PTC_UNKNOWN_BINDING' });
       const bytes = Buffer.byteLength(argsText);
-      if (pendingCalls >= config.maxPendingCalls) {
-        throw Object.assign(new Error(`${name}: too many binding calls in flight (maxPendingCalls is ${config.maxPendingCalls})`), { code: 'PTC_PENDING_LIMIT' });
-      }
-      if (pendingBytes + bytes > config.maxMessageBytes) {
-        throw Object.assign(new Error(`${name}: arguments of calls in flight exceed maxMessageBytes (${config.maxMessageBytes})`), { code: 'PTC_MESSAGE_LIMIT' });
+      let problem: string | undefined;
+      if (binding === undefined) problem = `the carrier called ${JSON.stringify(name)}, which is not a binding of this run`;
+      else if (pendingCalls >= config.maxPendingCalls) problem = `the carrier made more than maxPendingCalls (${config.maxPendingCalls}) binding calls at once`;
+      else if (pendingBytes + bytes > config.maxMessageBytes) problem = `the carrier's binding calls in flight carry more than maxMessageBytes (${config.maxMessageBytes} bytes) of arguments`;
+      if (problem !== undefined) {
+        stop(protocolFailure(`invalid control message: ${problem}`));
+        throw Object.assign(new Error(problem), { code: 'PTC_PROTOCOL' });
       }
       pendingCalls++;
       pendingBytes += bytes;
       try {
         const args = decodeArguments(argsText);
-        const result = await binding(...args);
+        const result = await binding!(...args);
         if (settled) throw Object.assign(new Error(`${name}: the evaluation has ended`), { code: 'PTC_EVALUATION_ENDED' });
-        return await encodeResult(name, result, (path) => this.#registerImage(path, execution.cwd));
+        const encoded = await encodeResult(name, result, (path) => this.#registerImage(path, execution.cwd));
+        const resultBytes = encoded.value === undefined ? 0 : Buffer.byteLength(encoded.value);
+        if (resultBytes > config.maxMessageBytes) {
+          throw Object.assign(new Error(`${name}: the result (${resultBytes} bytes of JSON) is larger than one control message (maxMessageBytes ${config.maxMessageBytes})`), { code: 'PTC_MESSAGE_LIMIT' });
+        }
+        return encoded;
       } finally {
         pendingCalls--;
         pendingBytes -= bytes;
