@@ -8,158 +8,167 @@
 // captured at load, before any program runs, because the carrier decodes binding results with it.
 import type { JsonValue } from './json.ts';
 
+const uncurry = <T extends (...args: any[]) => any>(method: T) =>
+  Function.prototype.call.bind(method) as unknown as (self: unknown, ...args: Parameters<T>) => ReturnType<T>;
 const nativeParse = JSON.parse as (text: string) => unknown;
-const { apply } = Reflect;
 const { defineProperty } = Object;
-const regexpTest = RegExp.prototype.test;
-const regexpExec = RegExp.prototype.exec;
-const stringSlice = String.prototype.slice;
-const stringCharCodeAt = String.prototype.charCodeAt;
-const stringIndexOf = String.prototype.indexOf;
+const regexpTest = uncurry(RegExp.prototype.test);
+const charCodeAt = uncurry(String.prototype.charCodeAt);
+const slice = uncurry(String.prototype.slice);
+const indexOf = uncurry(String.prototype.indexOf);
 const BigIntCtor = BigInt;
 const NumberCtor = Number;
 const isSafeInteger = Number.isSafeInteger;
 const SyntaxErrorCtor = SyntaxError;
 
 const longDigits = /\d{16}/;
-// JSON's number grammar, anchored at lastIndex; group 1 is the fraction, group 2 the exponent.
-const numberPattern = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
 const controlCharacter = /[\u0000-\u001f]/;
 
 /** Parses JSON text, turning integers beyond 2^53 into bigint so they survive exactly; throws SyntaxError. */
 export function decodeJson(text: string): JsonValue {
-  if (!apply(regexpTest, longDigits, [text])) return nativeParse(text) as JsonValue;
+  if (!regexpTest(longDigits, text)) return nativeParse(text) as JsonValue;
   return parseLossless(text);
 }
 
-/** An open array or object, and for an object the key whose value comes next. */
-interface Open {
-  container: JsonValue[] | { [key: string]: JsonValue };
-  isArray: boolean;
-  key: string | undefined;
-}
+type Container = JsonValue[] | { [key: string]: JsonValue };
 
+// The parser's state: open containers are parallel stacks (container, and for objects the key
+// whose value comes next), so a level costs two slots rather than an object.
 function parseLossless(text: string): JsonValue {
   const length = text.length;
-  const stack: Open[] = [];
+  const containers: Container[] = [];
+  const keys: Array<string | undefined> = [];
+  let depth = 0;
   let position = 0;
-  let root: JsonValue | undefined;
-  let done = false;
 
   const fail = (what: string): never => {
-    const found = position >= length ? 'the end of the text' : `"${apply(stringSlice, text, [position, position + 12]) as string}"`;
+    const found = position >= length ? 'the end of the text' : `"${slice(text, position, position + 12)}"`;
     throw new SyntaxErrorCtor(`${what} at position ${position} (found ${found})`);
   };
   const skipSpace = (): void => {
-    while (position < length) {
-      const code = apply(stringCharCodeAt, text, [position]) as number;
-      if (code !== 0x20 && code !== 0x0a && code !== 0x0d && code !== 0x09) return;
-      position++;
-    }
+    let code = charCodeAt(text, position);
+    while (code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09) code = charCodeAt(text, ++position);
   };
   // The closing quote is the first one not escaped by an odd run of backslashes; JSON.parse then
   // checks and unescapes the body, which only strings with escapes or control characters need.
   const readString = (): string => {
     const start = position;
-    let end = apply(stringIndexOf, text, ['"', start + 1]) as number;
+    let end = indexOf(text, '"', start + 1);
     for (;;) {
       if (end === -1) fail('unterminated string');
       let backslashes = 0;
-      while (apply(stringCharCodeAt, text, [end - 1 - backslashes]) === 0x5c) backslashes++;
+      while (charCodeAt(text, end - 1 - backslashes) === 0x5c) backslashes++;
       if (backslashes % 2 === 0) break;
-      end = apply(stringIndexOf, text, ['"', end + 1]) as number;
+      end = indexOf(text, '"', end + 1);
     }
     position = end + 1;
-    const body = apply(stringSlice, text, [start, position]) as string;
-    if ((apply(stringIndexOf, body, ['\\']) as number) === -1 && !apply(regexpTest, controlCharacter, [body])) return apply(stringSlice, body, [1, -1]) as string;
-    return nativeParse(body) as string;
+    const body = slice(text, start + 1, end);
+    if (indexOf(body, '\\') === -1 && !regexpTest(controlCharacter, body)) return body;
+    return nativeParse(slice(text, start, end + 1)) as string;
   };
-  // Places a finished value in its parent, or makes it the root.
-  const place = (value: JsonValue): void => {
-    const top = stack[stack.length - 1];
-    if (top === undefined) {
-      root = value;
-      done = true;
-    } else if (top.isArray) {
-      const array = top.container as JsonValue[];
-      defineProperty(array, array.length, { value, writable: true, enumerable: true, configurable: true });
-    } else {
-      // defineProperty, so a "__proto__" key is a member (as JSON.parse makes it), not a prototype.
-      defineProperty(top.container, top.key!, { value, writable: true, enumerable: true, configurable: true });
-      top.key = undefined;
+  const readNumber = (): number | bigint => {
+    const start = position;
+    if (charCodeAt(text, position) === 0x2d) position++;
+    const first = charCodeAt(text, position);
+    if (first === 0x30) position++;
+    else if (first >= 0x31 && first <= 0x39) while (isDigit(charCodeAt(text, position))) position++;
+    else fail('expected a JSON value');
+    let integer = true;
+    if (charCodeAt(text, position) === 0x2e) {
+      integer = false;
+      if (!isDigit(charCodeAt(text, ++position))) fail('expected a digit');
+      while (isDigit(charCodeAt(text, position))) position++;
     }
+    const exponent = charCodeAt(text, position);
+    if (exponent === 0x65 || exponent === 0x45) {
+      integer = false;
+      const sign = charCodeAt(text, ++position);
+      if (sign === 0x2b || sign === 0x2d) position++;
+      if (!isDigit(charCodeAt(text, position))) fail('expected a digit');
+      while (isDigit(charCodeAt(text, position))) position++;
+    }
+    const source = slice(text, start, position);
+    const value = NumberCtor(source);
+    // Integers that a double holds exactly stay numbers; the rest keep their digits as bigint.
+    return integer && !isSafeInteger(value) ? BigIntCtor(source) : value;
   };
 
   for (;;) {
     skipSpace();
-    const top = stack[stack.length - 1];
     // Inside an object, a value is preceded by its key.
-    if (top !== undefined && !top.isArray && top.key === undefined) {
-      if (apply(stringCharCodeAt, text, [position]) !== 0x22) fail('expected a string key');
-      top.key = readString();
+    if (depth > 0 && keys[depth - 1] === null) {
+      if (charCodeAt(text, position) !== 0x22) fail('expected a string key');
+      keys[depth - 1] = readString();
       skipSpace();
-      if (apply(stringCharCodeAt, text, [position]) !== 0x3a) fail("expected ':'");
+      if (charCodeAt(text, position) !== 0x3a) fail("expected ':'");
       position++;
       skipSpace();
     }
-    const code = apply(stringCharCodeAt, text, [position]) as number;
+    let value: JsonValue;
+    const code = charCodeAt(text, position);
     if (code === 0x5b || code === 0x7b) {
       position++;
-      const isArray = code === 0x5b;
-      const container = isArray ? [] : {};
       skipSpace();
-      const close = apply(stringCharCodeAt, text, [position]);
-      if (close === (isArray ? 0x5d : 0x7d)) {
+      const isArray = code === 0x5b;
+      if (charCodeAt(text, position) === (isArray ? 0x5d : 0x7d)) {
         position++;
-        place(container);
+        value = isArray ? [] : {};
       } else {
-        stack[stack.length] = { container, isArray, key: undefined };
+        containers[depth] = isArray ? [] : {};
+        // undefined marks an array; null an object waiting for its next key.
+        keys[depth] = isArray ? undefined : (null as unknown as string);
+        depth++;
         continue;
       }
     } else if (code === 0x22) {
-      place(readString());
-    } else if (code === 0x74 && apply(stringSlice, text, [position, position + 4]) === 'true') {
+      value = readString();
+    } else if (code === 0x74 && slice(text, position, position + 4) === 'true') {
       position += 4;
-      place(true);
-    } else if (code === 0x66 && apply(stringSlice, text, [position, position + 5]) === 'false') {
+      value = true;
+    } else if (code === 0x66 && slice(text, position, position + 5) === 'false') {
       position += 5;
-      place(false);
-    } else if (code === 0x6e && apply(stringSlice, text, [position, position + 4]) === 'null') {
+      value = false;
+    } else if (code === 0x6e && slice(text, position, position + 4) === 'null') {
       position += 4;
-      place(null);
+      value = null;
     } else {
-      numberPattern.lastIndex = position;
-      const match = apply(regexpExec, numberPattern, [text]) as RegExpExecArray | null;
-      if (match === null) fail('expected a JSON value');
-      const source = match![0];
-      position += source.length;
-      place(numberValue(source, match![1] !== undefined || match![2] !== undefined));
+      value = readNumber();
     }
-    // Close every container that ends here, and step over the comma before the next member.
+    // Place the value, close every container that ends here, and step over the comma before the next member.
     for (;;) {
-      if (done) {
+      if (depth === 0) {
         skipSpace();
         if (position !== length) fail('unexpected text after the JSON value');
-        return root!;
+        return value;
+      }
+      const container = containers[depth - 1]!;
+      const key = keys[depth - 1];
+      if (key === undefined) {
+        const array = container as JsonValue[];
+        array[array.length] = value;
+      } else if (key === '__proto__') {
+        // A member, as JSON.parse makes it, not the prototype.
+        defineProperty(container, key, { value, writable: true, enumerable: true, configurable: true });
+        keys[depth - 1] = null as unknown as string;
+      } else {
+        (container as { [key: string]: JsonValue })[key] = value;
+        keys[depth - 1] = null as unknown as string;
       }
       skipSpace();
-      const open = stack[stack.length - 1]!;
-      const next = apply(stringCharCodeAt, text, [position]);
+      const next = charCodeAt(text, position);
       if (next === 0x2c) {
         position++;
         break;
       }
-      if (next !== (open.isArray ? 0x5d : 0x7d)) fail(open.isArray ? "expected ',' or ']'" : "expected ',' or '}'");
+      if (next !== (key === undefined ? 0x5d : 0x7d)) fail(key === undefined ? "expected ',' or ']'" : "expected ',' or '}'");
       position++;
-      stack.length--;
-      place(open.container);
+      depth--;
+      containers[depth] = undefined as unknown as Container;
+      value = container;
     }
   }
 }
 
-// Integers that a double holds exactly stay numbers; the rest keep their digits as bigint.
-function numberValue(source: string, fractional: boolean): number | bigint {
-  const value = NumberCtor(source);
-  if (fractional || isSafeInteger(value)) return value;
-  return BigIntCtor(source);
+function isDigit(code: number): boolean {
+  return code >= 0x30 && code <= 0x39;
 }

@@ -83,7 +83,7 @@ export class Environment {
     this.format = format;
     this.retained = retained;
     carrier.attach({
-      onProtocolError: (message) => (this.#hooks ? this.#hooks.protocol(message) : this.#loseIdle(`protocol failure while idle: ${message}`)),
+      onProtocolError: (message, betweenRuns) => (this.#hooks && !betweenRuns ? this.#hooks.protocol(message) : this.#loseIdle(`protocol failure while idle: ${message}`)),
       onSpawnError: (message) => {
         this.#exit = { code: null, signal: null };
         this.#lost = message;

@@ -23,8 +23,9 @@ const CONTROL_LOSS_GRACE_MS = 500;
 const MAX_REQUESTS_IN_FLIGHT = 1024;
 
 export interface CarrierEvents {
-  /** The carrier broke the protocol; the process should be torn down. */
-  onProtocolError(message: string): void;
+  /** The carrier broke the protocol; the process should be torn down. `betweenRuns`: after the
+   * reply to the last run, which stands. */
+  onProtocolError(message: string, betweenRuns: boolean): void;
   /** The carrier exited (before or after a result). */
   onExit(code: number | null, signal: NodeJS.Signals | null): void;
   /** The carrier process could not be started at all. */
@@ -53,7 +54,7 @@ export interface CarrierOptions {
 type EarlyEvent =
   | { type: 'exit'; code: number | null; signal: NodeJS.Signals | null }
   | { type: 'spawn-error'; message: string }
-  | { type: 'protocol'; message: string }
+  | { type: 'protocol'; message: string; betweenRuns: boolean }
   | { type: 'control-lost' };
 
 /** A running carrier process and its control channel. */
@@ -77,6 +78,8 @@ export class Carrier {
   /** Bytes of replies the host may queue for a carrier that does not read them. */
   readonly #maxQueued: number;
   #paused = false;
+  /** The id of the host's `run` call while a program runs; the carrier may send only then. */
+  #runCall: string | undefined;
   #closed = false;
   #exited = false;
   #stderrTail = '';
@@ -193,7 +196,7 @@ export class Carrier {
     if (event.type === 'exit') events.onExit(event.code, event.signal);
     else if (event.type === 'spawn-error') events.onSpawnError(event.message);
     else if (event.type === 'control-lost') events.onControlLost();
-    else events.onProtocolError(event.message);
+    else events.onProtocolError(event.message, event.betweenRuns);
   }
 
   /** Lets the host exit while this carrier idles; a spare must not keep the process alive. */
@@ -220,7 +223,10 @@ export class Carrier {
         this.#deliver = deliver as (message: unknown) => void;
       },
       serialize: (message: Record<string, unknown>) => {
-        if (message.t === 'q' && typeof message.i === 'string') this.#awaiting.add(message.i);
+        if (message.t === 'q' && typeof message.i === 'string') {
+          this.#awaiting.add(message.i);
+          if (message.m === 'run') this.#runCall = message.i;
+        }
         if (message.t === 's') this.#serving.delete(message.i as string);
         const { envelope, payload } = splitPayload(message);
         const text = encodeJson(envelope, 'message', { replaceObject: encodeError, skipUndefinedMembers: true });
@@ -302,6 +308,14 @@ export class Carrier {
       return;
     }
     const frame = message as { t: string; m?: string; a?: unknown[]; i?: string };
+    // The carrier's code sends nothing between runs. A frame then ends the carrier, but not the
+    // run whose reply came before it: that result stays what it was, however the frames after the
+    // reply were cut into chunks.
+    if (this.#runCall === undefined) {
+      const what = frame.t === 's' ? 'a reply' : `a "${frame.m}" ${frame.i === undefined ? 'message' : 'request'}`;
+      this.#fail(`invalid control message: ${what} while no program runs`, true);
+      return;
+    }
     // Raw bytes a child process wrote before the carrier sent this frame are already in the stdio
     // pipes; take them first so they keep their place before the carrier's own output and reply.
     if (frame.t !== 'q' || frame.m !== 'invoke') for (const drain of this.#stdioDrains) drain();
@@ -314,15 +328,12 @@ export class Carrier {
       this.#fail(`invalid control message: "${frame.m}" must be a request`);
       return;
     }
-    if (this.#deliver === undefined) {
-      this.#fail(`invalid control message: ${frame.t === 's' ? 'a reply' : `a "${frame.m}" request`} before the host sent a program`);
-      return;
-    }
     if (frame.t === 's') {
       if (!this.#awaiting.delete(frame.i!)) {
         this.#fail(`invalid control message: a reply to ${JSON.stringify(frame.i)}, which is no call of the host's`);
         return;
       }
+      if (frame.i === this.#runCall) this.#runCall = undefined;
     } else if (frame.i !== undefined) {
       if (this.#serving.has(frame.i)) {
         this.#fail(`invalid control message: a second request with id ${JSON.stringify(frame.i)} while the first is served`);
@@ -344,9 +355,9 @@ export class Carrier {
     else this.#control.resume();
   }
 
-  #fail(message: string): void {
+  #fail(message: string, betweenRuns = false): void {
     if (this.#closed) return;
-    this.#emit({ type: 'protocol', message });
+    this.#emit({ type: 'protocol', message, betweenRuns });
     this.close();
   }
 }
