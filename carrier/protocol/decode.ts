@@ -27,15 +27,49 @@ const controlCharacter = /[\u0000-\u001f]/;
 /** Parses JSON text, turning integers beyond 2^53 into bigint so they survive exactly; throws SyntaxError. */
 export function decodeJson(text: string): JsonValue {
   if (!regexpTest(longDigits, text)) return nativeParse(text) as JsonValue;
-  return parseLossless(text);
+  return finish(parse(text, Infinity, Infinity));
+}
+
+/** Text above this many characters is decoded in slices, yielding to the event loop between them. */
+export const ASYNC_DECODE_THRESHOLD = 1 << 20;
+/** Values parsed per slice: about ten milliseconds of work. */
+const VALUES_PER_SLICE = 1 << 13;
+
+/**
+ * decodeJson for text from a peer that must not stall the event loop: long text is parsed in
+ * slices (by this parser even when JSON.parse could read it, since JSON.parse cannot pause).
+ */
+export async function decodeJsonAsync(text: string): Promise<JsonValue> {
+  if (text.length <= ASYNC_DECODE_THRESHOLD) return decodeJson(text);
+  const steps = parse(text, Infinity, VALUES_PER_SLICE);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/**
+ * Parses a control frame's envelope: small structures whose strings may be long. More than
+ * `maxValues` values is refused at once, so a frame of a million numbers costs nothing to refuse.
+ */
+export function decodeEnvelope(text: string, maxValues: number): JsonValue {
+  return finish(parse(text, maxValues, Infinity));
+}
+
+function finish(steps: Generator<void, JsonValue>): JsonValue {
+  return steps.next().value as JsonValue;
 }
 
 type Container = JsonValue[] | { [key: string]: JsonValue };
 
 // The parser's state: open containers are parallel stacks (container, and for objects the key
-// whose value comes next), so a level costs two slots rather than an object.
-function parseLossless(text: string): JsonValue {
+// whose value comes next), so a level costs two slots rather than an object. It pauses (yields)
+// after every `valuesPerSlice` values.
+function* parse(text: string, maxValues: number, valuesPerSlice: number): Generator<void, JsonValue> {
   const length = text.length;
+  let values = 0;
+  let sliceEnd = valuesPerSlice;
   const containers: Container[] = [];
   const keys: Array<string | undefined> = [];
   let depth = 0;
@@ -94,6 +128,11 @@ function parseLossless(text: string): JsonValue {
   };
 
   for (;;) {
+    if (++values > maxValues) fail(`more than ${maxValues} values`);
+    if (values > sliceEnd) {
+      sliceEnd = values + valuesPerSlice;
+      yield;
+    }
     skipSpace();
     // Inside an object, a value is preceded by its key.
     if (depth > 0 && keys[depth - 1] === null) {

@@ -36,8 +36,22 @@ export function newChannelKey(): string {
   return apply(bufferToString, random(32), ['hex']) as string;
 }
 
-/** Computes frame MACs for one key: `mac(seq, pieces)` covers "<seq> " followed by the pieces. */
-export function createFrameMac(keyHex: string): (seq: number, pieces: Array<string | Uint8Array>) => string {
+/** One frame's MAC, computed piece by piece as its bytes arrive. */
+export interface FrameHash {
+  update(piece: string | Uint8Array): void;
+  /** The MAC's hex digits. */
+  end(): string;
+}
+
+export interface FrameMac {
+  /** The MAC of a whole frame: "<seq> " followed by the pieces. */
+  sign(seq: number, pieces: Array<string | Uint8Array>): string;
+  /** Starts the MAC of frame `seq`, for bytes that arrive in pieces. */
+  begin(seq: number): FrameHash;
+}
+
+/** Computes frame MACs for one key (64 hex digits). */
+export function createFrameMac(keyHex: string): FrameMac {
   const key = bufferFrom(keyHex, 'hex');
   const pad = (byte: number): Uint8Array => {
     const block = new Uint8Array(64);
@@ -47,13 +61,25 @@ export function createFrameMac(keyHex: string): (seq: number, pieces: Array<stri
   // HMAC (RFC 2104) with the padded keys hashed once: the per-frame work copies these states.
   const inner = apply(hashUpdate, hash('sha256'), [pad(0x36)]) as Hash;
   const outer = apply(hashUpdate, hash('sha256'), [pad(0x5c)]) as Hash;
-  return (seq, pieces) => {
+  const begin = (seq: number): FrameHash => {
     const state = apply(hashCopy, inner, []) as Hash;
     apply(hashUpdate, state, [`${seq} `]);
-    for (let index = 0; index < pieces.length; index++) apply(hashUpdate, state, [pieces[index]]);
-    const final = apply(hashCopy, outer, []) as Hash;
-    apply(hashUpdate, final, [apply(hashDigest, state, [])]);
-    return apply(stringSlice, apply(hashDigest, final, ['hex']), [0, MAC_LENGTH]) as string;
+    return {
+      update: (piece) => void apply(hashUpdate, state, [piece]),
+      end: () => {
+        const final = apply(hashCopy, outer, []) as Hash;
+        apply(hashUpdate, final, [apply(hashDigest, state, [])]);
+        return apply(stringSlice, apply(hashDigest, final, ['hex']), [0, MAC_LENGTH]) as string;
+      },
+    };
+  };
+  return {
+    begin,
+    sign: (seq, pieces) => {
+      const frame = begin(seq);
+      for (let index = 0; index < pieces.length; index++) frame.update(pieces[index]!);
+      return frame.end();
+    },
   };
 }
 

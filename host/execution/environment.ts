@@ -4,7 +4,8 @@
 // reason to stop is kept, so a timeout stays a timeout even when the kill that follows ends the
 // process. Stopping a retained run is cooperative first (revoke, then stopGraceMs), a kill after.
 import { resolve as resolvePath } from 'node:path';
-import { decodeJson, type JsonValue } from '../../carrier/protocol/json.ts';
+import type { JsonValue } from '../../carrier/protocol/json.ts';
+import { decodeJsonAsync } from '../../carrier/protocol/decode.ts';
 import type { ImageDescriptor, InvokeResult, OutputMessage, ProgramFormat, RunOutcome } from '../../carrier/protocol/messages.ts';
 import { decodeArguments, encodeResult, type BindingFunction } from './bindings.ts';
 import type { ResolvedConfig } from './settings.ts';
@@ -212,7 +213,7 @@ export class Environment {
       pendingCalls++;
       pendingBytes += bytes;
       try {
-        const args = decodeArguments(argsText);
+        const args = await decodeArguments(argsText);
         const result = await binding!(...args);
         if (settled) throw Object.assign(new Error(`${name}: the evaluation has ended`), { code: 'PTC_EVALUATION_ENDED' });
         const encoded = await encodeResult(name, result, (path) => this.#registerImage(path, execution.cwd));
@@ -324,7 +325,7 @@ export class Environment {
       if (this.retained && failure.state === undefined) failure.state = 'cleared';
       result = failed(failure, ledger, sandbox);
     } else {
-      result = complete(outcome!, ledger, sandbox, config);
+      result = await complete(outcome!, ledger, sandbox, config);
       if (result.status === 'failed' && result.failure.kind === 'output-limit' && this.retained) {
         result.failure.state = 'cleared';
         usable = false;
@@ -349,7 +350,7 @@ export class Environment {
   }
 }
 
-function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxReport, config: ResolvedConfig): RunResult {
+async function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxReport, config: ResolvedConfig): Promise<RunResult> {
   const limit = config.maxOutputBytes;
   switch (outcome.status) {
     case 'ok': {
@@ -357,7 +358,7 @@ function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxRep
       if (!ledger.charge(Buffer.byteLength(outcome.value))) return failed(outputLimit(limit, 'the completion value'), ledger, sandbox);
       let value: JsonValue;
       try {
-        value = decodeJson(outcome.value);
+        value = await decodeJsonAsync(outcome.value);
       } catch (error) {
         return failed(protocolFailure(`the carrier sent an unparsable completion: ${(error as Error).message}`), ledger, sandbox);
       }
