@@ -74,7 +74,7 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
       revoke: methods.revoke,
     },
     {
-      post: (body: string) => void write(`${mac.sign(seq++, [body])} ${body}\n`),
+      post: (body: string) => void write(`${mac.sign(seq++, body)} ${body}\n`),
       on: (handler) => {
         deliver = handler;
       },

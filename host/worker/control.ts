@@ -7,7 +7,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import { TextDecoder } from 'node:util';
 import { decodeEnvelope } from '../../carrier/protocol/decode.ts';
-import { createFrameMac, FRAME_ENVELOPE_BYTES, joinPayload, MAC_LENGTH, type FrameHash, type FrameMac } from '../../carrier/protocol/frame.ts';
+import { createFrameMac, FRAME_ENVELOPE_BYTES, joinPayload, MAC_LENGTH, PAYLOAD_SEPARATOR, type FrameHash, type FrameMac } from '../../carrier/protocol/frame.ts';
 import type { Handshake } from '../../carrier/protocol/messages.ts';
 import { checkHandshake } from './validate.ts';
 
@@ -27,6 +27,8 @@ export interface ControlReader {
 
 /** Values an envelope may hold: the largest, an exception report, has about thirty. */
 const MAX_ENVELOPE_VALUES = 1024;
+/** Envelopes up to this size hold too few values to matter, whatever they hold. */
+const SMALL_ENVELOPE = 16 * 1024;
 const NEWLINE = 0x0a;
 const SPACE = 0x20;
 const SEPARATOR = 0x1e;
@@ -41,10 +43,17 @@ interface Frame {
   hash: FrameHash;
   envelope: string[];
   envelopeBytes: number;
-  envelopeDecoder: TextDecoder;
   payload: string[] | undefined;
   payloadBytes: number;
-  payloadDecoder: TextDecoder;
+}
+
+/** JSON.parse for the common small envelope (bounded by its size); the value-counting parser for a large one. */
+function parseEnvelope(text: string): unknown {
+  return text.length <= SMALL_ENVELOPE ? JSON.parse(text) : decodeEnvelope(text, MAX_ENVELOPE_VALUES);
+}
+
+function sameMac(given: Uint8Array, expected: string): boolean {
+  return timingSafeEqual(given, Buffer.from(expected, 'latin1'));
 }
 
 /** Turns the carrier's control bytes into authenticated messages. */
@@ -57,6 +66,10 @@ export function createControlReader(options: ControlReaderOptions): ControlReade
   let hello: Uint8Array[] = [];
   let helloBytes = 0;
   let frame: Frame | undefined;
+  // Streaming decoders, flushed at each line's end, so a character split across chunks survives.
+  const envelopeDecoder = new TextDecoder();
+  const payloadDecoder = new TextDecoder();
+  const decodeWhole = new TextDecoder();
 
   const fail = (message: string): void => {
     if (failed) return;
@@ -76,10 +89,8 @@ export function createControlReader(options: ControlReaderOptions): ControlReade
     hash: mac!.begin(number),
     envelope: [],
     envelopeBytes: 0,
-    envelopeDecoder: new TextDecoder(),
     payload: undefined,
     payloadBytes: 0,
-    payloadDecoder: new TextDecoder(),
   });
 
   // A piece of the current line, without its newline.
@@ -106,13 +117,13 @@ export function createControlReader(options: ControlReaderOptions): ControlReade
       const envelope = separator === -1 ? piece : piece.subarray(0, separator);
       current.envelopeBytes += envelope.length;
       // Past the limit the text is no longer kept, only hashed: the line end says which problem it is.
-      if (current.envelopeBytes <= maxMessageBytes) current.envelope.push(current.envelopeDecoder.decode(envelope, { stream: true }));
+      if (current.envelopeBytes <= maxMessageBytes) current.envelope.push(envelopeDecoder.decode(envelope, { stream: true }));
       if (separator === -1) return;
       current.payload = [];
       piece = piece.subarray(separator + 1);
     }
     current.payloadBytes += piece.length;
-    if (current.payloadBytes <= maxMessageBytes) current.payload.push(current.payloadDecoder.decode(piece, { stream: true }));
+    if (current.payloadBytes <= maxMessageBytes) current.payload.push(payloadDecoder.decode(piece, { stream: true }));
   };
 
   const endHello = (): void => {
@@ -120,7 +131,7 @@ export function createControlReader(options: ControlReaderOptions): ControlReade
     hello = [];
     let parsed: unknown;
     try {
-      parsed = decodeEnvelope(bytes.toString('utf8'), MAX_ENVELOPE_VALUES);
+      parsed = parseEnvelope(bytes.toString('utf8'));
     } catch (error) {
       return fail(`unparsable handshake: ${(error as Error).message}`);
     }
@@ -130,32 +141,56 @@ export function createControlReader(options: ControlReaderOptions): ControlReade
     options.onHandshake(parsed as Handshake);
   };
 
-  const endFrame = (): void => {
-    const current = frame ?? newFrame();
-    frame = undefined;
-    const expected = Buffer.from(current.hash.end(), 'latin1');
-    const signed = current.headBytes === HEAD && current.head[MAC_LENGTH] === SPACE && timingSafeEqual(current.head.subarray(0, MAC_LENGTH), expected);
+  // The frame's text is only looked at once its MAC checks out; the sizes are known before.
+  const accept = (number: number, signed: boolean, envelopeBytes: number, payloadBytes: number, envelope: () => string, payload: () => string | undefined): void => {
     if (!signed) {
-      return fail(`forged control message: frame ${current.seq} does not carry the carrier's authentication code (a program wrote to the control channel, or a frame was replayed, dropped or corrupted)`);
+      return fail(`forged control message: frame ${number} does not carry the carrier's authentication code (a program wrote to the control channel, or a frame was replayed, dropped or corrupted)`);
     }
-    if (current.envelopeBytes > maxMessageBytes) {
-      return fail(`a control message (${current.envelopeBytes} bytes) was longer than maxMessageBytes (${maxMessageBytes} bytes)`);
+    if (envelopeBytes > maxMessageBytes) {
+      return fail(`a control message (${envelopeBytes} bytes) was longer than maxMessageBytes (${maxMessageBytes} bytes)`);
     }
-    if (current.payloadBytes > maxMessageBytes) {
-      return fail(`a control message carried ${current.payloadBytes} bytes of JSON text, more than maxMessageBytes (${maxMessageBytes} bytes)`);
+    if (payloadBytes > maxMessageBytes) {
+      return fail(`a control message carried ${payloadBytes} bytes of JSON text, more than maxMessageBytes (${maxMessageBytes} bytes)`);
     }
-    let envelope: unknown;
+    let message: unknown;
     try {
-      current.envelope.push(current.envelopeDecoder.decode());
-      envelope = decodeEnvelope(current.envelope.join(''), MAX_ENVELOPE_VALUES);
+      message = parseEnvelope(envelope());
     } catch (error) {
       return fail(`unparsable control message: ${(error as Error).message}`);
     }
-    if (current.payload === undefined) return options.onMessage(envelope);
-    current.payload.push(current.payloadDecoder.decode());
-    const joined = joinPayload(envelope, current.payload.join(''));
+    const text = payload();
+    if (text === undefined) return options.onMessage(message);
+    const joined = joinPayload(message, text);
     if ('problem' in joined) return fail(`invalid control message: ${joined.problem}`);
     options.onMessage(joined.message);
+  };
+
+  // A frame that arrived in pieces: hashed and decoded as they came.
+  const endFrame = (): void => {
+    const current = frame ?? newFrame();
+    frame = undefined;
+    const envelopeTail = envelopeDecoder.decode();
+    const payloadTail = payloadDecoder.decode();
+    const signed = current.headBytes === HEAD && current.head[MAC_LENGTH] === SPACE && sameMac(current.head.subarray(0, MAC_LENGTH), current.hash.end());
+    accept(current.seq, signed, current.envelopeBytes, current.payloadBytes,
+      () => current.envelope.join('') + envelopeTail,
+      () => (current.payload === undefined ? undefined : current.payload.join('') + payloadTail));
+  };
+
+  // The common case, a whole frame in one chunk: decoded once and hashed in one call.
+  const wholeFrame = (line: Uint8Array): void => {
+    const number = seq++;
+    if (line.length > maxLineBytes) return overflow(line.length);
+    const text = decodeWhole.decode(line);
+    const body = text.slice(HEAD);
+    const signed = line.length > HEAD && line[MAC_LENGTH] === SPACE && sameMac(line.subarray(0, MAC_LENGTH), mac!.sign(number, body));
+    const separator = line.indexOf(SEPARATOR, HEAD);
+    const envelopeBytes = (separator === -1 ? line.length : separator) - HEAD;
+    const payloadBytes = separator === -1 ? 0 : line.length - separator - 1;
+    const split = body.indexOf(PAYLOAD_SEPARATOR);
+    accept(number, signed, envelopeBytes, payloadBytes,
+      () => (split === -1 ? body : body.slice(0, split)),
+      () => (split === -1 ? undefined : body.slice(split + 1)));
   };
 
   return {
@@ -163,6 +198,11 @@ export function createControlReader(options: ControlReaderOptions): ControlReade
       let start = 0;
       while (!failed && start <= chunk.length) {
         const newline = chunk.indexOf(NEWLINE, start);
+        if (newline !== -1 && frame === undefined && mac !== undefined) {
+          wholeFrame(chunk.subarray(start, newline));
+          start = newline + 1;
+          continue;
+        }
         const end = newline === -1 ? chunk.length : newline;
         if (end > start) feed(chunk.subarray(start, end));
         if (newline === -1 || failed) return;
