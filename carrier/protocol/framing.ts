@@ -1,4 +1,5 @@
-// Newline-delimited frames with a hard per-line byte limit, shared by host and carrier.
+// Newline-delimited frames with a hard per-line byte limit: how the carrier reads the host's
+// frames (the host reads the carrier's in host/worker/control.ts, which also authenticates them).
 // A line over the limit is reported once and everything after it is ignored: the peer is broken
 // or hostile and the connection is about to be torn down.
 
