@@ -182,7 +182,8 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
       env.uninstall = installBindings(
         request.bindings,
         {
-          active: () => currentRun() !== undefined,
+          // This run's proxies only: one kept from an earlier run must not call a binding this run lacks.
+          active: () => currentRun() === run,
           invoke: (name, args) => track(currentRun(), host.invoke(name, args)),
         },
         request,
@@ -262,11 +263,10 @@ function completionOutcome(value: unknown, request: RunRequest): RunOutcome | Pr
   }
   try {
     const text = encodeJson(value, 'value', { isProxy: types.isProxy });
-    // A value too big for the budget or for one frame is reported by size, not sent.
+    // A value too big for the budget or for one frame is reported by size, not sent. Its JSON text
+    // travels unescaped beside the frame's envelope, which maxMessageBytes does not count.
     const bytes = byteLength(text);
-    if (bytes > request.maxOutputBytes) return { status: 'oversized', bytes };
-    // The value travels as a string inside the reply, so its quotes and escapes are counted too.
-    if (byteLength(encodeJson(text, 'value')) > request.maxMessageBytes - REPLY_ENVELOPE) return { status: 'oversized', bytes };
+    if (bytes > request.maxOutputBytes || bytes > request.maxMessageBytes) return { status: 'oversized', bytes };
     return { status: 'ok', value: text };
   } catch (error) {
     if (error instanceof LossyValueError) {

@@ -7,13 +7,11 @@
 // one pass per string: a diagnostic can be hundreds of megabytes.
 import { encodeJson } from './protocol/json.ts';
 import type { RunOutcome } from './protocol/messages.ts';
+import { cutToEscapedBytes, escapedBytes } from './protocol/limits.ts';
 
 /** Room for the reply envelope around an outcome: {"t":"s","i":<request id>,"r":…}, about 40 bytes. */
 export const REPLY_ENVELOPE = 256;
 
-const { apply } = Reflect;
-const charCodeAt = String.prototype.charCodeAt;
-const sliceString = String.prototype.slice;
 const byteLength = Buffer.byteLength;
 const { ceil } = Math;
 
@@ -47,7 +45,7 @@ export function fitOutcome(outcome: RunOutcome, maxMessageBytes: number): RunOut
   for (let i = 0; i < fields.length; i++) {
     const text = holder[fields[i]!];
     if (typeof text !== 'string') continue;
-    const length = encodedLength(text);
+    const length = escapedBytes(text);
     names[names.length] = fields[i]!;
     lengths[lengths.length] = length;
     fieldBytes += length;
@@ -65,46 +63,7 @@ export function fitOutcome(outcome: RunOutcome, maxMessageBytes: number): RunOut
     else high = cap - 1;
   }
   for (let i = 0; i < names.length; i++) {
-    if (lengths[i]! > low) holder[names[i]!] = prefixWithin(holder[names[i]!] as string, low);
+    if (lengths[i]! > low) holder[names[i]!] = cutToEscapedBytes(holder[names[i]!] as string, low);
   }
   return outcome;
-}
-
-/** The UTF-8 bytes of `text` as a JSON string, quotes included: what JSON.stringify makes of it. */
-export function encodedLength(text: string): number {
-  let bytes = 2;
-  for (let i = 0; i < text.length; i++) {
-    const width = unitWidth(text, i);
-    bytes += width;
-    if (width === 4) i++; // a surrogate pair: both units counted
-  }
-  return bytes;
-}
-
-/** The longest prefix of `text`, never splitting a surrogate pair, whose JSON string takes at most `limit` bytes. */
-export function prefixWithin(text: string, limit: number): string {
-  let bytes = 2;
-  let i = 0;
-  while (i < text.length) {
-    const width = unitWidth(text, i);
-    if (bytes + width > limit) break;
-    bytes += width;
-    i += width === 4 ? 2 : 1;
-  }
-  return apply(sliceString, text, [0, i]) as string;
-}
-
-/** Bytes the code unit at `i` takes in a JSON string; 4 for a surrogate pair starting there. */
-function unitWidth(text: string, i: number): number {
-  const code = apply(charCodeAt, text, [i]) as number;
-  if (code < 0x20) return code === 0x08 || code === 0x09 || code === 0x0a || code === 0x0c || code === 0x0d ? 2 : 6; // \n, or \u0001
-  if (code === 0x22 || code === 0x5c) return 2; // \" and \\
-  if (code < 0x80) return 1;
-  if (code < 0x800) return 2;
-  if (code >= 0xd800 && code <= 0xdbff) {
-    const next = apply(charCodeAt, text, [i + 1]) as number;
-    return next >= 0xdc00 && next <= 0xdfff ? 4 : 6; // a pair, or a lone surrogate escaped as \ud800
-  }
-  if (code >= 0xdc00 && code <= 0xdfff) return 6;
-  return 3;
 }

@@ -1,4 +1,5 @@
-// Newline-delimited frames with a hard per-line byte limit, shared by host and carrier.
+// Newline-delimited frames with a hard per-line byte limit: how the carrier reads the host's
+// frames (the host reads the carrier's in host/worker/control.ts, which also authenticates them).
 // A line over the limit is reported once and everything after it is ignored: the peer is broken
 // or hostile and the connection is about to be torn down.
 
@@ -8,13 +9,13 @@ export interface LineReader {
 
 export interface LineReaderOptions {
   maxLineBytes: number;
-  onLine(line: string): void;
+  /** One line without its newline, as bytes: the reader does not decode, so a receiver can check a frame's bytes. */
+  onLine(line: Uint8Array): void;
   onOverflow(bytes: number): void;
 }
 
-/** Splits a byte stream into UTF-8 lines, refusing any line longer than `maxLineBytes`. */
+/** Splits a byte stream into lines, refusing any line longer than `maxLineBytes`. */
 export function createLineReader({ maxLineBytes, onLine, onOverflow }: LineReaderOptions): LineReader {
-  const decoder = new TextDecoder('utf-8', { fatal: false });
   let pending: Uint8Array[] = [];
   let pendingBytes = 0;
   let failed = false;
@@ -48,7 +49,7 @@ export function createLineReader({ maxLineBytes, onLine, onOverflow }: LineReade
           pendingBytes = 0;
         }
         start = newline + 1;
-        if (bytes.length > 0) onLine(decoder.decode(bytes));
+        if (bytes.length > 0) onLine(bytes);
         if (failed) return;
       }
     },

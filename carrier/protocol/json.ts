@@ -5,7 +5,6 @@
 //
 // Intrinsics are captured at module load, before any program runs, so a program that overwrites
 // `JSON`, `Array`, `Object` or `String` cannot change how the carrier encodes its result.
-import { parse as parseLossless, isSafeNumber, isInteger } from 'lossless-json';
 
 const stringifyString = JSON.stringify as (value: string) => string;
 const { isArray } = Array;
@@ -145,28 +144,5 @@ function describe(value: object): string {
   return /^[AEIOU]/.test(kind) ? `an ${kind}` : `a ${kind}`;
 }
 
-/** Parses JSON text, turning integers beyond 2^53 into bigint so they survive exactly. */
-export function decodeJson(text: string): JsonValue {
-  // Only a run of 16+ digits can be an integer beyond 2^53; without one, the native parser is exact.
-  if (!apply(regexpTest, longDigits, [text])) return nativeParse(text) as JsonValue;
-  if (sourceAccess) return nativeParse(text, reviveBigInt) as JsonValue;
-  return parseLossless(text, null, parseNumber) as JsonValue;
-}
-
-// JSON.parse hands revivers the source text of each primitive on Node 21+; older Nodes (the
-// bootstrap runs on 20.12) fall back to lossless-json, which reads globals at call time.
-const nativeParse = JSON.parse as (text: string, reviver?: (key: string, value: unknown, context?: { source?: string }) => unknown) => unknown;
-const longDigits = /\d{16}/;
-const integerText = /^-?\d+$/;
-const isSafeIntegerValue = Number.isSafeInteger;
-const sourceAccess = nativeParse('1', (_key, value, context) => (context?.source === '1' ? value : undefined)) === 1;
-
-function reviveBigInt(_key: string, value: unknown, context?: { source?: string }): unknown {
-  if (typeof value !== 'number' || isSafeIntegerValue(value) || context?.source === undefined) return value;
-  return apply(regexpTest, integerText, [context.source]) ? BigIntCtor(context.source) : value;
-}
-
-function parseNumber(text: string): number | bigint {
-  if (isInteger(text) && !isSafeNumber(text)) return BigIntCtor(text);
-  return NumberCtor(text);
-}
+// Decoding lives in decode.ts: it must not recurse, whatever the depth of what the peer sends.
+export { decodeJson } from './decode.ts';

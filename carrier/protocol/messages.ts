@@ -2,12 +2,14 @@
 // carrier implements CarrierMethods and calls HostMethods. Values travel as lossless JSON text
 // (see json.ts) so that encoding and its errors stay in one place.
 
-/** The carrier's first line on the control channel, before any RPC traffic. */
+/** The carrier's first line on the control channel, before any RPC traffic and before any program exists. */
 export interface Handshake {
   t: 'hello';
   revision: number;
   node: string;
   capabilities: string[];
+  /** 64 hex digits: the key that signs every later carrier frame (see frame.ts). */
+  key: string;
 }
 
 /** How the carrier evaluates source: an async function body, a vm Script, the scoped REPL or Node's REPL. */

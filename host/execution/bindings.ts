@@ -2,7 +2,8 @@
 // `{ github: { listIssues } }` is called as `github.listIssues(...)` in the program. Arguments and
 // results are lossless JSON checked here, on the host; a result may carry images made by `image()`.
 import { types } from 'node:util';
-import { encodeJson, decodeJson, LossyValueError, isPlainObject } from '../../carrier/protocol/json.ts';
+import { encodeJson, LossyValueError, isPlainObject } from '../../carrier/protocol/json.ts';
+import { decodeJsonAsync } from '../../carrier/protocol/decode.ts';
 import type { ImageDescriptor, ImagePlacement, InvokeResult } from '../../carrier/protocol/messages.ts';
 import { show } from './show.ts';
 
@@ -53,9 +54,9 @@ export function flattenBindings(bindings: unknown): Map<string, BindingFunction>
   return flat;
 }
 
-/** Decodes a program's argument text; throws TypeError when it is not a JSON array. */
-export function decodeArguments(text: string): unknown[] {
-  const args = decodeJson(text);
+/** Decodes a program's argument text (long text in slices, so other runs keep going); rejects with TypeError when it is not a JSON array. */
+export async function decodeArguments(text: string): Promise<unknown[]> {
+  const args = await decodeJsonAsync(text);
   if (!Array.isArray(args)) throw new TypeError('binding arguments must be a JSON array');
   return args;
 }

@@ -4,7 +4,8 @@
 // reason to stop is kept, so a timeout stays a timeout even when the kill that follows ends the
 // process. Stopping a retained run is cooperative first (revoke, then stopGraceMs), a kill after.
 import { resolve as resolvePath } from 'node:path';
-import { decodeJson, type JsonValue } from '../../carrier/protocol/json.ts';
+import type { JsonValue } from '../../carrier/protocol/json.ts';
+import { decodeJsonAsync } from '../../carrier/protocol/decode.ts';
 import type { FileIdentity, ImageDescriptor, InvokeResult, OutputMessage, ProgramFormat, RunOutcome } from '../../carrier/protocol/messages.ts';
 import { decodeArguments, encodeResult, type BindingFunction } from './bindings.ts';
 import type { ResolvedConfig } from './settings.ts';
@@ -83,7 +84,7 @@ export class Environment {
     this.format = format;
     this.retained = retained;
     carrier.attach({
-      onProtocolError: (message) => (this.#hooks ? this.#hooks.protocol(message) : this.#loseIdle(`protocol failure while idle: ${message}`)),
+      onProtocolError: (message, betweenRuns) => (this.#hooks && !betweenRuns ? this.#hooks.protocol(message) : this.#loseIdle(`protocol failure while idle: ${message}`)),
       onSpawnError: (message) => {
         this.#exit = { code: null, signal: null };
         this.#lost = message;
@@ -195,23 +196,32 @@ export class Environment {
 
     let pendingCalls = 0;
     let pendingBytes = 0;
+    // The carrier declares only this run's bindings and enforces both in-flight limits before it
+    // sends a call (the host counts a call until its reply is written, the carrier until it is
+    // read), so a call past them did not come from the carrier's own code: the run fails.
     const invoke = async (name: string, argsText: string): Promise<InvokeResult> => {
       const binding = execution.bindings.get(name);
-      if (binding === undefined) throw Object.assign(new Error(`no binding named "${name}"`), { code: 'PTC_UNKNOWN_BINDING' });
       const bytes = Buffer.byteLength(argsText);
-      if (pendingCalls >= config.maxPendingCalls) {
-        throw Object.assign(new Error(`${name}: too many binding calls in flight (maxPendingCalls is ${config.maxPendingCalls})`), { code: 'PTC_PENDING_LIMIT' });
-      }
-      if (pendingBytes + bytes > config.maxMessageBytes) {
-        throw Object.assign(new Error(`${name}: arguments of calls in flight exceed maxMessageBytes (${config.maxMessageBytes})`), { code: 'PTC_MESSAGE_LIMIT' });
+      let problem: string | undefined;
+      if (binding === undefined) problem = `the carrier called ${JSON.stringify(name)}, which is not a binding of this run`;
+      else if (pendingCalls >= config.maxPendingCalls) problem = `the carrier made more than maxPendingCalls (${config.maxPendingCalls}) binding calls at once`;
+      else if (pendingBytes + bytes > config.maxMessageBytes) problem = `the carrier's binding calls in flight carry more than maxMessageBytes (${config.maxMessageBytes} bytes) of arguments`;
+      if (problem !== undefined) {
+        stop(protocolFailure(`invalid control message: ${problem}`));
+        throw Object.assign(new Error(problem), { code: 'PTC_PROTOCOL' });
       }
       pendingCalls++;
       pendingBytes += bytes;
       try {
-        const args = decodeArguments(argsText);
-        const result = await binding(...args);
+        const args = await decodeArguments(argsText);
+        const result = await binding!(...args);
         if (settled) throw Object.assign(new Error(`${name}: the evaluation has ended`), { code: 'PTC_EVALUATION_ENDED' });
-        return await encodeResult(name, result, (path) => this.#registerImage(path, execution.cwd, `${name}: image()`));
+        const encoded = await encodeResult(name, result, (path) => this.#registerImage(path, execution.cwd, `${name}: image()`));
+        const resultBytes = encoded.value === undefined ? 0 : Buffer.byteLength(encoded.value);
+        if (resultBytes > config.maxMessageBytes) {
+          throw Object.assign(new Error(`${name}: the result (${resultBytes} bytes of JSON) is larger than one control message (maxMessageBytes ${config.maxMessageBytes})`), { code: 'PTC_MESSAGE_LIMIT' });
+        }
+        return encoded;
       } finally {
         pendingCalls--;
         pendingBytes -= bytes;
@@ -316,7 +326,7 @@ export class Environment {
       if (this.retained && failure.state === undefined) failure.state = 'cleared';
       result = failed(failure, ledger, sandbox);
     } else {
-      result = complete(outcome!, ledger, sandbox, config);
+      result = await complete(outcome!, ledger, sandbox, config);
       if (result.status === 'ok' && result.value === undefined && this.format === 'async-function' && !execution.discardCompletion) {
         const hint = discardedExpressionHint(stripped.code);
         if (hint !== undefined) result.hint = hint;
@@ -345,7 +355,7 @@ export class Environment {
   }
 }
 
-function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxReport, config: ResolvedConfig): RunResult {
+async function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxReport, config: ResolvedConfig): Promise<RunResult> {
   const limit = config.maxOutputBytes;
   switch (outcome.status) {
     case 'ok': {
@@ -357,7 +367,7 @@ function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxRep
       if (!ledger.charge(Buffer.byteLength(outcome.value))) return failed(outputLimit(limit, 'the completion value'), ledger, sandbox);
       let value: JsonValue;
       try {
-        value = decodeJson(outcome.value);
+        value = await decodeJsonAsync(outcome.value);
       } catch (error) {
         return failed(protocolFailure(`the carrier sent an unparsable completion: ${(error as Error).message}`), ledger, sandbox);
       }

@@ -7,21 +7,26 @@ import { readdirSync, readFileSync, readSync } from 'node:fs';
 import { constants } from 'node:os';
 import { StringDecoder } from 'node:string_decoder';
 import { createBirpc, type BirpcReturn } from 'birpc';
-import { createLineReader } from '../../carrier/protocol/framing.ts';
-import { decodeJson, encodeJson } from '../../carrier/protocol/json.ts';
+import { encodeJson } from '../../carrier/protocol/json.ts';
+import { PAYLOAD_SEPARATOR, splitPayload } from '../../carrier/protocol/frame.ts';
 import { PROTOCOL_REVISION } from '../../carrier/protocol/revision.ts';
 import type { CarrierMethods, Handshake, HostMethods, OutputMessage, RunOutcome, RunRequest } from '../../carrier/protocol/messages.ts';
-import { checkFrame, checkHandshake, checkRunOutcome } from './validate.ts';
+import { createControlReader } from './control.ts';
+import { checkFrame, checkRunOutcome } from './validate.ts';
 import type { LaunchCommand } from './launch.ts';
 
 /** Bytes of carrier stderr kept for worker-exit diagnostics. */
 const STDERR_TAIL_BYTES = 8 * 1024;
 /** How long a closed control channel waits for the carrier's exit status, the better diagnostic. */
 const CONTROL_LOSS_GRACE_MS = 500;
+/** Carrier requests the host serves at once; past that it stops reading until replies go out, so
+ * a flood cannot pile up work. Binding calls past maxPendingCalls fail the run before this. */
+const MAX_REQUESTS_IN_FLIGHT = 1024;
 
 export interface CarrierEvents {
-  /** The carrier broke the protocol; the process should be torn down. */
-  onProtocolError(message: string): void;
+  /** The carrier broke the protocol; the process should be torn down. `betweenRuns`: after the
+   * reply to the last run, which stands. */
+  onProtocolError(message: string, betweenRuns: boolean): void;
   /** The carrier exited (before or after a result). */
   onExit(code: number | null, signal: NodeJS.Signals | null): void;
   /** The carrier process could not be started at all. */
@@ -52,7 +57,7 @@ export interface CarrierOptions {
 type EarlyEvent =
   | { type: 'exit'; code: number | null; signal: NodeJS.Signals | null }
   | { type: 'spawn-error'; message: string }
-  | { type: 'protocol'; message: string }
+  | { type: 'protocol'; message: string; betweenRuns: boolean }
   | { type: 'control-lost' };
 
 /** A running carrier process and its control channel. */
@@ -69,6 +74,15 @@ export class Carrier {
   #rpc: BirpcReturn<CarrierMethods, HostHandlers> | undefined;
   #deliver: ((message: unknown) => void) | undefined;
   #handshake: { resolve(hello: Handshake): void; reject(error: Error): void } | undefined;
+  /** Ids of the host's calls still waiting for the carrier's reply; a reply to any other id is forged. */
+  readonly #awaiting = new Set<string>();
+  /** Ids of the carrier's requests the host is serving. */
+  readonly #serving = new Set<string>();
+  /** Bytes of replies the host may queue for a carrier that does not read them. */
+  readonly #maxQueued: number;
+  #paused = false;
+  /** The id of the host's `run` call while a program runs; the carrier may send only then. */
+  #runCall: string | undefined;
   #closed = false;
   #exited = false;
   #stderrTail = '';
@@ -76,6 +90,7 @@ export class Carrier {
 
   constructor({ command, cwd, maxMessageBytes, events, cleanup, cleanupSync, signalAsExitCode = false }: CarrierOptions) {
     this.#events = events;
+    this.#maxQueued = maxMessageBytes;
     this.#cleanup = cleanup;
     this.#cleanupSync = cleanupSync;
     this.#ready = new Promise((resolve, reject) => {
@@ -120,12 +135,26 @@ export class Carrier {
       this.child[stream]!.on('data', accept);
       this.#stdioDrains.push(drainer(this.child[stream] as Socket, accept));
     }
-    const reader = createLineReader({
-      maxLineBytes: maxMessageBytes,
-      onLine: (line) => this.#receive(line),
-      onOverflow: () => this.#fail(`a control message was longer than maxMessageBytes (${maxMessageBytes} bytes)`),
+    const reader = createControlReader({
+      maxMessageBytes,
+      revision: PROTOCOL_REVISION,
+      onHandshake: (hello) => {
+        const pending = this.#handshake;
+        this.#handshake = undefined;
+        pending?.resolve(hello);
+      },
+      onMessage: (message) => this.#receive(message),
+      onProblem: (message) => {
+        const pending = this.#handshake;
+        this.#handshake = undefined;
+        this.#fail(message);
+        pending?.reject(new Error(message));
+      },
     });
-    this.#control.on('data', (chunk: Buffer) => reader.push(chunk));
+    this.#control.on('data', (chunk: Buffer) => {
+      if (!this.#closed) reader.push(chunk);
+    });
+    this.#control.on('drain', () => this.#flow());
     this.#control.on('error', () => {});
     this.#control.on('close', () => {
       if (this.#closed || this.#exited) return;
@@ -171,7 +200,7 @@ export class Carrier {
     if (event.type === 'exit') events.onExit(event.code, event.signal);
     else if (event.type === 'spawn-error') events.onSpawnError(event.message);
     else if (event.type === 'control-lost') events.onControlLost();
-    else events.onProtocolError(event.message);
+    else events.onProtocolError(event.message, event.betweenRuns);
   }
 
   /** Lets the host exit while this carrier idles; a spare must not keep the process alive. */
@@ -192,11 +221,21 @@ export class Carrier {
     this.#rpc = createBirpc<CarrierMethods, HostHandlers>(handlers, {
       post: (frame: string) => {
         if (!this.#closed && this.#control.writable) this.#control.write(`${frame}\n`);
+        this.#flow();
       },
       on: (deliver) => {
         this.#deliver = deliver as (message: unknown) => void;
       },
-      serialize: (message: unknown) => encodeJson(message, 'message', { replaceObject: encodeError, skipUndefinedMembers: true }),
+      serialize: (message: Record<string, unknown>) => {
+        if (message.t === 'q' && typeof message.i === 'string') {
+          this.#awaiting.add(message.i);
+          if (message.m === 'run') this.#runCall = message.i;
+        }
+        if (message.t === 's') this.#serving.delete(message.i as string);
+        const { envelope, payload } = splitPayload(message);
+        const text = encodeJson(envelope, 'message', { replaceObject: encodeError, skipUndefinedMembers: true });
+        return payload === undefined ? text : `${text}${PAYLOAD_SEPARATOR}${payload}`;
+      },
       deserialize: (message: unknown) => message,
       eventNames: [],
       timeout: -1,
@@ -265,33 +304,22 @@ export class Carrier {
     await this.#cleanup?.().catch(() => {});
   }
 
-  #receive(line: string): void {
+  #receive(message: unknown): void {
     if (this.#closed) return;
-    let message: unknown;
-    try {
-      message = decodeJson(line);
-    } catch (error) {
-      this.#fail(`unparsable control message: ${(error as Error).message}`);
-      return;
-    }
-    if (this.#handshake !== undefined) {
-      const pending = this.#handshake;
-      this.#handshake = undefined;
-      const problem = checkHandshake(message, PROTOCOL_REVISION);
-      if (problem !== undefined) {
-        this.#fail(problem);
-        pending.reject(new Error(problem));
-      } else {
-        pending.resolve(message as Handshake);
-      }
-      return;
-    }
     const problem = checkFrame(message);
     if (problem !== undefined) {
       this.#fail(`invalid control message: ${problem}`);
       return;
     }
     const frame = message as { t: string; m?: string; a?: unknown[]; i?: string };
+    // The carrier's code sends nothing between runs. A frame then ends the carrier, but not the
+    // run whose reply came before it: that result stays what it was, however the frames after the
+    // reply were cut into chunks.
+    if (this.#runCall === undefined) {
+      const what = frame.t === 's' ? 'a reply' : `a "${frame.m}" ${frame.i === undefined ? 'message' : 'request'}`;
+      this.#fail(`invalid control message: ${what} while no program runs`, true);
+      return;
+    }
     // Raw bytes a child process wrote before the carrier sent this frame are already in the stdio
     // pipes; take them first so they keep their place before the carrier's own output and reply.
     if (frame.t !== 'q' || frame.m !== 'invoke') for (const drain of this.#stdioDrains) drain();
@@ -304,12 +332,36 @@ export class Carrier {
       this.#fail(`invalid control message: "${frame.m}" must be a request`);
       return;
     }
+    if (frame.t === 's') {
+      if (!this.#awaiting.delete(frame.i!)) {
+        this.#fail(`invalid control message: a reply to ${JSON.stringify(frame.i)}, which is no call of the host's`);
+        return;
+      }
+      if (frame.i === this.#runCall) this.#runCall = undefined;
+    } else if (frame.i !== undefined) {
+      if (this.#serving.has(frame.i)) {
+        this.#fail(`invalid control message: a second request with id ${JSON.stringify(frame.i)} while the first is served`);
+        return;
+      }
+      this.#serving.add(frame.i);
+      this.#flow();
+    }
     this.#deliver?.(message);
   }
 
-  #fail(message: string): void {
+  /** Stops reading while the host serves too many requests or the carrier leaves replies unread;
+   * what the carrier writes meanwhile waits in its own process. */
+  #flow(): void {
+    const stop = this.#serving.size >= MAX_REQUESTS_IN_FLIGHT || this.#control.writableLength > this.#maxQueued;
+    if (stop === this.#paused || this.#closed) return;
+    this.#paused = stop;
+    if (stop) this.#control.pause();
+    else this.#control.resume();
+  }
+
+  #fail(message: string, betweenRuns = false): void {
     if (this.#closed) return;
-    this.#emit({ type: 'protocol', message });
+    this.#emit({ type: 'protocol', message, betweenRuns });
     this.close();
   }
 }

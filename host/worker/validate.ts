@@ -14,6 +14,7 @@ export function checkHandshake(message: unknown, revision: number): Check {
     return `carrier protocol revision ${JSON.stringify(message.revision)} does not match host revision ${revision}; use a bootstrap built with this ptc`;
   }
   if (typeof message.node !== 'string' || !Array.isArray(message.capabilities)) return 'malformed handshake';
+  if (typeof message.key !== 'string' || !/^[0-9a-f]{64}$/.test(message.key)) return 'malformed handshake: the channel key must be 64 hex digits';
   return undefined;
 }
 

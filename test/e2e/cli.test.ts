@@ -162,7 +162,7 @@ both('a configuration error is printed with one "ptc:" prefix', (run) => {
   const configPath = join(work, 'negative.json');
   writeFileSync(configPath, JSON.stringify({ timeoutMs: -1 }));
   const result = run(['run', '--config', configPath, '-'], 'return 1');
-  assert.equal(result, { code: 2, stdout: '', stderr: 'ptc: config: timeoutMs must be a positive integer of at most 2147483647 ms (Node's timer limit), got -1\n' });
+  assert.equal(result, { code: 2, stdout: '', stderr: 'ptc: config: timeoutMs must be a positive integer of at most 2147483647 ms (Node\'s timer limit), got -1\n' });
 });
 
 both('a bad --node or --bootstrap is a usage error found before any carrier starts', (run) => {

@@ -208,28 +208,25 @@ test('worker-exit: a missing launch executable is named in the failure', async (
 
 // ---------------------------------------------------------------- protocol
 
+const FORGED = (frame: number) => `forged control message: frame ${frame} does not carry the carrier's authentication code (a program wrote to the control channel, or a frame was replayed, dropped or corrupted)`;
+
 test('protocol: garbage on the control channel', async () => {
   const result = await runProgram(`(await import('node:fs')).writeSync(3, 'garbage\\n'); ${WAIT_FOREVER}`);
-  assert.equal(result, {
-    status: 'failed',
-    failure: { kind: 'protocol', message: "unparsable control message: Unexpected token 'g', \"garbage\" is not valid JSON" },
-    output: [],
-    sandbox: SANDBOX,
+  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(0) }, output: [], sandbox: SANDBOX });
+});
+
+test('protocol: a frame longer than maxMessageBytes and its envelope', async () => {
+  const result = await runProgram(`(await import('node:fs')).writeSync(3, 'x'.repeat(4096 + 65536 + 1)); ${WAIT_FOREVER}`, {}, { maxMessageBytes: 4096 });
+  assert.equal(failure(result), {
+    kind: 'protocol',
+    message: 'a control message (69633 bytes and more) was longer than maxMessageBytes (4096 bytes) and its 65536-byte envelope',
   });
 });
 
-test('protocol: a frame longer than maxMessageBytes', async () => {
-  const result = await runProgram(`(await import('node:fs')).writeSync(3, 'x'.repeat(5000)); ${WAIT_FOREVER}`, {}, { maxMessageBytes: 4096 });
-  const reported = failure(result);
-  assert.is(reported.kind, 'protocol');
-  assert.match(reported.message, /longer than maxMessageBytes \(4096 bytes\)/);
-  assert.equal(Object.keys(reported), ['kind', 'message']);
-});
-
-test('protocol: a well-formed frame calling an unknown method', async () => {
+test('protocol: a well-formed frame calling an unknown method is forged', async () => {
   const frame = JSON.stringify({ t: 'q', i: 'forged-1', m: 'shell', a: ['rm -rf /'] });
   const result = await runProgram(`(await import('node:fs')).writeSync(3, ${JSON.stringify(`${frame}\n`)}); ${WAIT_FOREVER}`);
-  assert.equal(failure(result), { kind: 'protocol', message: 'invalid control message: unknown method "shell"' });
+  assert.equal(failure(result), { kind: 'protocol', message: FORGED(0) });
 });
 
 test('protocol: a handshake with another revision names both revisions', async () => {

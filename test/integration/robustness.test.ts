@@ -96,28 +96,82 @@ test('intrinsics: an exception thrown after the overwrites is still reported', a
 // ---------------------------------------------------------------- forged frames
 
 const writeFd3 = (line: string): string => `(await import('node:fs')).writeSync(3, ${JSON.stringify(line)});`;
+const FORGED = (frame: number) => `forged control message: frame ${frame} does not carry the carrier's authentication code (a program wrote to the control channel, or a frame was replayed, dropped or corrupted)`;
 const FORGERIES: Array<[string, string]> = [
   ['a successful reply to a guessed call id', `${JSON.stringify({ t: 's', i: 'V1StGXR8_Z5jdHi6B-myT', r: { status: 'ok', value: '666' } })}\n`],
   ['a successful reply without an id', `${JSON.stringify({ t: 's', r: { status: 'ok', value: '666' } })}\n`],
   ['a run request to the host', `${JSON.stringify({ t: 'q', i: 'x', m: 'run', a: [{}] })}\n`],
+  ['an output frame', `${JSON.stringify({ t: 'q', m: 'output', a: [{ type: 'text', text: 'forged output' }] })}\n`],
+  ['an invoke of a declared binding', `${JSON.stringify({ t: 'q', i: 'f1', m: 'invoke', a: ['count', '[]'] })}\n`],
   ['an output frame naming an image the host never issued', `${JSON.stringify({ t: 'q', m: 'output', a: [{ type: 'image', attachmentId: 'img-1' }] })}\n`],
   ['half a frame', '{"t":"s","i":"x","r":'],
   ['a frame of another type', `${JSON.stringify({ t: 'hello', revision: 1, node: 'x', capabilities: [] })}\n`],
+  ['a frame with a made-up authentication code', `${'0'.repeat(32)} ${JSON.stringify({ t: 'q', m: 'output', a: [{ type: 'text', text: 'x' }] })}\n`],
 ];
 
 for (const [name, line] of FORGERIES) {
-  test(`forged frames: ${name} cannot change the result`, async () => {
+  test(`forged frames: ${name} ends the run as protocol`, async () => {
+    let calls = 0;
     const program = `inspect('working'); ${writeFd3(line)} await new Promise((resolve) => setTimeout(resolve, 100)); return 42;`;
-    const result = await runProgram(program, { timeoutMs: 10_000 });
-    assertGenuineOrProtocol(result, { status: 'ok', value: 42, output: [{ type: 'text', text: 'working\n' }], sandbox: SANDBOX });
+    const result = await runProgram(program, { timeoutMs: 10_000, bindings: { count: async () => ++calls } });
+    // Frame 0 is the genuine output; the forged bytes start frame 1 (half a frame swallows the
+    // genuine reply that follows it into the same line).
+    assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [{ type: 'text', text: 'working\n' }], sandbox: SANDBOX });
+    assert.is(calls, 0, 'a forged invoke reached the binding');
   });
 }
 
-test('forged frames: a forged reply before the genuine one is ignored, not taken as the result', async () => {
-  const forged = `${JSON.stringify({ t: 's', i: 'forged-id', r: { status: 'ok', value: '666' } })}\n`;
-  const result = await runProgram(`${writeFd3(forged)} await new Promise((resolve) => setTimeout(resolve, 100)); return 42;`, { timeoutMs: 10_000 });
-  // A reply to no call of the host's is dropped: the genuine completion arrives afterwards.
-  assert.equal(result, { status: 'ok', value: 42, output: [], sandbox: SANDBOX });
+test('forged frames: fifty forged invokes never reach the binding', async () => {
+  let calls = 0;
+  const frames = Array.from({ length: 50 }, (_, index) => `${JSON.stringify({ t: 'q', i: `f${index}`, m: 'invoke', a: ['count', '[]'] })}\n`).join('');
+  const result = await runProgram(`${writeFd3(frames)} await new Promise((resolve) => setTimeout(resolve, 200)); return 1;`, {
+    timeoutMs: 10_000,
+    bindings: { count: async () => ++calls },
+  });
+  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(0) }, output: [], sandbox: SANDBOX });
+  assert.is(calls, 0);
+});
+
+// A program can reach the carrier's own socket (process._getActiveHandles) and see the frames the
+// carrier writes; it still cannot change, replay or withhold one without the host noticing.
+const INTERCEPT = `const socket = process._getActiveHandles().find((handle) => handle?._handle?.fd === 3);
+if (socket === undefined) throw new Error('no control socket found');
+const original = socket._write;
+const seen = [];`;
+
+test('forged frames: a genuine frame the program replays is refused', async () => {
+  const program = `${INTERCEPT}
+socket._write = function (chunk, encoding, callback) { seen.push(String(chunk)); return original.call(this, chunk, encoding, callback); };
+inspect('once');
+await new Promise((resolve) => setTimeout(resolve, 50));
+(await import('node:fs')).writeSync(3, seen[0]);
+await new Promise((resolve) => setTimeout(resolve, 100));
+return seen.length;`;
+  const result = await runProgram(program, { timeoutMs: 10_000 });
+  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [{ type: 'text', text: 'once\n' }], sandbox: SANDBOX });
+});
+
+test('forged frames: a genuine frame the program rewrites on its way out is refused', async () => {
+  const program = `${INTERCEPT}
+socket._write = function (chunk, encoding, callback) { return original.call(this, String(chunk).replace('genuine', 'altered'), encoding, callback); };
+inspect('genuine');
+await new Promise(() => {});`;
+  const result = await runProgram(program, { timeoutMs: 10_000 });
+  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(0) }, output: [], sandbox: SANDBOX });
+});
+
+test('forged frames: a genuine frame the program withholds breaks the sequence', async () => {
+  const program = `${INTERCEPT}
+let dropped = false;
+socket._write = function (chunk, encoding, callback) {
+  if (!dropped) { dropped = true; callback(); return true; }
+  return original.call(this, chunk, encoding, callback);
+};
+inspect('dropped');
+inspect('kept');
+await new Promise(() => {});`;
+  const result = await runProgram(program, { timeoutMs: 10_000 });
+  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(0) }, output: [], sandbox: SANDBOX });
 });
 
 // ---------------------------------------------------------------- late binding replies
@@ -180,6 +234,23 @@ test('late replies: a binding that throws synchronously after the run settled is
   await new Promise((resolve) => setTimeout(resolve, 400));
   assert.not.ok(thrownLate, 'a call from an ended run reached the binding');
   assert.equal(leaked, []);
+});
+
+test('late calls: a binding proxy kept from an earlier run cannot call into a later one', async () => {
+  const runtime = createTestRuntime({ timeoutMs: 10_000, executionMode: 'vm-script', scriptPersistence: true });
+  const owner = {};
+  let calls = 0;
+  try {
+    const first = await runtime.run(runtime.resolve({ program: 'globalThis.kept = tool; 1', bindings: { tool: async () => ++calls }, stateOwner: owner }));
+    assert.equal(first, { status: 'ok', value: 1, output: [], sandbox: SANDBOX, environment: { fresh: true } });
+    // The second run declares no `tool`: the host would see a call of an undeclared binding.
+    const program = 'let seen; try { await kept(); seen = "called"; } catch (error) { seen = [error.name, error.code]; }\nseen';
+    const second = await runtime.run(runtime.resolve({ program, bindings: { other: async () => 0 }, stateOwner: owner }));
+    assert.equal(second, { status: 'ok', value: ['BindingError', 'PTC_EVALUATION_ENDED'], output: [], sandbox: SANDBOX, environment: { fresh: false } });
+    assert.is(calls, 0);
+  } finally {
+    await runtime.dispose();
+  }
 });
 
 // ---------------------------------------------------------------- output budget

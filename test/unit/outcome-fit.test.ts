@@ -2,7 +2,8 @@
 // JSON.stringify byte for byte, and a fitted outcome must fit exactly, whatever the text holds.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { encodedLength, fitOutcome, prefixWithin, REPLY_ENVELOPE } from '../../carrier/outcome-fit.ts';
+import { fitOutcome, REPLY_ENVELOPE } from '../../carrier/outcome-fit.ts';
+import { cutToEscapedBytes as prefixWithin, escapedBytes as encodedLength } from '../../carrier/protocol/limits.ts';
 import { encodeJson } from '../../carrier/protocol/json.ts';
 import type { RunOutcome } from '../../carrier/protocol/messages.ts';
 
