@@ -22,11 +22,13 @@ test('maxMessageBytes 1024: plain completions succeed', async () => {
   assert.equal(await runProgram("return 'q'.repeat(600)", {}, SMALLEST), { status: 'ok', value: 'q'.repeat(600), output: [], sandbox: SANDBOX });
 });
 
-test('maxMessageBytes: a value whose escaped form exceeds one frame is output-limit, not protocol', async () => {
-  // 602 bytes of JSON text, but every quote is escaped again inside the reply frame (~1200 bytes).
-  const failure = failureOf(await runProgram(`return '"'.repeat(300)`, {}, SMALLEST));
+test('maxMessageBytes 1024: a value counts its JSON text once, escapes and all; one byte over is output-limit', async () => {
+  // 602 bytes of JSON text: the quotes are not escaped a second time inside the reply frame.
+  assert.equal(await runProgram(`return '"'.repeat(300)`, {}, SMALLEST), { status: 'ok', value: '"'.repeat(300), output: [], sandbox: SANDBOX });
+  assert.equal(await runProgram("return 'q'.repeat(1022)", {}, SMALLEST), { status: 'ok', value: 'q'.repeat(1022), output: [], sandbox: SANDBOX });
+  const failure = failureOf(await runProgram("return 'q'.repeat(1023)", {}, SMALLEST));
   assert.is(failure.kind, 'output-limit');
-  assert.match(failure.message, /the completion value \(602 bytes\) does not fit .*maxMessageBytes 1024/);
+  assert.match(failure.message, /the completion value \(1025 bytes\) does not fit .*maxMessageBytes 1024/);
 });
 
 test('maxMessageBytes 1024: a long exception message is cut to fit the frame, not turned into protocol', async () => {
