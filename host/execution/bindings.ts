@@ -1,7 +1,7 @@
 // Host bindings: the agent's tools. A nested object of functions becomes a namespace, so
 // `{ github: { listIssues } }` is called as `github.listIssues(...)` in the program. Arguments and
 // results are lossless JSON checked here, on the host; a result may carry images made by `image()`.
-import { types } from 'node:util';
+import { inspect, types } from 'node:util';
 import { encodeJson, LossyValueError, isPlainObject } from '../../carrier/protocol/json.ts';
 import { decodeJsonAsync } from '../../carrier/protocol/decode.ts';
 import type { ImageDescriptor, ImagePlacement, InvokeResult } from '../../carrier/protocol/messages.ts';
@@ -96,4 +96,26 @@ function collectImages(value: unknown, at: Array<string | number>, found: Array<
   if (Array.isArray(value)) value.forEach((item, index) => collectImages(item, [...at, index], found, seen));
   else if (isPlainObject(value)) for (const [key, item] of Object.entries(value)) collectImages(item, [...at, key], found, seen);
   seen.delete(value);
+}
+
+/**
+ * What a binding threw, as the Error the reply carries: a string message and a string code, read
+ * once and defensively. The host's own function may throw anything (a BigInt, a Proxy, an object
+ * with a throwing getter); a value the reply cannot carry must not leave the call unanswered.
+ */
+export function bindingFailure(thrown: unknown): Error {
+  let message: string;
+  let code: unknown;
+  try {
+    if (typeof thrown === 'object' && thrown !== null && (types.isNativeError(thrown) || typeof (thrown as { message?: unknown }).message === 'string')) {
+      message = String((thrown as { message?: unknown }).message);
+      code = (thrown as { code?: unknown }).code;
+    } else {
+      message = typeof thrown === 'string' ? thrown : inspect(thrown, { depth: 4, breakLength: Infinity, maxStringLength: 10_000 });
+    }
+  } catch {
+    message = 'the binding threw a value that cannot be described';
+    code = undefined;
+  }
+  return Object.assign(new Error(message), typeof code === 'string' ? { code } : {});
 }

@@ -7,7 +7,7 @@ import { resolve as resolvePath } from 'node:path';
 import type { JsonValue } from '../../carrier/protocol/json.ts';
 import { decodeJsonAsync } from '../../carrier/protocol/decode.ts';
 import type { FileIdentity, ImageDescriptor, InvokeResult, OutputMessage, ProgramFormat, RunOutcome } from '../../carrier/protocol/messages.ts';
-import { decodeArguments, encodeResult, type BindingFunction } from './bindings.ts';
+import { bindingFailure, decodeArguments, encodeResult, type BindingFunction } from './bindings.ts';
 import type { ResolvedConfig } from './settings.ts';
 import { abortFailure, exceptionFailure, protocolFailure, timeoutFailure, type Failure } from './failures.ts';
 import { readImageSize } from './image-size.ts';
@@ -222,6 +222,8 @@ export class Environment {
           throw Object.assign(new Error(`${name}: the result (${resultBytes} bytes of JSON) is larger than one control message (maxMessageBytes ${config.maxMessageBytes})`), { code: 'PTC_MESSAGE_LIMIT' });
         }
         return encoded;
+      } catch (error) {
+        throw bindingFailure(error);
       } finally {
         pendingCalls--;
         pendingBytes -= bytes;

@@ -81,6 +81,13 @@ test('a rejecting binding throws BindingError with the message, binding name and
     [new TypeError('repo must be owner/name'), 'repo must be owner/name', null],
     ['plain string', 'plain string', null],
     [Object.assign(new Error('numeric code'), { code: 429 }), 'numeric code', null],
+    // Values JSON cannot carry still reach the program as a BindingError, never a hang.
+    [{ message: 'plain object', code: 'E_PLAIN' }, 'plain object', 'E_PLAIN'],
+    [{ reason: 12n, nested: { at: new Date(0) } }, '{ reason: 12n, nested: { at: 1970-01-01T00:00:00.000Z } }', null],
+    [Symbol('odd'), 'Symbol(odd)', null],
+    [undefined, 'undefined', null],
+    [Object.defineProperty(new Error('x'), 'message', { get() { throw new Error('trap'); } }), 'the binding threw a value that cannot be described', null],
+    [new Proxy({}, { get() { throw new Error('trap'); }, getPrototypeOf() { throw new Error('trap'); }, ownKeys() { throw new Error('trap'); } }), 'the binding threw a value that cannot be described', null],
   ];
   for (const [thrown, message, code] of table) {
     const bindings: Bindings = {
