@@ -12,6 +12,14 @@ import { mcpCommand, mcpOptions } from './mcp.ts';
 /** Runs the CLI with the given arguments; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
   let exitCode = 0;
+  // A reader that stops early (`ptc version | head -1`) closes the pipe: that ends the command
+  // quietly, as it does for other Unix tools, instead of an unhandled EPIPE stack.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error;
+      process.exit(exitCode);
+    });
+  }
   const parser = yargs(argv)
     .scriptName('ptc')
     .usage('$0 <command> [options]')

@@ -44,6 +44,19 @@ test('the README demo runs through the binary and prints live output and the val
   assert.match(stdout, /urgent: \[ 9007199254740993n, 9007199254740997n \]/);
 });
 
+both('a reader that closes the pipe early ends ptc quietly, with no stack', (run) => {
+  // 2 MB of output outruns the pipe's buffer, so ptc is still writing when `head` has gone.
+  const bin = run === ptc ? `'${BIN}'` : `'${process.execPath}' '${join(repoRoot, 'host', 'cli', 'bin.ts')}'`;
+  const script = `${bin} run - 2>"$1" <<'END' | head -c 5
+for (let i = 0; i < 2000; i++) inspect('x'.repeat(1000));
+END
+echo " \${PIPESTATUS[0]}"`;
+  const errFile = join(work, `epipe-${run === ptc ? 'dist' : 'source'}.txt`);
+  const result = spawnSync('bash', ['-c', script, 'bash', errFile], { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
+  assert.is(readFileSync(errFile, 'utf8'), '');
+  assert.is(result.stdout, 'xxxxx 0\n');
+});
+
 test('--json prints exactly one lossless JSON result', () => {
   const { code, stdout } = ptc(['run', '--json', '-'], 'return 12345678901234567890n');
   assert.is(code, 0);
