@@ -14,6 +14,7 @@ export interface CarrierSettings {
   sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
 }
 import { Carrier } from './carrier.ts';
+import { openLocalConnection } from './transports/local.ts';
 
 export interface CarrierRecipe {
   /** Everything that shapes the carrier: launch, limits, backend and policy. */
@@ -50,8 +51,7 @@ export async function confine(config: CarrierSettings, policy: SandboxPolicy, cw
         const wrapped = wrapLaunch(base, plan, { cwd: resolved.workspaceRoot });
         const { privateTmp } = wrapped;
         return new Carrier({
-          command: wrapped.command,
-          cwd: resolved.workspaceRoot,
+          connection: openLocalConnection(wrapped.command, resolved.workspaceRoot),
           maxMessageBytes: config.maxMessageBytes,
           cleanup: wrapped.cleanup,
           ...(privateTmp !== undefined ? { cleanupSync: () => rmSync(privateTmp, { recursive: true, force: true }) } : {}),
