@@ -122,8 +122,10 @@ export class Carrier {
     return this.connection.pid;
   }
 
+  /** The carrier's stderr tail, then what the transport said (ssh's own diagnostics), if anything. */
   get stderrTail(): string {
-    return this.#stderrTail;
+    const transport = this.connection.transportTail.trim();
+    return transport === '' ? this.#stderrTail : `${this.#stderrTail}${this.#stderrTail === '' || this.#stderrTail.endsWith('\n') ? '' : '\n'}${transport}`;
   }
 
   /** Resolves with the carrier's handshake once it has been checked against this host's revision. */

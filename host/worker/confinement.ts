@@ -1,10 +1,18 @@
 // From a run's policy to the carrier that enforces it: resolve the policy, choose the backend
 // (failing closed with sandbox-unavailable), and describe the carrier as a recipe whose key names
 // everything that shapes it, so a spare booted for one run can serve the next identical one.
+// A remote launch plans with what the far side reported and lets its relay apply the plan there.
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { launchCommand, type LaunchCommand, type LaunchConfig } from './launch.ts';
-import { planSandbox, resolvePolicy, wrapLaunch, type ResolvedPolicy, type SandboxOptions, type SandboxPolicy, type SandboxSetup } from '../sandbox/index.ts';
+import type { RelayStart, RelaySandbox } from '../../carrier/protocol/mux.ts';
+import { isRemoteLaunch, launchCommand, type LaunchCommand, type LaunchConfig, type RemoteLaunch } from './launch.ts';
+import { planSandbox, resolvePolicy, wrapLaunch, type ResolvedPolicy, type SandboxOptions, type SandboxPlan, type SandboxPolicy, type SandboxSetup } from '../sandbox/index.ts';
+import { Carrier } from './carrier.ts';
+import { openLocalConnection } from './transports/local.ts';
+import { openRelayedConnection, RELAY_WATCHDOG_MS } from './transports/relayed.ts';
+import { commandTarget } from './transports/command.ts';
+import { sshTarget } from './transports/ssh.ts';
+import type { RemoteTarget } from './transports/remote.ts';
 
 /** The configuration that shapes a carrier. */
 export interface CarrierSettings {
@@ -13,8 +21,6 @@ export interface CarrierSettings {
   maxMessageBytes: number;
   sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
 }
-import { Carrier } from './carrier.ts';
-import { openLocalConnection } from './transports/local.ts';
 
 export interface CarrierRecipe {
   /** Everything that shapes the carrier: launch, limits, backend and policy. */
@@ -34,6 +40,7 @@ const nodeVersions = new Map<string, string>();
 
 /** Resolves `policy` for a run in `cwd` and plans its confinement. Policy errors throw (caller misuse). */
 export async function confine(config: CarrierSettings, policy: SandboxPolicy, cwd: string): Promise<Confinement> {
+  if (isRemoteLaunch(config.launch)) return confineRemote(config, config.launch, policy, cwd);
   const resolved = await resolvePolicy(policy, cwd);
   const base = launchCommand(config.launch, config.maxOldGenerationSizeMb);
   const plan = await planSandbox(resolved, { ...config.sandbox, carrierNodeVersion: carrierNodeVersion(base) });
@@ -59,6 +66,66 @@ export async function confine(config: CarrierSettings, policy: SandboxPolicy, cw
       },
     },
   };
+}
+
+// One target (and so one SSH master connection) per runtime configuration, closed by releaseRemote.
+const targets = new WeakMap<CarrierSettings, { target: RemoteTarget; id: number }>();
+let nextTargetId = 0;
+
+function targetFor(config: CarrierSettings, launch: RemoteLaunch): { target: RemoteTarget; id: number } {
+  let entry = targets.get(config);
+  if (entry === undefined) {
+    entry = { target: launch.kind === 'ssh' ? sshTarget(launch) : commandTarget(launch), id: nextTargetId++ };
+    targets.set(config, entry);
+  }
+  return entry;
+}
+
+/** Closes the remote connection a runtime's configuration opened, if any (at dispose). */
+export async function releaseRemote(config: CarrierSettings): Promise<void> {
+  const entry = targets.get(config);
+  targets.delete(config);
+  await entry?.target.close();
+}
+
+async function confineRemote(config: CarrierSettings, launch: RemoteLaunch, policy: SandboxPolicy, cwd: string): Promise<Confinement> {
+  // The paths name directories over there: checked for shape here, resolved by the relay.
+  const resolved = await resolvePolicy(policy, cwd, { elsewhere: true });
+  const { target, id } = targetFor(config, launch);
+  const unconfined: SandboxSetup = { mode: resolved.mode, backend: 'none', enforcement: 'none', network: resolved.network, location: 'remote' };
+  let facts;
+  try {
+    facts = await target.prepare();
+  } catch (error) {
+    // Connection and set-up problems (host unreachable, authentication, no Node there) are the
+    // run's worker-exit failure, with the message that names the remote problem.
+    const message = (error as Error).message;
+    return { recipe: { key: JSON.stringify(['remote-failed', id, message]), policy: resolved, report: unconfined, create: () => failedCarrier(config, message) } };
+  }
+  const plan = await planSandbox(resolved, { ...config.sandbox, carrierNodeVersion: facts.node }, facts);
+  if ('unavailable' in plan) return { unavailable: `on the far side (${target.describe}): ${plan.unavailable}`, report: unconfined };
+  const start: RelayStart = { heapMb: config.maxOldGenerationSizeMb, cwd: resolved.workspaceRoot, sandbox: relaySandbox(plan), watchdogMs: RELAY_WATCHDOG_MS };
+  return {
+    recipe: {
+      key: JSON.stringify(['remote', id, config.maxMessageBytes, start]),
+      policy: resolved,
+      report: { mode: resolved.mode, backend: plan.backend, enforcement: plan.enforcement, network: plan.backend === 'bwrap' ? resolved.network : true, location: 'remote' },
+      create: () => new Carrier({ connection: openRelayedConnection(target.relay(start)), maxMessageBytes: config.maxMessageBytes }),
+    },
+  };
+}
+
+function relaySandbox(plan: SandboxPlan): RelaySandbox {
+  const { policy } = plan;
+  if (plan.backend === 'none' || policy.mode === 'full-access') return { backend: 'none' };
+  if (plan.backend === 'bwrap') {
+    return { backend: 'bwrap', bwrapPath: plan.bwrapPath, mode: policy.mode, network: policy.network, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots };
+  }
+  return { backend: 'node-permission', permissionFlag: plan.permissionFlag, mode: policy.mode, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots };
+}
+
+function failedCarrier(config: CarrierSettings, message: string): Carrier {
+  return new Carrier({ connection: openRelayedConnection(Promise.reject(new Error(message))), maxMessageBytes: config.maxMessageBytes });
 }
 
 // The permission flag's name depends on the Node that runs the carrier (20 vs 24), which for a

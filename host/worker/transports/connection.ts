@@ -15,6 +15,8 @@ export interface CarrierConnection {
   readonly stderr: Readable;
   /** The local process id behind the connection (the carrier, or the ssh client), when there is one. */
   readonly pid: number | undefined;
+  /** The transport's own diagnostics (ssh's stderr), bounded; empty for a local pipe. */
+  readonly transportTail: string;
   /** Called once when the carrier has exited. */
   onExit(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void;
   /** Called once, instead of onExit, when the carrier could not be started at all. */
