@@ -7,7 +7,7 @@
 // | type | direction      | payload                                                        |
 // | ---- | -------------- | -------------------------------------------------------------- |
 // | S    | host -> relay  | JSON RelayStart: how to start the carrier (first frame only)   |
-// | C    | both           | control channel bytes                                          |
+// | C    | both           | control channel bytes; empty from the relay: the carrier closed it |
 // | K    | host -> relay  | empty: kill the carrier's whole tree                           |
 // | P    | host -> relay  | empty: keepalive, resets the relay's watchdog                   |
 // | H    | relay -> host  | JSON RelayHello: the relay's revision and Node, once the carrier runs |

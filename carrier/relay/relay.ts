@@ -83,8 +83,12 @@ export function runRelay(bootstrapPath: string): void {
       for (const frame of muxChunks('C', chunk)) process.stdout.write(frame);
     });
     control.on('error', () => {});
+    // The carrier closed its control channel: the host learns it as it would from a local pipe.
+    control.once('end', () => out('C'));
     started.once('close', (code, signal) => finish('X', JSON.stringify({ code, signal })));
     started.once('exit', (code, signal) => {
+      // What the program left running in the carrier's group goes with it, as the host does locally.
+      killGroup(started.pid);
       // A descendant that escaped the kill can hold the pipes open; the exit status is what counts.
       setTimeout(() => finish('X', JSON.stringify({ code, signal })), EXIT_DRAIN_MS).unref();
     });

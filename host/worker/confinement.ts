@@ -68,24 +68,47 @@ export async function confine(config: CarrierSettings, policy: SandboxPolicy, cw
   };
 }
 
-// One target (and so one SSH master connection) per runtime configuration, closed by releaseRemote.
-const targets = new WeakMap<CarrierSettings, { target: RemoteTarget; id: number }>();
+// One target (and so one SSH master connection) per distinct remote launch, shared by the
+// runtimes that use it. When the last of them is disposed the connection lingers briefly, so a
+// caller that makes a runtime per run (as the CLI and many harnesses do) does not pay a handshake
+// each time; the timer is unref'd and a host that exits closes it at once (transports/ssh.ts).
+const LINGER_MS = 5_000;
+interface SharedTarget {
+  target: RemoteTarget;
+  id: number;
+  users: Set<CarrierSettings>;
+  linger: NodeJS.Timeout | undefined;
+}
+const targets = new Map<string, SharedTarget>();
 let nextTargetId = 0;
 
-function targetFor(config: CarrierSettings, launch: RemoteLaunch): { target: RemoteTarget; id: number } {
-  let entry = targets.get(config);
+function targetFor(config: CarrierSettings, launch: RemoteLaunch): SharedTarget {
+  const key = JSON.stringify(launch);
+  let entry = targets.get(key);
   if (entry === undefined) {
-    entry = { target: launch.kind === 'ssh' ? sshTarget(launch) : commandTarget(launch), id: nextTargetId++ };
-    targets.set(config, entry);
+    entry = { target: launch.kind === 'ssh' ? sshTarget(launch) : commandTarget(launch), id: nextTargetId++, users: new Set(), linger: undefined };
+    targets.set(key, entry);
   }
+  clearTimeout(entry.linger);
+  entry.linger = undefined;
+  entry.users.add(config);
   return entry;
 }
 
-/** Closes the remote connection a runtime's configuration opened, if any (at dispose). */
+/** Lets go of the remote connection a runtime's configuration used, if any (at dispose). */
 export async function releaseRemote(config: CarrierSettings): Promise<void> {
-  const entry = targets.get(config);
-  targets.delete(config);
-  await entry?.target.close();
+  if (!isRemoteLaunch(config.launch)) return;
+  const key = JSON.stringify(config.launch);
+  const entry = targets.get(key);
+  if (entry === undefined || !entry.users.delete(config) || entry.users.size > 0) return;
+  clearTimeout(entry.linger);
+  entry.linger = setTimeout(() => {
+    if (targets.get(key) === entry && entry.users.size === 0) {
+      targets.delete(key);
+      void entry.target.close();
+    }
+  }, LINGER_MS);
+  entry.linger.unref();
 }
 
 async function confineRemote(config: CarrierSettings, launch: RemoteLaunch, policy: SandboxPolicy, cwd: string): Promise<Confinement> {

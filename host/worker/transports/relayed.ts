@@ -30,6 +30,8 @@ export interface RelayedLaunch {
 /** Opens a carrier through a relay once `prepared` resolves to the launch; its rejection is a start failure. */
 export function openRelayedConnection(prepared: Promise<RelayedLaunch>): CarrierConnection {
   const control = new Duplex({
+    // The carrier closing its end (an empty C frame) closes this one, as a socket would.
+    allowHalfOpen: false,
     read() {},
     write(chunk: Buffer, _encoding, callback) {
       for (const frame of muxChunks('C', chunk)) send(frame);
@@ -85,7 +87,7 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
       });
       const reader = createMuxReader(
         (type, payload) => {
-          if (type === 'C') control.push(Buffer.from(payload));
+          if (type === 'C') control.push(payload.length === 0 ? null : Buffer.from(payload));
           else if (type === 'O') stdout.write(Buffer.from(payload));
           else if (type === 'E') stderr.write(Buffer.from(payload));
           else if (type === 'H') {
