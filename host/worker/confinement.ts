@@ -133,7 +133,12 @@ async function confineRemote(config: CarrierSettings, launch: RemoteLaunch, poli
       key: JSON.stringify(['remote', id, config.maxMessageBytes, start]),
       policy: resolved,
       report: { mode: resolved.mode, backend: plan.backend, enforcement: plan.enforcement, network: plan.backend === 'bwrap' ? resolved.network : true, location: 'remote' },
-      create: () => new Carrier({ connection: openRelayedConnection(target.relay(start)), maxMessageBytes: config.maxMessageBytes }),
+      create() {
+        const connection = openRelayedConnection(target.relay(start));
+        // A relay that did not start (the cache changed, the connection went): check again next time.
+        connection.onStartFailure(() => target.forget());
+        return new Carrier({ connection, maxMessageBytes: config.maxMessageBytes });
+      },
     },
   };
 }

@@ -55,5 +55,8 @@ export function commandTarget(launch: CommandLaunch): RemoteTarget {
     },
     async close() {},
     closeNow() {},
+    forget() {
+      probed = undefined;
+    },
   };
 }

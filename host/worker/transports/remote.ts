@@ -23,6 +23,8 @@ export interface RemoteTarget {
   close(): Promise<void>;
   /** The same, synchronously, for a host that is exiting. */
   closeNow(): void;
+  /** Drops what preparing learned (a relay failed to start): the next carrier prepares again. */
+  forget(): void;
 }
 
 /** The oldest Node the bootstrap runs on (esbuild's target in build/build.ts). */

@@ -40,6 +40,26 @@ process.once('exit', () => {
   for (const close of open) close();
 });
 
+interface Prepared {
+  facts: RemoteFacts;
+  /** The bootstrap's absolute path over there. */
+  bootstrap: string;
+  /** Its expected hash, when ptc delivered it (a preinstalled bootstrapPath has none). */
+  sha256?: string;
+}
+
+/** Run by the remote Node as `node -e VERIFY_AND_RELAY <file> <sha256>`: hashes the file, and only
+ * when it matches imports it as the relay (argv as `node <file> --relay` would have it). */
+const VERIFY_AND_RELAY = [
+  'const fs=require("fs"),crypto=require("crypto"),url=require("url");',
+  'const [file,want]=process.argv.slice(1);',
+  'const text=fs.readFileSync(file);',
+  'const got=crypto.createHash("sha256").update(text).digest("hex");',
+  'if(got!==want){process.stderr.write(`the bootstrap ${file} has sha256 ${got}, expected ${want}\\n`);process.exit(65)}',
+  'process.argv[2]="--relay";',
+  'import(url.pathToFileURL(file).href);',
+].join('');
+
 let bootstrapText: Promise<{ text: string; sha256: string }> | undefined;
 
 /** A RemoteTarget over ssh for one runtime. */
@@ -48,7 +68,7 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
   const node = launch.node ?? 'node';
   let socketDir: string | undefined;
   let master: ChildProcess | undefined;
-  let prepared: Promise<{ facts: RemoteFacts; bootstrap: string }> | undefined;
+  let prepared: Promise<Prepared> | undefined;
 
   const baseArgs = (): string[] => [
     ...(launch.sshArgs ?? []),
@@ -153,7 +173,7 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
     if (result.code !== 0) throw new Error(`${describe}: could not write the bootstrap to ${file} (exit code ${result.code}): ${result.stderr || 'no message'}`);
   };
 
-  const prepare = async (): Promise<{ facts: RemoteFacts; bootstrap: string }> => {
+  const prepare = async (): Promise<Prepared> => {
     await connect();
     if (launch.bootstrapPath !== undefined) {
       const { facts, found } = await check(shellQuote(launch.bootstrapPath), undefined);
@@ -164,11 +184,11 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
     const { text, sha256 } = await bootstrapText;
     const cached = `"\${XDG_CACHE_HOME:-$HOME/.cache}"/ptc/bootstrap-${sha256}.mjs`;
     const first = await check(cached, sha256);
-    if (first.facts !== undefined) return { facts: first.facts, bootstrap: first.found.file };
+    if (first.facts !== undefined) return { facts: first.facts, bootstrap: first.found.file, sha256 };
     await upload(first.found.file, text);
     const second = await check(shellQuote(first.found.file), sha256);
     if (second.facts === undefined) throw new Error(`${describe}: the uploaded bootstrap ${first.found.file} does not match its hash (got ${second.found.hash}, want ${sha256})`);
-    return { facts: second.facts, bootstrap: second.found.file };
+    return { facts: second.facts, bootstrap: second.found.file, sha256 };
   };
 
   const closeNow = (): void => {
@@ -177,7 +197,7 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
     if (socketDir !== undefined) rmSync(socketDir, { recursive: true, force: true });
     socketDir = undefined;
   };
-  const ensure = (): Promise<{ facts: RemoteFacts; bootstrap: string }> => {
+  const ensure = (): Promise<Prepared> => {
     if (prepared === undefined) {
       const attempt = prepare();
       prepared = attempt;
@@ -197,10 +217,15 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
       return ensure().then(({ facts }) => facts);
     },
     async relay(start: RelayStart) {
-      const { bootstrap } = await ensure();
+      const { bootstrap, sha256 } = await ensure();
+      // The file is hashed again by the Node that is about to run it, so a bootstrap changed since
+      // preparing never runs; a preinstalled one (no hash to hold it to) is started directly.
+      const command = sha256 === undefined
+        ? shellLine([node, bootstrap, '--relay'])
+        : shellLine([node, '-e', VERIFY_AND_RELAY, bootstrap, sha256]);
       return {
         executable: 'ssh',
-        args: [...channelArgs(), launch.destination, `exec ${shellLine([node, bootstrap, '--relay'])}`],
+        args: [...channelArgs(), launch.destination, `exec ${command}`],
         env: { ...process.env } as Record<string, string>,
         describe,
         start,
@@ -219,6 +244,9 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
       closeNow();
     },
     closeNow,
+    forget() {
+      prepared = undefined;
+    },
   };
 }
 
