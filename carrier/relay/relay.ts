@@ -125,6 +125,13 @@ export function runRelay(bootstrapPath: string): void {
   };
   process.stdin.on('end', hostGone);
   process.stdin.on('error', hostGone);
+  // A host that vanished makes writes fail (EPIPE); a bug here must not orphan the carrier either.
+  process.stdout.on('error', hostGone);
+  process.on('uncaughtException', (error) => {
+    kill();
+    process.stderr.write(`ptc relay: ${error.stack ?? String(error)}\n`);
+    process.exit(RELAY_FAILED);
+  });
 }
 
 /** Reads what is waiting in a pipe right now without blocking (libuv keeps pipes non-blocking). */
