@@ -9,5 +9,5 @@ import { runRelay } from './relay/relay.ts';
 
 const role = process.argv[2];
 if (role === '--relay' && process.argv[1] !== undefined) runRelay(process.argv[1]);
-else if (role === '--probe') runProbe();
+else if (role === '--probe') runProbe(process.argv[3]);
 else runCarrier();

@@ -20,9 +20,9 @@ const PROBE_ARGS = [
   '--', 'true',
 ];
 
-/** Prints this machine's ProbeReport on stdout. */
-export function runProbe(): void {
-  const bwrapPath = locate('bwrap') ?? '/usr/bin/bwrap';
+/** Prints this machine's ProbeReport on stdout, for the configured bubblewrap or the one on PATH. */
+export function runProbe(configuredBwrap?: string): void {
+  const bwrapPath = configuredBwrap ?? locate('bwrap') ?? '/usr/bin/bwrap';
   const report: ProbeReport = { revision: PROTOCOL_REVISION, node: process.version, bwrapPath };
   const unavailable = bwrapProblem(bwrapPath);
   if (unavailable !== undefined) report.bwrapUnavailable = unavailable;

@@ -118,7 +118,7 @@ async function confineRemote(config: CarrierSettings, launch: RemoteLaunch, poli
   const unconfined: SandboxSetup = { mode: resolved.mode, backend: 'none', enforcement: 'none', network: resolved.network, location: 'remote' };
   let facts;
   try {
-    facts = await target.prepare();
+    facts = await target.prepare(config.sandbox.bwrapPath);
   } catch (error) {
     // Connection and set-up problems (host unreachable, authentication, no Node there) are the
     // run's worker-exit failure, with the message that names the remote problem.

@@ -147,3 +147,10 @@ export function reportLocation(): { location?: 'remote' } {
   const launch = launchUnderTest();
   return launch?.kind === 'ssh' || launch?.kind === 'command' ? { location: 'remote' } : {};
 }
+
+/** How a sandbox-unavailable message starts for the launch under test: a remote one names the far side. */
+export function unavailablePrefix(): string {
+  const launch = launchUnderTest();
+  if (launch?.kind !== 'ssh') return '';
+  return `on the far side (ssh ${launch.destination}${launch.port !== undefined ? ` (port ${launch.port})` : ''}): `;
+}

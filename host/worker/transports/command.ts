@@ -24,8 +24,8 @@ export function commandTarget(launch: CommandLaunch): RemoteTarget {
   const node = launch.node ?? 'node';
   const describe = `command ${launch.command.join(' ')}`;
   let probed: Promise<RemoteFacts> | undefined;
-  const probe = (): Promise<RemoteFacts> => new Promise((resolve, reject) => {
-    execFile(executable, [...prefix, node, launch.bootstrapPath, '--probe'], { timeout: PROBE_TIMEOUT_MS, encoding: 'utf8', maxBuffer: 1024 * 1024 }, (error, stdout, stderr) => {
+  const probe = (bwrapPath?: string): Promise<RemoteFacts> => new Promise((resolve, reject) => {
+    execFile(executable, [...prefix, node, launch.bootstrapPath, '--probe', ...(bwrapPath !== undefined ? [bwrapPath] : [])], { timeout: PROBE_TIMEOUT_MS, encoding: 'utf8', maxBuffer: 1024 * 1024 }, (error, stdout, stderr) => {
       const line = stdout.split('\n').find((text) => text.startsWith('{'));
       if (error !== null || line === undefined) {
         return reject(new Error(`${describe}: could not run ${node} ${launch.bootstrapPath} --probe there (${error?.message.split('\n')[0] ?? 'no report'}): ${stderr.trim() || stdout.trim() || 'no output'}`, { cause: error }));
@@ -48,7 +48,7 @@ export function commandTarget(launch: CommandLaunch): RemoteTarget {
   };
   return {
     describe,
-    prepare: ensure,
+    prepare: (bwrapPath?: string) => (bwrapPath === undefined ? ensure() : ensure().then(() => probe(bwrapPath))),
     async relay(start: RelayStart) {
       await ensure();
       return { executable, args: [...prefix, node, launch.bootstrapPath, '--relay'], env: { ...process.env } as Record<string, string>, describe, start };

@@ -15,8 +15,9 @@ export interface RemoteFacts {
 export interface RemoteTarget {
   /** Names the far side in messages and in the recipe key. */
   readonly describe: string;
-  /** Connects (once), checks the far side and delivers the bootstrap; rejects with a message naming the remote problem. */
-  prepare(): Promise<RemoteFacts>;
+  /** Connects (once), checks the far side and delivers the bootstrap; rejects with a message naming
+   * the remote problem. With `bwrapPath`, the facts are about that bubblewrap there. */
+  prepare(bwrapPath?: string): Promise<RemoteFacts>;
   /** The transport command for one relay, preparing first if the connection was lost since. */
   relay(start: RelayStart): Promise<RelayedLaunch>;
   /** Closes shared connections and removes what preparing created here. */

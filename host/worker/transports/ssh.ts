@@ -213,8 +213,14 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
 
   return {
     describe,
-    prepare() {
-      return ensure().then(({ facts }) => facts);
+    async prepare(bwrapPath?: string) {
+      const { facts, bootstrap } = await ensure();
+      if (bwrapPath === undefined || bwrapPath === facts.bwrapPath) return facts;
+      const result = await run(`exec ${shellLine([node, bootstrap, '--probe', bwrapPath])}`);
+      const line = result.stdout.split('\n').find((text) => text.startsWith('{'));
+      if (result.code !== 0 || line === undefined) throw new Error(`${describe}: the bootstrap's probe failed (exit code ${result.code}): ${result.stderr || 'no output'}`);
+      const report = JSON.parse(line) as { bwrapPath: string; bwrapUnavailable?: string };
+      return { node: facts.node, bwrapPath: report.bwrapPath, bwrapUnavailable: report.bwrapUnavailable };
     },
     async relay(start: RelayStart) {
       const { bootstrap, sha256 } = await ensure();
