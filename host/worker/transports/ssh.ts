@@ -5,7 +5,7 @@
 // written atomically (temp file, then rename) and its hash checked before use.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RelayStart } from '../../../carrier/protocol/mux.ts';
@@ -31,6 +31,9 @@ export interface SshLaunch {
 /** How long one preparation command may take: a hung connection must not hang a run. */
 const COMMAND_TIMEOUT_MS = 30_000;
 const TAIL_BYTES = 4 * 1024;
+const SOCKET_DIR_PREFIX = 'ptc-ssh-';
+/** Older than ConnectTimeout plus authentication: an empty socket directory this old has no master. */
+const STALE_SOCKET_DIR_MS = 5 * 60_000;
 /** Marks the lines our remote commands print, so a chatty login shell cannot be mistaken for them. */
 const MARK = 'ptc-remote:';
 
@@ -84,7 +87,8 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
 
   const connect = (): Promise<void> => new Promise((resolve, reject) => {
     closeNow();
-    socketDir = mkdtempSync(join(tmpdir(), 'ptc-ssh-'));
+    sweepStaleSocketDirs();
+    socketDir = mkdtempSync(join(tmpdir(), SOCKET_DIR_PREFIX));
     // The master's own session prints a mark and then waits on its stdin, which is ours: when
     // this process goes, the session ends, and the master with it once its channels have closed.
     const child = spawn('ssh', [...baseArgs(), '-M', '-S', join(socketDir, 'control'), '-o', 'ControlPersist=no', launch.destination, `echo ${MARK}ready; exec cat >/dev/null`], {
@@ -254,6 +258,31 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
       prepared = undefined;
     },
   };
+}
+
+/**
+ * Removes the empty socket directories of masters whose host was killed (SIGKILL, or a signal
+ * that skips 'exit' handlers): ssh removes its socket when the master ends, but not the directory.
+ * Only empty ones older than any connection attempt, so a master still connecting is left alone.
+ */
+function sweepStaleSocketDirs(): void {
+  const base = tmpdir();
+  let entries: string[];
+  try {
+    entries = readdirSync(base).filter((name) => name.startsWith(SOCKET_DIR_PREFIX));
+  } catch {
+    return;
+  }
+  for (const name of entries) {
+    const path = join(base, name);
+    try {
+      const stats = statSync(path);
+      if (!stats.isDirectory() || stats.uid !== process.getuid?.() || Date.now() - stats.mtimeMs < STALE_SOCKET_DIR_MS) continue;
+      rmdirSync(path); // fails, and so keeps it, unless it is empty
+    } catch {
+      // In use, not ours, or gone already.
+    }
+  }
 }
 
 function unref(child: ChildProcess): void {
