@@ -39,8 +39,10 @@ let passed = 0;
 let failed = 0;
 const failedSuites: string[] = [];
 // Integration suites that go through the test runtime helper run again against the built
-// binary's embedded carrier and against the machine's Node with the bootstrap file.
-const LAUNCHES = [undefined, 'embedded', 'node-script'];
+// binary's embedded carrier, against the machine's Node with the bootstrap file, and against that
+// Node over SSH (when test/helpers/sshd.sh's server is configured, as .ci/run always does).
+const LAUNCHES = [undefined, 'embedded', 'node-script', ...(process.env.PTC_TEST_SSH_DESTINATION ? ['ssh'] : [])];
+if (!LAUNCHES.includes('ssh')) process.stdout.write('# no PTC_TEST_SSH_DESTINATION: the ssh launch is skipped (eval "$(bash test/helpers/sshd.sh start)" to run it)\n');
 const all = await suites(join(root, 'test'));
 for (const launch of LAUNCHES) {
   for (const file of all) {

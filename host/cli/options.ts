@@ -43,6 +43,10 @@ export interface RunArgs {
   'sandbox-backend'?: string;
   'require-enforcement'?: string;
   'discard-completion': boolean;
+  remote?: string;
+  'ssh-arg'?: string[];
+  'remote-node'?: string;
+  'remote-bootstrap'?: string;
   [flag: string]: unknown;
 }
 
@@ -53,7 +57,12 @@ export function sandboxOptions(command: Argv): Argv {
     .option('allow-network', { type: 'boolean', describe: 'Let the program use the network (off by default when confined)' })
     .option('writable-root', { type: 'string', array: true, describe: 'Another writable directory (repeatable; workspace-write)' })
     .option('sandbox-backend', { type: 'string', choices: ['auto', 'bwrap', 'node-permission', 'none'], describe: 'Confinement backend (default auto: bubblewrap, else Node\'s permission model)' })
-    .option('require-enforcement', { type: 'string', choices: ['full', 'partial', 'none'], describe: 'Fail with sandbox-unavailable unless at least this much is enforced (default partial)' });
+    .option('require-enforcement', { type: 'string', choices: ['full', 'partial', 'none'], describe: 'Fail with sandbox-unavailable unless at least this much is enforced (default partial)' })
+    // Where the carrier runs is part of its confinement: the far side's sandbox enforces the policy.
+    .option('remote', { type: 'string', describe: 'Run programs on another machine over SSH: user@host, a Host alias, or ssh://user@host:port' })
+    .option('ssh-arg', { type: 'string', array: true, describe: 'An argument for ssh, before the destination (repeatable: --ssh-arg=-F --ssh-arg=./ssh_config)' })
+    .option('remote-node', { type: 'string', describe: 'The Node on the remote machine (default: node on its PATH)' })
+    .option('remote-bootstrap', { type: 'string', describe: 'A bootstrap.mjs installed on the remote machine (default: delivered to its ~/.cache/ptc)' });
 }
 
 /**
@@ -109,7 +118,18 @@ export async function applyFlags(config: Record<string, unknown>, args: RunArgs)
       ...(args['require-enforcement'] !== undefined ? { require: args['require-enforcement'] } : {}),
     };
   }
-  if (args.node !== undefined) {
+  if (args.remote !== undefined) {
+    if (args.node !== undefined || args.bootstrap !== undefined) throw new UsageError('--remote runs the carrier on the remote machine: use --remote-node and --remote-bootstrap there, not --node or --bootstrap');
+    config.launch = {
+      kind: 'ssh',
+      destination: args.remote,
+      ...(args['ssh-arg'] !== undefined ? { sshArgs: args['ssh-arg'].map(String) } : {}),
+      ...(args['remote-node'] !== undefined ? { node: args['remote-node'] } : {}),
+      ...(args['remote-bootstrap'] !== undefined ? { bootstrapPath: args['remote-bootstrap'] } : {}),
+    };
+  } else if (args['ssh-arg'] !== undefined || args['remote-node'] !== undefined || args['remote-bootstrap'] !== undefined) {
+    throw new UsageError('--ssh-arg, --remote-node and --remote-bootstrap need --remote <destination>');
+  } else if (args.node !== undefined) {
     await checkExecutable(args.node);
     const bootstrapPath = args.bootstrap !== undefined ? resolvePath(args.bootstrap) : undefined;
     await checkBootstrap(bootstrapPath ?? defaultBootstrapPath(), bootstrapPath !== undefined);

@@ -143,28 +143,54 @@ function timerDelay(config: Record<string, unknown>, field: NumericField, least:
   return value;
 }
 
+const LAUNCH_FIELDS: Record<string, string[]> = {
+  embedded: ['kind', 'executable'],
+  'node-script': ['kind', 'executable', 'bootstrapPath'],
+  ssh: ['kind', 'destination', 'port', 'sshArgs', 'node', 'bootstrapPath'],
+  command: ['kind', 'command', 'node', 'bootstrapPath'],
+};
+
 function launchConfig(value: unknown): LaunchConfig | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'object' || value === null) throw new TypeError(`ptc config: launch must be an object, got ${show(value)}`);
   const launch = value as Record<string, unknown>;
-  const allowed = launch.kind === 'embedded' ? ['kind', 'executable'] : ['kind', 'executable', 'bootstrapPath'];
-  if (launch.kind !== 'embedded' && launch.kind !== 'node-script') {
-    throw new RangeError(`ptc config: launch.kind must be "embedded" or "node-script", got ${show(launch.kind)}`);
+  const allowed = typeof launch.kind === 'string' ? LAUNCH_FIELDS[launch.kind] : undefined;
+  if (allowed === undefined || !Object.hasOwn(LAUNCH_FIELDS, launch.kind as string)) {
+    throw new RangeError(`ptc config: launch.kind must be one of ${Object.keys(LAUNCH_FIELDS).map((kind) => `"${kind}"`).join(', ')}, got ${show(launch.kind)}`);
   }
   for (const field of Object.keys(launch)) {
     if (!allowed.includes(field)) throw new TypeError(`ptc config: unknown field "launch.${field}" for launch.kind "${launch.kind}"`);
   }
-  for (const field of ['executable', 'bootstrapPath']) {
+  for (const field of ['executable', 'bootstrapPath', 'node', 'destination']) {
     if (launch[field] !== undefined && (typeof launch[field] !== 'string' || launch[field] === '')) {
-      throw new TypeError(`ptc config: launch.${field} must be a non-empty path, got ${show(launch[field])}`);
+      throw new TypeError(`ptc config: launch.${field} must be a non-empty string, got ${show(launch[field])}`);
     }
   }
   if (launch.kind === 'node-script' && launch.executable === undefined) {
     throw new TypeError('ptc config: launch.executable is required for launch.kind "node-script"');
   }
+  if (launch.kind === 'ssh') {
+    if (launch.destination === undefined) throw new TypeError('ptc config: launch.destination is required for launch.kind "ssh" (user@host, a Host alias, or ssh://user@host:port)');
+    // ssh would read a leading "-" as an option: a destination must never be able to inject one.
+    if ((launch.destination as string).startsWith('-') || /\s/.test(launch.destination as string)) {
+      throw new RangeError(`ptc config: launch.destination must be user@host, a Host alias or ssh://user@host:port, got ${show(launch.destination)}`);
+    }
+    if (launch.port !== undefined && (!Number.isSafeInteger(launch.port) || (launch.port as number) < 1 || (launch.port as number) > 65535)) {
+      throw new RangeError(`ptc config: launch.port must be an integer from 1 to 65535, got ${show(launch.port)}`);
+    }
+    stringList(launch, 'sshArgs', false);
+  }
+  if (launch.kind === 'command') {
+    stringList(launch, 'command', true);
+    if (launch.bootstrapPath === undefined) throw new TypeError('ptc config: launch.bootstrapPath is required for launch.kind "command" (where bootstrap.mjs is on the far side)');
+  }
+  if (launch.kind === 'ssh' || launch.kind === 'command') {
+    // Their node and bootstrapPath name files on the far side, where the host cannot resolve them.
+    return Object.freeze({ ...launch }) as unknown as LaunchConfig;
+  }
   // Fixed now, against the host's cwd and PATH: a carrier is spawned in each run's cwd, where a
   // relative path or a PATH lookup would find whatever the workspace holds.
-  const resolved: Record<string, string> = { kind: launch.kind };
+  const resolved: Record<string, string> = { kind: launch.kind as string };
   if (launch.executable !== undefined) resolved.executable = executablePath(launch.executable as string);
   if (launch.bootstrapPath !== undefined) resolved.bootstrapPath = resolvePath(launch.bootstrapPath as string);
   return Object.freeze(resolved) as unknown as LaunchConfig;
@@ -184,6 +210,14 @@ function executablePath(value: string): string {
     }
   }
   throw new RangeError(`ptc config: launch.executable ${show(value)} was not found as an executable file on PATH (${dirs.join(delimiter) || 'empty'}); give a path`);
+}
+
+function stringList(launch: Record<string, unknown>, field: string, required: boolean): void {
+  const value = launch[field];
+  if (value === undefined && !required) return;
+  if (!Array.isArray(value) || value.some((item) => typeof item !== 'string') || (required && (value.length === 0 || value[0] === ''))) {
+    throw new TypeError(`ptc config: launch.${field} must be ${required ? 'a non-empty array' : 'an array'} of strings, got ${show(value)}`);
+  }
 }
 
 function sandboxOptions(value: unknown): Omit<SandboxOptions, 'carrierNodeVersion'> {

@@ -5,7 +5,7 @@ import { policyShape, resolveConfig, show, type ResolvedConfig, type RuntimeConf
 import { Executor, type RunResult } from '../execution/owners.ts';
 import { stripTypes } from '../execution/typescript.ts';
 import type { OutputEntry } from '../execution/output-ledger.ts';
-import { confine } from '../worker/confinement.ts';
+import { confine, releaseRemote } from '../worker/confinement.ts';
 import { holdSpares } from '../worker/spare.ts';
 import type { SandboxPolicy } from '../sandbox/index.ts';
 import { executionInstructions, type ProgramFormat } from './instructions.ts';
@@ -188,6 +188,8 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       disposed = true;
       for (const controller of active) controller.abort(new Error('runtime disposed'));
       await Promise.all([executor.dispose(), spares.then((release) => release?.())]);
+      // The remote connection (an SSH master) outlives no runtime that opened it.
+      await releaseRemote(config);
     },
 
     async release(owner) {

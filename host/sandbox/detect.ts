@@ -10,7 +10,8 @@ const PROBE_TIMEOUT_MS = 10_000;
 const DEFAULT_BWRAP = '/usr/bin/bwrap';
 const STDERR_LIMIT = 2_000;
 
-export type PermissionFlag = '--permission' | '--experimental-permission';
+export type { PermissionFlag } from '../../carrier/protocol/node-permission.ts';
+import type { PermissionFlag } from '../../carrier/protocol/node-permission.ts';
 
 /** The same namespaces and mounts a launch uses, so a probe that passes means launches can start. */
 const PROBE_ARGS = [

@@ -2,7 +2,7 @@
 export { resolvePolicy, writablePaths, SANDBOX_MODES, type SandboxMode, type SandboxPolicy, type ResolvedPolicy } from './policy.ts';
 export { resolveSandboxOptions, type BackendChoice, type Enforcement, type ResolvedSandboxOptions, type SandboxBackend, type SandboxOptions } from './options.ts';
 export { availableBackends, bwrapUnavailable, locateBwrap, permissionFlag, type PermissionFlag } from './detect.ts';
-export { planSandbox, type SandboxPlan, type SandboxUnavailable } from './plan.ts';
+export { planSandbox, type MachineFacts, type SandboxPlan, type SandboxUnavailable } from './plan.ts';
 export { bwrapArgs, type BwrapLayout } from './bwrap.ts';
 export { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';
 export { wrapLaunch, type SandboxSetup, type WrapOptions, type WrappedLaunch } from './wrap.ts';

@@ -14,8 +14,14 @@ export interface SandboxUnavailable {
   unavailable: string;
 }
 
-/** Picks the backend that confines `policy` with at least the required enforcement. */
-export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions = {}): Promise<SandboxPlan | SandboxUnavailable> {
+/** What another machine offers, for a carrier that runs there (a remote launch probes it). */
+export interface MachineFacts {
+  bwrapPath: string;
+  bwrapUnavailable: string | undefined;
+}
+
+/** Picks the backend that confines `policy` with at least the required enforcement, on this machine or the one `facts` describe. */
+export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions = {}, facts?: MachineFacts): Promise<SandboxPlan | SandboxUnavailable> {
   const options = resolveSandboxOptions(input);
   // full-access has nothing to enforce, so no requirement can go unmet.
   if (policy.mode === 'full-access') return { backend: 'none', enforcement: 'none', policy };
@@ -27,8 +33,8 @@ export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions 
   }
   let bwrapReason: string | undefined;
   if (backend === 'bwrap' || backend === 'auto') {
-    const bwrapPath = locateBwrap(options.bwrapPath);
-    bwrapReason = await bwrapUnavailable(bwrapPath);
+    const bwrapPath = facts?.bwrapPath ?? locateBwrap(options.bwrapPath);
+    bwrapReason = facts !== undefined ? facts.bwrapUnavailable : await bwrapUnavailable(bwrapPath);
     if (bwrapReason === undefined) return { backend: 'bwrap', enforcement: 'full', policy, bwrapPath };
     if (backend === 'bwrap') return { unavailable: bwrapReason };
   }

@@ -35,8 +35,10 @@ const FIELDS = new Set(['mode', 'network', 'workspaceRoot', 'writableRoots']);
 /** Mounted fresh inside a bwrap sandbox, so a host directory there can never be a rule. */
 const PRIVATE_MOUNTS = ['/proc', '/dev'];
 
-/** Validates a policy and resolves its paths; throws TypeError/RangeError naming the field. */
-export async function resolvePolicy(input: unknown, cwd: string): Promise<ResolvedPolicy> {
+/** Validates a policy and resolves its paths; throws TypeError/RangeError naming the field. With
+ * `elsewhere`, the paths name directories on another machine (a remote launch): they are made
+ * absolute here and resolved and checked over there. */
+export async function resolvePolicy(input: unknown, cwd: string, { elsewhere = false }: { elsewhere?: boolean } = {}): Promise<ResolvedPolicy> {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new TypeError(`ptc sandbox policy must be an object, got ${show(input)}`);
   }
@@ -56,29 +58,26 @@ export async function resolvePolicy(input: unknown, cwd: string): Promise<Resolv
   const rawRoots = policy.writableRoots ?? [];
   if (!Array.isArray(rawRoots)) throw new TypeError(`ptc sandbox policy: writableRoots must be an array of paths, got ${show(rawRoots)}`);
 
-  const workspaceRoot = await resolveRoot('workspaceRoot', policy.workspaceRoot ?? cwd, cwd, mode);
-  if (!statSync(workspaceRoot).isDirectory()) {
+  const workspaceRoot = await resolveRoot('workspaceRoot', policy.workspaceRoot ?? cwd, cwd, mode, elsewhere);
+  if (!elsewhere && !statSync(workspaceRoot).isDirectory()) {
     throw new RangeError(`ptc sandbox policy: workspaceRoot must be a directory, got ${show(policy.workspaceRoot ?? cwd)} (${workspaceRoot})`);
   }
   const writableRoots: string[] = [];
   for (const [index, root] of rawRoots.entries()) {
-    const real = await resolveRoot(`writableRoots[${index}]`, root, cwd, mode);
+    const real = await resolveRoot(`writableRoots[${index}]`, root, cwd, mode, elsewhere);
     if (!writableRoots.includes(real)) writableRoots.push(real);
   }
   return { mode: mode as SandboxMode, network, workspaceRoot, writableRoots };
 }
 
-/** The directories a program may write besides its private temp directory. */
-export function writablePaths(policy: ResolvedPolicy): string[] {
-  if (policy.mode !== 'workspace-write') return [];
-  return [policy.workspaceRoot, ...policy.writableRoots.filter((root) => root !== policy.workspaceRoot)];
-}
+/** The directories a program may write besides its private temp directory (shared with the relay). */
+export { writablePaths } from '../../carrier/protocol/bwrap.ts';
 
-async function resolveRoot(field: string, value: unknown, cwd: string, mode: unknown): Promise<string> {
+async function resolveRoot(field: string, value: unknown, cwd: string, mode: unknown, elsewhere: boolean): Promise<string> {
   if (typeof value !== 'string' || value === '') throw new TypeError(`ptc sandbox policy: ${field} must be a non-empty path, got ${show(value)}`);
   let real: string;
   try {
-    real = realpathSync(resolve(cwd, value));
+    real = elsewhere ? resolve(cwd, value) : realpathSync(resolve(cwd, value));
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'does not exist' : `cannot be resolved (${(error as Error).message})`;
     throw new RangeError(`ptc sandbox policy: ${field} ${show(value)} ${reason}`, { cause: error });

@@ -19,6 +19,8 @@ export interface SandboxSetup {
   enforcement: Enforcement;
   /** Whether the program can reach the network: node-permission cannot take it away. */
   network: boolean;
+  /** Present for a remote launch: the far side enforced this, with its own bubblewrap or Node. */
+  location?: 'remote';
 }
 
 export interface WrappedLaunch {

@@ -1,10 +1,8 @@
-// One carrier process: launch in its own process group, versioned handshake, validated control
-// traffic, and termination of the whole group. The carrier is an untrusted peer: every frame is
-// size-checked, parsed and shape-checked here before anything acts on it.
-import { spawn, type ChildProcess } from 'node:child_process';
-import type { Socket } from 'node:net';
-import { readdirSync, readFileSync, readSync } from 'node:fs';
+// One carrier: versioned handshake, validated control traffic, and termination of everything it
+// started, over whichever transport reaches it (transports/). The carrier is an untrusted peer:
+// every frame is size-checked, parsed and shape-checked here before anything acts on it.
 import { constants } from 'node:os';
+import type { Duplex } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { createBirpc, type BirpcReturn } from 'birpc';
 import { encodeJson } from '../../carrier/protocol/json.ts';
@@ -13,7 +11,7 @@ import { PROTOCOL_REVISION } from '../../carrier/protocol/revision.ts';
 import type { CarrierMethods, Handshake, HostMethods, OutputMessage, RunOutcome, RunRequest } from '../../carrier/protocol/messages.ts';
 import { createControlReader } from './control.ts';
 import { checkFrame, checkRunOutcome } from './validate.ts';
-import type { LaunchCommand } from './launch.ts';
+import type { CarrierConnection } from './transports/connection.ts';
 
 /** Bytes of carrier stderr kept for worker-exit diagnostics. */
 const STDERR_TAIL_BYTES = 8 * 1024;
@@ -40,8 +38,7 @@ export interface CarrierEvents {
 export type HostHandlers = Omit<HostMethods, 'output'> & { output(entry: OutputMessage): void };
 
 export interface CarrierOptions {
-  command: LaunchCommand;
-  cwd: string;
+  connection: CarrierConnection;
   maxMessageBytes: number;
   /** Listeners; a spare carrier gets them later through attach(). */
   events?: CarrierEvents;
@@ -60,14 +57,14 @@ type EarlyEvent =
   | { type: 'protocol'; message: string; betweenRuns: boolean }
   | { type: 'control-lost' };
 
-/** A running carrier process and its control channel. */
+/** A running carrier and its control channel. */
 export class Carrier {
-  readonly child: ChildProcess;
+  readonly connection: CarrierConnection;
   #events: CarrierEvents | undefined;
   readonly #early: EarlyEvent[] = [];
-  readonly #control: Socket;
+  readonly #control: Duplex;
   readonly #ready: Promise<Handshake>;
-  readonly #stdioDrains: Array<() => void> = [];
+  readonly #accept: Record<'stdout' | 'stderr', (chunk: Buffer) => void>;
   readonly #cleanup: (() => Promise<void>) | undefined;
   readonly #cleanupSync: (() => void) | undefined;
   #handlers: HostHandlers | undefined;
@@ -88,7 +85,8 @@ export class Carrier {
   #stderrTail = '';
   readonly #settled: Promise<void>;
 
-  constructor({ command, cwd, maxMessageBytes, events, cleanup, cleanupSync, signalAsExitCode = false }: CarrierOptions) {
+  constructor({ connection, maxMessageBytes, events, cleanup, cleanupSync, signalAsExitCode = false }: CarrierOptions) {
+    this.connection = connection;
     this.#events = events;
     this.#maxQueued = maxMessageBytes;
     this.#cleanup = cleanup;
@@ -97,44 +95,31 @@ export class Carrier {
       this.#handshake = { resolve, reject };
     });
     this.#ready.catch(() => {});
-    this.child = spawn(command.executable, command.args, {
-      cwd,
-      env: command.env,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-      // Its own session and process group, so one signal reaches everything the program starts.
-      detached: true,
-      windowsHide: true,
+    this.#control = connection.control;
+    this.#settled = connection.settled;
+    connection.onStartFailure((message) => {
+      this.#exited = true;
+      this.#handshake?.reject(new Error(message));
+      this.#emit({ type: 'spawn-error', message });
     });
-    this.#control = this.child.stdio[3] as Socket;
-    this.#settled = new Promise((resolve) => {
-      this.child.once('close', () => resolve());
-      this.child.once('error', (error) => {
-        if (this.child.pid === undefined) {
-          this.#exited = true;
-          const message = `could not start the carrier (${command.executable}): ${error.message}`;
-          this.#handshake?.reject(new Error(message));
-          this.#emit({ type: 'spawn-error', message });
-          resolve();
-        }
-      });
-    });
-    this.child.once('exit', (exitCode, exitSignal) => {
+    connection.onExit((exitCode, exitSignal) => {
       this.#exited = true;
       this.#handshake?.reject(new Error('the carrier exited before its handshake'));
       const { code, signal } = signalAsExitCode ? decodeSignal(exitCode, exitSignal) : { code: exitCode, signal: exitSignal };
       this.#emit({ type: 'exit', code, signal });
     });
+    const accepts = {} as Record<'stdout' | 'stderr', (chunk: Buffer) => void>;
     for (const stream of ['stdout', 'stderr'] as const) {
       const decoder = new StringDecoder('utf8');
-      const accept = (chunk: Buffer): void => {
+      accepts[stream] = (chunk: Buffer): void => {
         const text = decoder.write(chunk);
         if (stream === 'stderr') this.#stderrTail = (this.#stderrTail + text).slice(-STDERR_TAIL_BYTES);
         // Without a listener the carrier is idle: its stdout is discarded, stderr kept as the tail.
         if (text !== '') this.#events?.onStdio(text, stream);
       };
-      this.child[stream]!.on('data', accept);
-      this.#stdioDrains.push(drainer(this.child[stream] as Socket, accept));
+      connection[stream].on('data', accepts[stream]);
     }
+    this.#accept = accepts;
     const reader = createControlReader({
       maxMessageBytes,
       revision: PROTOCOL_REVISION,
@@ -162,16 +147,18 @@ export class Carrier {
         if (!this.#closed && !this.#exited) this.#emit({ type: 'control-lost' });
       }, CONTROL_LOSS_GRACE_MS);
       timer.unref();
-      this.child.once('exit', () => clearTimeout(timer));
+      connection.onExit(() => clearTimeout(timer));
     });
   }
 
   get pid(): number | undefined {
-    return this.child.pid;
+    return this.connection.pid;
   }
 
+  /** The carrier's stderr tail, then what the transport said (ssh's own diagnostics), if anything. */
   get stderrTail(): string {
-    return this.#stderrTail;
+    const transport = this.connection.transportTail.trim();
+    return transport === '' ? this.#stderrTail : `${this.#stderrTail}${this.#stderrTail === '' || this.#stderrTail.endsWith('\n') ? '' : '\n'}${transport}`;
   }
 
   /** Resolves with the carrier's handshake once it has been checked against this host's revision. */
@@ -205,14 +192,12 @@ export class Carrier {
 
   /** Lets the host exit while this carrier idles; a spare must not keep the process alive. */
   unref(): void {
-    this.child.unref();
-    for (const stream of [this.child.stdout, this.child.stderr, this.#control]) (stream as Socket | null)?.unref?.();
+    this.connection.unref();
   }
 
   /** Undoes unref() once the carrier has work. */
   ref(): void {
-    this.child.ref();
-    for (const stream of [this.child.stdout, this.child.stderr, this.#control]) (stream as Socket | null)?.ref?.();
+    this.connection.ref();
   }
 
   /** Starts RPC with the given host handlers; call after the handshake. */
@@ -259,7 +244,7 @@ export class Carrier {
 
   /** Kills the process tree and removes what the launch created, synchronously: for a host that is exiting. */
   killNow(): void {
-    killGroup(this.child.pid);
+    this.connection.kill();
     try {
       this.#cleanupSync?.();
     } catch {
@@ -284,7 +269,7 @@ export class Carrier {
   async terminate(graceMs: number): Promise<void> {
     // Kill before closing the channel: a closed channel makes the carrier exit by itself, and its
     // children would be orphaned (out of reach of the tree walk) before the kill could find them.
-    killGroup(this.child.pid);
+    this.connection.kill();
     this.close();
     let timer: NodeJS.Timeout | undefined;
     const drained = await Promise.race([
@@ -296,9 +281,8 @@ export class Carrier {
     clearTimeout(timer);
     if (!drained) {
       // A descendant that left the group can hold the pipes open; stop reading them.
-      this.child.stdout?.destroy();
-      this.child.stderr?.destroy();
-      killGroup(this.child.pid);
+      this.connection.abandonStdio();
+      this.connection.kill();
       if (!this.#exited) await this.#settled;
     }
     await this.#cleanup?.().catch(() => {});
@@ -322,7 +306,7 @@ export class Carrier {
     }
     // Raw bytes a child process wrote before the carrier sent this frame are already in the stdio
     // pipes; take them first so they keep their place before the carrier's own output and reply.
-    if (frame.t !== 'q' || frame.m !== 'invoke') for (const drain of this.#stdioDrains) drain();
+    if (frame.t !== 'q' || frame.m !== 'invoke') this.connection.drainStdio((chunk, stream) => this.#accept[stream](chunk));
     // Output is one-way and hot: handle it synchronously so it stays ordered before the reply.
     if (frame.t === 'q' && frame.m === 'output' && frame.i === undefined) {
       this.#handlers?.output(frame.a![0] as OutputMessage);
@@ -381,70 +365,4 @@ function encodeError(value: object): string | undefined {
   if (!(value instanceof Error)) return undefined;
   const { code } = value as { code?: unknown };
   return encodeJson({ name: value.name, message: value.message, ...(typeof code === 'string' ? { code } : {}) }, 'error');
-}
-
-/** Reads whatever is waiting in a pipe right now, without blocking, and hands it to `accept`.
- * libuv keeps pipes non-blocking, so an empty pipe answers EAGAIN at once. */
-function drainer(stream: Socket, accept: (chunk: Buffer) => void): () => void {
-  const buffer = Buffer.allocUnsafe(64 * 1024);
-  return () => {
-    const fd = (stream as unknown as { _handle?: { fd?: number } })._handle?.fd;
-    if (typeof fd !== 'number' || fd < 0) return;
-    for (;;) {
-      let bytes: number;
-      try {
-        bytes = readSync(fd, buffer, 0, buffer.length, null);
-      } catch {
-        return; // EAGAIN: nothing waiting (or the pipe is gone)
-      }
-      if (bytes === 0) return;
-      accept(Buffer.from(buffer.subarray(0, bytes)));
-    }
-  };
-}
-
-/**
- * Sends SIGKILL to a carrier's process group and to every process descended from it, so a child
- * that moved to a session of its own (setsid, detached) dies too while its parent still links it
- * to the carrier. (A bubblewrap pid namespace catches even orphaned ones.) Gone is fine.
- */
-export function killGroup(pid: number | undefined): void {
-  if (pid === undefined) return;
-  const targets = [-pid, ...descendantsOf(pid)];
-  for (const target of targets) {
-    try {
-      process.kill(target, 'SIGKILL');
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
-    }
-  }
-}
-
-/** Pids below `root` in the process tree, from each thread's /proc children list (Linux; empty elsewhere). */
-function descendantsOf(root: number): number[] {
-  const found: number[] = [];
-  const queue = [root];
-  while (queue.length > 0) {
-    const pid = queue.pop()!;
-    let threads: string[];
-    try {
-      threads = readdirSync(`/proc/${pid}/task`);
-    } catch {
-      continue; // exited, or no /proc
-    }
-    for (const thread of threads) {
-      let listed: string;
-      try {
-        listed = readFileSync(`/proc/${pid}/task/${thread}/children`, 'utf8');
-      } catch {
-        continue;
-      }
-      for (const child of listed.split(' ')) {
-        if (child === '' || child === '\n') continue;
-        found.push(Number(child));
-        queue.push(Number(child));
-      }
-    }
-  }
-  return found;
 }

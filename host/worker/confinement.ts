@@ -1,10 +1,18 @@
 // From a run's policy to the carrier that enforces it: resolve the policy, choose the backend
 // (failing closed with sandbox-unavailable), and describe the carrier as a recipe whose key names
 // everything that shapes it, so a spare booted for one run can serve the next identical one.
+// A remote launch plans with what the far side reported and lets its relay apply the plan there.
 import { execFileSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { launchCommand, type LaunchCommand, type LaunchConfig } from './launch.ts';
-import { planSandbox, resolvePolicy, wrapLaunch, type ResolvedPolicy, type SandboxOptions, type SandboxPolicy, type SandboxSetup } from '../sandbox/index.ts';
+import type { RelayStart, RelaySandbox } from '../../carrier/protocol/mux.ts';
+import { isRemoteLaunch, launchCommand, type LaunchCommand, type LaunchConfig, type RemoteLaunch } from './launch.ts';
+import { planSandbox, resolvePolicy, wrapLaunch, type ResolvedPolicy, type SandboxOptions, type SandboxPlan, type SandboxPolicy, type SandboxSetup } from '../sandbox/index.ts';
+import { Carrier } from './carrier.ts';
+import { openLocalConnection } from './transports/local.ts';
+import { openRelayedConnection, RELAY_WATCHDOG_MS } from './transports/relayed.ts';
+import { commandTarget } from './transports/command.ts';
+import { sshTarget } from './transports/ssh.ts';
+import type { RemoteTarget } from './transports/remote.ts';
 
 /** The configuration that shapes a carrier. */
 export interface CarrierSettings {
@@ -13,7 +21,6 @@ export interface CarrierSettings {
   maxMessageBytes: number;
   sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
 }
-import { Carrier } from './carrier.ts';
 
 export interface CarrierRecipe {
   /** Everything that shapes the carrier: launch, limits, backend and policy. */
@@ -33,6 +40,7 @@ const nodeVersions = new Map<string, string>();
 
 /** Resolves `policy` for a run in `cwd` and plans its confinement. Policy errors throw (caller misuse). */
 export async function confine(config: CarrierSettings, policy: SandboxPolicy, cwd: string): Promise<Confinement> {
+  if (isRemoteLaunch(config.launch)) return confineRemote(config, config.launch, policy, cwd);
   const resolved = await resolvePolicy(policy, cwd);
   const base = launchCommand(config.launch, config.maxOldGenerationSizeMb);
   const plan = await planSandbox(resolved, { ...config.sandbox, carrierNodeVersion: carrierNodeVersion(base) });
@@ -50,8 +58,7 @@ export async function confine(config: CarrierSettings, policy: SandboxPolicy, cw
         const wrapped = wrapLaunch(base, plan, { cwd: resolved.workspaceRoot });
         const { privateTmp } = wrapped;
         return new Carrier({
-          command: wrapped.command,
-          cwd: resolved.workspaceRoot,
+          connection: openLocalConnection(wrapped.command, resolved.workspaceRoot),
           maxMessageBytes: config.maxMessageBytes,
           cleanup: wrapped.cleanup,
           signalAsExitCode: plan.backend === 'bwrap',
@@ -60,6 +67,94 @@ export async function confine(config: CarrierSettings, policy: SandboxPolicy, cw
       },
     },
   };
+}
+
+// One target (and so one SSH master connection) per distinct remote launch, shared by the
+// runtimes that use it. When the last of them is disposed the connection lingers briefly, so a
+// caller that makes a runtime per run (as the CLI and many harnesses do) does not pay a handshake
+// each time; the timer is unref'd and a host that exits closes it at once (transports/ssh.ts).
+const LINGER_MS = 5_000;
+interface SharedTarget {
+  target: RemoteTarget;
+  id: number;
+  users: Set<CarrierSettings>;
+  linger: NodeJS.Timeout | undefined;
+}
+const targets = new Map<string, SharedTarget>();
+let nextTargetId = 0;
+
+function targetFor(config: CarrierSettings, launch: RemoteLaunch): SharedTarget {
+  const key = JSON.stringify(launch);
+  let entry = targets.get(key);
+  if (entry === undefined) {
+    entry = { target: launch.kind === 'ssh' ? sshTarget(launch) : commandTarget(launch), id: nextTargetId++, users: new Set(), linger: undefined };
+    targets.set(key, entry);
+  }
+  clearTimeout(entry.linger);
+  entry.linger = undefined;
+  entry.users.add(config);
+  return entry;
+}
+
+/** Lets go of the remote connection a runtime's configuration used, if any (at dispose). */
+export async function releaseRemote(config: CarrierSettings): Promise<void> {
+  if (!isRemoteLaunch(config.launch)) return;
+  const key = JSON.stringify(config.launch);
+  const entry = targets.get(key);
+  if (entry === undefined || !entry.users.delete(config) || entry.users.size > 0) return;
+  clearTimeout(entry.linger);
+  entry.linger = setTimeout(() => {
+    if (targets.get(key) === entry && entry.users.size === 0) {
+      targets.delete(key);
+      void entry.target.close();
+    }
+  }, LINGER_MS);
+  entry.linger.unref();
+}
+
+async function confineRemote(config: CarrierSettings, launch: RemoteLaunch, policy: SandboxPolicy, cwd: string): Promise<Confinement> {
+  // The paths name directories over there: checked for shape here, resolved by the relay.
+  const resolved = await resolvePolicy(policy, cwd, { elsewhere: true });
+  const { target, id } = targetFor(config, launch);
+  const unconfined: SandboxSetup = { mode: resolved.mode, backend: 'none', enforcement: 'none', network: resolved.network, location: 'remote' };
+  let facts;
+  try {
+    facts = await target.prepare(config.sandbox.bwrapPath);
+  } catch (error) {
+    // Connection and set-up problems (host unreachable, authentication, no Node there) are the
+    // run's worker-exit failure, with the message that names the remote problem.
+    const message = (error as Error).message;
+    return { recipe: { key: JSON.stringify(['remote-failed', id, message]), policy: resolved, report: unconfined, create: () => failedCarrier(config, message) } };
+  }
+  const plan = await planSandbox(resolved, { ...config.sandbox, carrierNodeVersion: facts.node }, facts);
+  if ('unavailable' in plan) return { unavailable: `on the far side (${target.describe}): ${plan.unavailable}`, report: unconfined };
+  const start: RelayStart = { heapMb: config.maxOldGenerationSizeMb, cwd: resolved.workspaceRoot, sandbox: relaySandbox(plan), watchdogMs: RELAY_WATCHDOG_MS };
+  return {
+    recipe: {
+      key: JSON.stringify(['remote', id, config.maxMessageBytes, start]),
+      policy: resolved,
+      report: { mode: resolved.mode, backend: plan.backend, enforcement: plan.enforcement, network: plan.backend === 'bwrap' ? resolved.network : true, location: 'remote' },
+      create() {
+        const connection = openRelayedConnection(target.relay(start));
+        // A relay that did not start (the cache changed, the connection went): check again next time.
+        connection.onStartFailure(() => target.forget());
+        return new Carrier({ connection, maxMessageBytes: config.maxMessageBytes });
+      },
+    },
+  };
+}
+
+function relaySandbox(plan: SandboxPlan): RelaySandbox {
+  const { policy } = plan;
+  if (plan.backend === 'none' || policy.mode === 'full-access') return { backend: 'none' };
+  if (plan.backend === 'bwrap') {
+    return { backend: 'bwrap', bwrapPath: plan.bwrapPath, mode: policy.mode, network: policy.network, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots };
+  }
+  return { backend: 'node-permission', permissionFlag: plan.permissionFlag, mode: policy.mode, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots };
+}
+
+function failedCarrier(config: CarrierSettings, message: string): Carrier {
+  return new Carrier({ connection: openRelayedConnection(Promise.reject(new Error(message))), maxMessageBytes: config.maxMessageBytes });
 }
 
 // The permission flag's name depends on the Node that runs the carrier (20 vs 24), which for a

@@ -1,30 +1,44 @@
 // How a carrier process is started: the embedded binary re-executing itself, a Node running the
-// bootstrap file, or (from source) this Node running carrier/main.ts. The environment is built
-// from scratch: PATH and temp paths only, plus the selector and heap flag the launch needs.
+// bootstrap file, or (from source) this Node running carrier/main.ts; or on another machine, over
+// ssh or a command prefix, through the relay (transports/). For a local launch the environment is
+// built from scratch: PATH and temp paths only, plus the selector and heap flag the launch needs.
 import { isSea } from 'node:sea';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CARRIER_SELECTOR } from '../../carrier/protocol/revision.ts';
 import type { LaunchCommand } from '../sandbox/index.ts';
+import type { SshLaunch } from './transports/ssh.ts';
+import type { CommandLaunch } from './transports/command.ts';
 
-export type { LaunchCommand };
+export type { LaunchCommand, SshLaunch, CommandLaunch };
 
-/** How carriers start: this binary re-executing itself, or a Node running the bootstrap file. */
-export type LaunchConfig =
+/** A carrier on this machine: this binary re-executing itself, or a Node running the bootstrap file. */
+export type LocalLaunch =
   | { kind: 'embedded'; executable?: string }
   | { kind: 'node-script'; executable: string; bootstrapPath?: string };
+
+/** A carrier on another machine, behind the relay. */
+export type RemoteLaunch = SshLaunch | CommandLaunch;
+
+/** How carriers start. */
+export type LaunchConfig = LocalLaunch | RemoteLaunch;
+
+/** True for the launches that run the carrier elsewhere. */
+export function isRemoteLaunch(launch: LaunchConfig | undefined): launch is RemoteLaunch {
+  return launch?.kind === 'ssh' || launch?.kind === 'command';
+}
 
 
 const KEPT_ENV = ['PATH', 'TMPDIR', 'TMP', 'TEMP'];
 
 /** The launch used when the configuration names none: this binary, or carrier/main.ts from source. */
-export function defaultLaunch(): LaunchConfig | { kind: 'source' } {
+export function defaultLaunch(): LocalLaunch | { kind: 'source' } {
   return isSea() ? { kind: 'embedded', executable: process.execPath } : { kind: 'source' };
 }
 
 /** Builds argv and environment for one carrier with the given heap limit. */
-export function launchCommand(launch: LaunchConfig | undefined, maxOldGenerationSizeMb: number): LaunchCommand {
+export function launchCommand(launch: LocalLaunch | undefined, maxOldGenerationSizeMb: number): LaunchCommand {
   const chosen = launch ?? defaultLaunch();
   const env: Record<string, string> = {};
   for (const name of KEPT_ENV) {

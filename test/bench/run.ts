@@ -12,6 +12,7 @@ import { createRuntime, type RunResult, type Runtime, type RuntimeConfig } from 
 import { retained } from './retained.ts';
 import { sandboxed } from './sandbox.ts';
 import { mcp } from './mcp.ts';
+import { remote } from './ssh.ts';
 import { interleave, median, ms, p90, pad, ratio } from './stats.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -222,6 +223,7 @@ try {
   await retained();
   await sandboxed();
   await mcp();
+  await remote();
   console.log(`\nbench took ${((performance.now() - started) / 1000).toFixed(1)} s`);
 } catch (error) {
   console.error('\nbench broke:', error);

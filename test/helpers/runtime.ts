@@ -6,8 +6,9 @@ export const repoRoot = new URL('../..', import.meta.url).pathname;
 
 /**
  * The carrier launch under test. test/run.ts runs the integration suites once from source and
- * again with PTC_TEST_LAUNCH=embedded (dist/ptc) and PTC_TEST_LAUNCH=node-script (the machine's
- * /usr/bin/node running dist/bootstrap.mjs).
+ * again with PTC_TEST_LAUNCH=embedded (dist/ptc), PTC_TEST_LAUNCH=node-script (the machine's
+ * /usr/bin/node running dist/bootstrap.mjs) and PTC_TEST_LAUNCH=ssh (the same Node on the far
+ * side of the loopback sshd that test/helpers/sshd.sh starts, with the bootstrap delivered).
  */
 export function launchUnderTest(): RuntimeConfig['launch'] {
   switch (process.env.PTC_TEST_LAUNCH) {
@@ -19,8 +20,10 @@ export function launchUnderTest(): RuntimeConfig['launch'] {
       return { kind: 'embedded', executable: `${repoRoot}dist/ptc` };
     case 'node-script':
       return { kind: 'node-script', executable: '/usr/bin/node', bootstrapPath: `${repoRoot}dist/bootstrap.mjs` };
+    case 'ssh':
+      return sshLaunch();
     default:
-      throw new Error(`PTC_TEST_LAUNCH must be source, embedded or node-script, got ${process.env.PTC_TEST_LAUNCH}`);
+      throw new Error(`PTC_TEST_LAUNCH must be source, embedded, node-script or ssh, got ${process.env.PTC_TEST_LAUNCH}`);
   }
 }
 
@@ -123,4 +126,31 @@ export function liveProcesses(): Array<{ pid: number; pgid: number; command: str
     }
   }
   return found;
+}
+
+/** The loopback sshd from test/helpers/sshd.sh, as exported into the environment; undefined without one. */
+export function sshServer(): { destination: string; port: number; config: string; dir: string } | undefined {
+  const { PTC_TEST_SSH_DESTINATION: destination, PTC_TEST_SSH_PORT: port, PTC_TEST_SSH_CONFIG: config, PTC_TEST_SSH_DIR: dir } = process.env;
+  if (!destination || !port || !config || !dir) return undefined;
+  return { destination, port: Number(port), config, dir };
+}
+
+/** The ssh launch against that server, running the machine's /usr/bin/node. */
+export function sshLaunch(overrides: Record<string, unknown> = {}): NonNullable<RuntimeConfig['launch']> {
+  const server = sshServer();
+  if (server === undefined) throw new Error('PTC_TEST_LAUNCH=ssh needs the sshd of test/helpers/sshd.sh: eval "$(bash test/helpers/sshd.sh start)"');
+  return { kind: 'ssh', destination: server.destination, port: server.port, sshArgs: ['-F', server.config], node: '/usr/bin/node', ...overrides } as NonNullable<RuntimeConfig['launch']>;
+}
+
+/** What a sandbox report adds for the launch under test: a remote launch says where it was enforced. */
+export function reportLocation(): { location?: 'remote' } {
+  const launch = launchUnderTest();
+  return launch?.kind === 'ssh' || launch?.kind === 'command' ? { location: 'remote' } : {};
+}
+
+/** How a sandbox-unavailable message starts for the launch under test: a remote one names the far side. */
+export function unavailablePrefix(): string {
+  const launch = launchUnderTest();
+  if (launch?.kind !== 'ssh') return '';
+  return `on the far side (ssh ${launch.destination}${launch.port !== undefined ? ` (port ${launch.port})` : ''}): `;
 }

@@ -130,7 +130,7 @@ test('launch paths are fixed at configuration time against the host cwd and PATH
   assert.ok(launch.executable.startsWith('/') && launch.executable.endsWith('/node'), launch.executable);
   assert.is(launch.bootstrapPath, resolvePath(process.cwd(), 'dist/bootstrap.mjs'));
   const embedded = createRuntime({ prestartCarrier: false, launch: { kind: 'embedded', executable: './bin/ptc' } });
-  assert.is(embedded.config.launch!.executable, resolvePath(process.cwd(), 'bin/ptc'));
+  assert.is((embedded.config.launch as { executable: string }).executable, resolvePath(process.cwd(), 'bin/ptc'));
   await Promise.all([runtime.dispose(), embedded.dispose()]);
   throwsNaming(() => createRuntime({ launch: { kind: 'node-script', executable: 'no-such-node-ptc' } }), ['launch.executable', 'no-such-node-ptc', 'PATH']);
 });

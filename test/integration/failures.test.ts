@@ -8,11 +8,13 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PROTOCOL_REVISION, type RunResult, type SandboxReport } from '../../host/index.ts';
-import { repoRoot, runProgram, createTestRuntime } from '../helpers/runtime.ts';
+import { repoRoot, runProgram, createTestRuntime, reportLocation } from '../helpers/runtime.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/launch');
 const node = join(repoRoot, 'node_modules/.bin/node');
-const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false };
+const LOCAL_SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false };
+/** For the launch under test; the tests that name their own (local) launch expect LOCAL_SANDBOX. */
+const SANDBOX: SandboxReport = { ...LOCAL_SANDBOX, ...reportLocation() };
 /** Keeps a program alive until the host ends it; a failure to end it shows up as a timeout. */
 const WAIT_FOREVER = 'await new Promise(() => {});';
 
@@ -43,14 +45,14 @@ test('timeout: a deadline that elapses while the carrier starts is reported befo
     status: 'failed',
     failure: { kind: 'timeout', message: 'execution timed out before code started (deadline 300 ms elapsed)', timeoutMs: 300 },
     output: [],
-    sandbox: SANDBOX,
+    sandbox: LOCAL_SANDBOX,
   });
 });
 
 test('timeout: the slow launch fixture does start a working carrier given time', async () => {
   // The control for the test above: the fixture is slow, not broken.
   const result = await runProgram('return 1', { timeoutMs: 15_000 }, { launch: { kind: 'node-script', executable: join(fixtures, 'slow-node.sh') } });
-  assert.equal(result, { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
+  assert.equal(result, { status: 'ok', value: 1, output: [], sandbox: LOCAL_SANDBOX });
 });
 
 test('timeout: the deadline keeps running while a binding is pending', async () => {
@@ -120,7 +122,7 @@ test('abort: an already-aborted signal fails without starting a process', async 
     const launch = { kind: 'node-script' as const, executable: join(fixtures, 'record-start.sh'), bootstrapPath: marker };
     // No spare either: a runtime that boots one ahead of its runs would start the launch itself.
     const result = await runProgram('return 1', {}, { launch, prestartCarrier: false }, { signal: AbortSignal.abort() });
-    assert.equal(result, { status: 'failed', failure: { kind: 'abort', message: 'execution aborted' }, output: [], sandbox: SANDBOX });
+    assert.equal(result, { status: 'failed', failure: { kind: 'abort', message: 'execution aborted' }, output: [], sandbox: LOCAL_SANDBOX });
     assert.not.ok(existsSync(marker), 'the launch executable was started');
 
     // The control: without the abort, the same launch is started (and fails, as it never speaks).

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig, SandboxPolicy } from '../../host/index.ts';
-import { createTestRuntime, liveProcesses, waitUntil } from '../helpers/runtime.ts';
+import { createTestRuntime, liveProcesses, reportLocation, unavailablePrefix, waitUntil } from '../helpers/runtime.ts';
 
 // Not under /tmp: bubblewrap gives the program a private /tmp, which would hide these directories
 // altogether (ENOENT) instead of showing them read-only.
@@ -54,7 +54,7 @@ test('bwrap: the default policy writes the workspace and nothing outside it, and
     [join(workspace, '..', 'outside', 'c.txt')]: 'EROFS',
     [`/proc/self/root${outside}/d.txt`]: 'EROFS',
   });
-  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true });
+  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true, ...reportLocation() });
   assert.ok(existsSync(inside));
   assert.not.ok(existsSync(join(outside, 'a.txt')));
 });
@@ -151,7 +151,7 @@ test('unconfined: a child that moved to its own session still dies with the run'
   // The child is still the carrier's child when the run ends, so the kill reaches it by the tree.
   const result = await run(startDetached(marker, 'sleep'), { mode: 'full-access' });
   assert.is(value(result), true, 'the child was running');
-  assert.equal(result.sandbox, { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false });
+  assert.equal(result.sandbox, { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, ...reportLocation() });
   const gone = await waitUntil(() => !liveProcesses().some(({ pid }) => commandLine(pid).includes(marker)), 5_000);
   assert.ok(gone, 'the detached child survived');
 });
@@ -160,7 +160,7 @@ test('node-permission: partial enforcement denies outside writes and child proce
   const config: RuntimeConfig = { sandbox: { backend: 'node-permission' } };
   const writes = await run(tryWrites([join(workspace, 'np.txt'), join(outside, 'np.txt')]), undefined, config);
   assert.equal(value(writes), { [join(workspace, 'np.txt')]: 'ok', [join(outside, 'np.txt')]: 'ERR_ACCESS_DENIED' });
-  assert.equal(writes.sandbox, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: true, denied: true });
+  assert.equal(writes.sandbox, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: true, denied: true, ...reportLocation() });
   const child = await run(`const { execSync } = await import('node:child_process'); try { execSync('true'); return 'spawned' } catch (error) { return error.code }`, undefined, config);
   assert.is(value(child), 'ERR_ACCESS_DENIED');
 });
@@ -168,7 +168,7 @@ test('node-permission: partial enforcement denies outside writes and child proce
 test('fail closed: missing bubblewrap or too little enforcement is sandbox-unavailable', async () => {
   const missing = await run('return 1', undefined, { sandbox: { backend: 'bwrap', bwrapPath: join(root, 'no-bwrap') } });
   assert.is(missing.status, 'failed');
-  assert.equal((missing as { failure: unknown }).failure, { kind: 'sandbox-unavailable', message: `bubblewrap is not installed (${join(root, 'no-bwrap')} not found)` });
+  assert.equal((missing as { failure: unknown }).failure, { kind: 'sandbox-unavailable', message: `${unavailablePrefix()}bubblewrap is not installed (${join(root, 'no-bwrap')} not found)` });
   const tooWeak = await run('return 1', undefined, { sandbox: { backend: 'node-permission', require: 'full' } });
   assert.is((tooWeak as { failure: { kind: string } }).failure.kind, 'sandbox-unavailable');
   assert.match((tooWeak as { failure: { message: string } }).failure.message, /permission model/);
@@ -197,9 +197,11 @@ test('retained owners: a policy change starts a fresh environment; a one-time ru
 test('a policy naming a missing writable root is refused before anything runs', async () => {
   const runtime = createTestRuntime({});
   runtimes.push(runtime);
+  // A remote launch resolves the paths over there: the far side refuses it, before any carrier starts.
+  const remote = reportLocation().location === 'remote';
   const refused = await runtime.run(runtime.resolve({ program: 'return 1', cwd: workspace, policy: { mode: 'workspace-write', writableRoots: [join(root, 'missing')] } })).then(
-    () => 'ran',
-    (error: Error) => error.message,
+    (result) => (remote && result.status === 'failed' && result.failure.kind === 'worker-exit' ? result.failure.message : 'ran'),
+    (error: Error) => (remote ? 'threw' : error.message),
   );
   assert.match(refused, /writableRoots/);
   assert.match(refused, /missing/);

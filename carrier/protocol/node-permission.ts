@@ -1,0 +1,39 @@
+// Node's permission model as a partial backend: reads anywhere but /proc and /dev, writes only under the
+// granted directories, no child processes, no worker threads, no addons, no inspector. It does not
+// confine the network, and it checks path strings, not what the kernel opens: a symlink that
+// already exists inside a writable root is followed out of it (Node documents this limitation).
+// The carrier shares the host's user and pid namespace, so /proc would hand the program the
+// host's environment, command line and open files; its signals are kept in by the carrier itself.
+// Shared by the host and the relay, which confines carriers on the far side of SSH.
+import { readdirSync } from 'node:fs';
+
+/** The permission flag's name, which depends on the Node version (host/sandbox/detect.ts). */
+export type PermissionFlag = '--permission' | '--experimental-permission';
+
+/** Hidden from reads: the host's processes are listed in /proc, and /dev holds the host's terminals (/dev/pts). */
+const HIDDEN_ROOTS = new Set(['proc', 'dev']);
+/** The devices a program may read in place of /dev: the ones with nothing of the host's in them. */
+const DEVICES = ['/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero'];
+
+/** Node options granting reads under `readable`, writes under `writable` (real paths). */
+export function permissionArgs(flag: PermissionFlag, writable: string[], readable: string[]): string[] {
+  const args: string[] = [flag];
+  for (const path of new Set(readable)) args.push(`--allow-fs-read=${path}`);
+  // One flag per path: Node 24 no longer splits on commas, and a grant for a directory covers
+  // everything under it.
+  for (const path of new Set(writable)) args.push(`--allow-fs-write=${path}`);
+  // Node 20 warns on every start that the model is experimental; that would land in program stderr.
+  if (flag === '--experimental-permission') args.push('--disable-warning=ExperimentalWarning');
+  return args;
+}
+
+/** Every entry of `/` but /proc and /dev (plus the plain devices), as read grants: Node's model can only grant, never carve a hole. */
+export function readableRoots(entries: string[] = readdirSync('/')): string[] {
+  return [...entries.filter((name) => !HIDDEN_ROOTS.has(name)).sort().map((name) => `/${name}`), ...DEVICES];
+}
+
+/** Appends options to a NODE_OPTIONS value, quoting them the way Node's parser reads them back. */
+export function appendNodeOptions(existing: string | undefined, args: string[]): string {
+  const quoted = args.map((arg) => (/[\s"\\]/.test(arg) ? `"${arg.replace(/["\\]/g, '\\$&')}"` : arg));
+  return [existing?.trim(), ...quoted].filter((part) => part !== undefined && part !== '').join(' ');
+}

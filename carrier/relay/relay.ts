@@ -1,0 +1,154 @@
+// The far side of a stdio-only transport (SSH, `docker exec -i`, `kubectl exec -i`): started as
+// `node bootstrap.mjs --relay`, it starts the real carrier on this machine with the same layout as
+// a local launch (control on fd 3, stdout and stderr pipes, its own process group, under this
+// machine's sandbox) and frames those streams onto its own stdio (protocol/mux.ts). It carries
+// bytes: what the control frames say is none of its business.
+//
+// Nothing the program starts may outlive the run here, so the carrier's tree is killed when the
+// host asks (K), when the host's stream ends (connection dropped, host killed), and when the host
+// has been silent past the watchdog (a frozen host, or a connection that died without an EOF).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readSync, rmSync } from 'node:fs';
+import type { Socket } from 'node:net';
+import { PROTOCOL_REVISION } from '../protocol/revision.ts';
+import { createMuxReader, muxChunks, muxFrame, type MuxType, type RelayHello, type RelayStart } from '../protocol/mux.ts';
+import { killGroup } from '../protocol/process-tree.ts';
+import { carrierLaunch, type CarrierLaunch } from './launch.ts';
+
+/** Exit status of a relay that could not do its job; the host reads the reason from its F frame or stderr. */
+const RELAY_FAILED = 70;
+/** How long the carrier's pipes may stay open after it exited before the relay reports the exit anyway. */
+const EXIT_DRAIN_MS = 2_000;
+
+/** Serves one carrier over this process's stdin and stdout, then exits. */
+export function runRelay(bootstrapPath: string): void {
+  const out = (type: MuxType, payload?: Uint8Array): void => void process.stdout.write(muxFrame(type, payload));
+  let child: ChildProcess | undefined;
+  let launch: CarrierLaunch | undefined;
+  let finished = false;
+  let watchdog: NodeJS.Timeout | undefined;
+  let watchdogMs = 0;
+
+  const finish = (type: 'X' | 'F', payload: string): void => {
+    if (finished) return;
+    finished = true;
+    clearTimeout(watchdog);
+    if (launch?.privateTmp !== undefined) rmSync(launch.privateTmp, { recursive: true, force: true });
+    out(type, Buffer.from(payload));
+    // stdout is a pipe or socket, written synchronously on Linux: the frame is out before exit.
+    process.exit(type === 'X' ? 0 : RELAY_FAILED);
+  };
+  const fail = (message: string): void => {
+    if (child?.pid !== undefined) killGroup(child.pid);
+    finish('F', message);
+  };
+  const armWatchdog = (): void => {
+    clearTimeout(watchdog);
+    if (watchdogMs > 0) watchdog = setTimeout(() => kill(), watchdogMs);
+  };
+  const kill = (): void => {
+    if (child?.pid !== undefined) killGroup(child.pid);
+    else if (launch === undefined) process.exit(0);
+  };
+
+  const start = (spec: RelayStart): void => {
+    watchdogMs = spec.watchdogMs;
+    armWatchdog();
+    try {
+      launch = carrierLaunch(spec, bootstrapPath);
+    } catch (error) {
+      return fail((error as Error).message);
+    }
+    const started = spawn(launch.executable, launch.args, { cwd: launch.cwd, env: launch.env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: true });
+    child = started;
+    const control = started.stdio[3] as Socket;
+    const stdout = started.stdout as Socket;
+    const stderr = started.stderr as Socket;
+    started.once('error', (error) => {
+      if (started.pid === undefined) fail(`could not start the carrier (${launch!.executable}): ${error.message}`);
+    });
+    if (started.pid === undefined) return;
+    const hello: RelayHello = { revision: PROTOCOL_REVISION, node: process.version, pid: started.pid };
+    out('H', Buffer.from(JSON.stringify(hello)));
+    const forward = (type: 'O' | 'E') => (chunk: Buffer): void => {
+      for (const frame of muxChunks(type, chunk)) process.stdout.write(frame);
+    };
+    stdout.on('data', forward('O'));
+    stderr.on('data', forward('E'));
+    const drainStdio = [drainer(stdout, forward('O')), drainer(stderr, forward('E'))];
+    control.on('data', (chunk: Buffer) => {
+      // Bytes a child process wrote before the carrier sent this are already in the stdio pipes:
+      // they go first, so the host sees them in the order they were written.
+      for (const drain of drainStdio) drain();
+      for (const frame of muxChunks('C', chunk)) process.stdout.write(frame);
+    });
+    control.on('error', () => {});
+    // The carrier closed its control channel: the host learns it as it would from a local pipe.
+    control.once('end', () => out('C'));
+    started.once('close', (code, signal) => finish('X', JSON.stringify({ code, signal })));
+    started.once('exit', (code, signal) => {
+      // What the program left running in the carrier's group goes with it, as the host does locally.
+      killGroup(started.pid);
+      // A descendant that escaped the kill can hold the pipes open; the exit status is what counts.
+      setTimeout(() => finish('X', JSON.stringify({ code, signal })), EXIT_DRAIN_MS).unref();
+    });
+    toCarrier = (chunk) => {
+      if (control.writable) control.write(chunk);
+    };
+  };
+
+  let toCarrier: ((chunk: Buffer) => void) | undefined;
+  const reader = createMuxReader(
+    (type, payload) => {
+      armWatchdog();
+      if (child === undefined && launch === undefined) {
+        if (type !== 'S') return fail(`the host's first frame must be "S" (start), got "${type}"`);
+        let spec: RelayStart;
+        try {
+          spec = JSON.parse(payload.toString('utf8')) as RelayStart;
+        } catch (error) {
+          return fail(`unreadable start frame: ${(error as Error).message}`);
+        }
+        return start(spec);
+      }
+      if (type === 'C') toCarrier?.(Buffer.from(payload));
+      else if (type === 'K') kill();
+      else if (type !== 'P') fail(`unexpected "${type}" frame from the host`);
+    },
+    (message) => fail(message),
+  );
+  process.stdin.on('data', (chunk: Buffer) => reader.push(chunk));
+  // The host is gone (or closed its end): nothing started for it may keep running.
+  const hostGone = (): void => {
+    kill();
+    if (child === undefined) process.exit(0);
+  };
+  process.stdin.on('end', hostGone);
+  process.stdin.on('error', hostGone);
+  // A host that vanished makes writes fail (EPIPE); a bug here must not orphan the carrier either.
+  process.stdout.on('error', hostGone);
+  process.on('uncaughtException', (error) => {
+    kill();
+    process.stderr.write(`ptc relay: ${error.stack ?? String(error)}\n`);
+    process.exit(RELAY_FAILED);
+  });
+}
+
+/** Reads what is waiting in a pipe right now without blocking (libuv keeps pipes non-blocking). */
+function drainer(stream: Socket, accept: (chunk: Buffer) => void): () => void {
+  const buffer = Buffer.allocUnsafe(64 * 1024);
+  return () => {
+    const fd = (stream as unknown as { _handle?: { fd?: number } })._handle?.fd;
+    if (typeof fd !== 'number' || fd < 0) return;
+    for (;;) {
+      let bytes: number;
+      try {
+        bytes = readSync(fd, buffer, 0, buffer.length, null);
+      } catch {
+        return;
+      }
+      if (bytes === 0) return;
+      accept(Buffer.from(buffer.subarray(0, bytes)));
+    }
+  };
+}

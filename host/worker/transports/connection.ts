@@ -1,0 +1,36 @@
+// The seam between a carrier and how it is reached. The worker reads and writes control frames,
+// collects stdout and stderr, and learns the exit status through this shape alone, so it is the
+// same for a local child with a pipe on fd 3, a relay at the far end of SSH, or any command prefix
+// that carries only stdio (the MCP SDK's Transport has the same role for its protocol layer).
+import type { Duplex, Readable } from 'node:stream';
+
+export type StdioStream = 'stdout' | 'stderr';
+
+/** One started carrier, however it is reached. */
+export interface CarrierConnection {
+  /** Control frames both ways: newline-delimited text, opaque to the transport. */
+  readonly control: Duplex;
+  /** The program's raw standard output and error. */
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** The local process id behind the connection (the carrier, or the ssh client), when there is one. */
+  readonly pid: number | undefined;
+  /** The transport's own diagnostics (ssh's stderr), bounded; empty for a local pipe. */
+  readonly transportTail: string;
+  /** Called once when the carrier has exited. */
+  onExit(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void;
+  /** Called once, instead of onExit, when the carrier could not be started at all. */
+  onStartFailure(listener: (message: string) => void): void;
+  /** Resolves once the carrier has exited (or never started) and its stdio has closed. */
+  readonly settled: Promise<void>;
+  /** Kills the carrier and everything it started; idempotent, synchronous, safe after exit. */
+  kill(): void;
+  /** Hands over, synchronously, bytes already written to stdout/stderr but not yet read. Where
+   * the transport delivers stdio and control in one ordered stream this does nothing. */
+  drainStdio(accept: (chunk: Buffer, stream: StdioStream) => void): void;
+  /** Stops reading stdout and stderr: a descendant that holds them open must not delay the end. */
+  abandonStdio(): void;
+  /** Whether this connection keeps the host's event loop alive (an idle spare must not). */
+  ref(): void;
+  unref(): void;
+}

@@ -1,0 +1,192 @@
+// A carrier behind a relay (carrier/relay/) at the far end of a transport that carries only stdio:
+// `ssh … node bootstrap.mjs --relay`, or any command prefix such as `docker exec -i box node …`.
+// The transport process's stdin and stdout carry mux frames (carrier/protocol/mux.ts); this side
+// turns them back into the control, stdout and stderr streams a local carrier has, so the worker
+// above cannot tell the difference. The transport's own stderr (ssh's diagnostics) is kept apart
+// as a bounded tail for failures.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { Duplex, PassThrough } from 'node:stream';
+import { createMuxReader, muxChunks, muxFrame, type RelayHello, type RelayStart } from '../../../carrier/protocol/mux.ts';
+import { PROTOCOL_REVISION } from '../../../carrier/protocol/revision.ts';
+import type { CarrierConnection } from './connection.ts';
+
+/** Bytes of the transport's own stderr kept for diagnostics. */
+const TRANSPORT_TAIL_BYTES = 4 * 1024;
+/** The relay kills its carrier after this long without a frame from the host (see mux.ts "P"). */
+export const RELAY_WATCHDOG_MS = 30_000;
+/** Keepalives go out often enough that two can be lost before the watchdog fires. */
+const KEEPALIVE_MS = RELAY_WATCHDOG_MS / 3;
+
+export interface RelayedLaunch {
+  /** The transport command; its last arguments start `node bootstrap.mjs --relay` on the far side. */
+  executable: string;
+  args: string[];
+  env: Record<string, string>;
+  /** Names the far side in messages: "ssh deploy@build-7". */
+  describe: string;
+  start: RelayStart;
+}
+
+/** Opens a carrier through a relay once `prepared` resolves to the launch; its rejection is a start failure. */
+export function openRelayedConnection(prepared: Promise<RelayedLaunch>): CarrierConnection {
+  const control = new Duplex({
+    // The carrier closing its end (an empty C frame) closes this one, as a socket would.
+    allowHalfOpen: false,
+    read() {},
+    write(chunk: Buffer, _encoding, callback) {
+      for (const frame of muxChunks('C', chunk)) send(frame);
+      callback();
+    },
+  });
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const exitListeners: Array<(code: number | null, signal: NodeJS.Signals | null) => void> = [];
+  const failureListeners: Array<(message: string) => void> = [];
+  let resolveSettled!: () => void;
+  const settled = new Promise<void>((resolve) => {
+    resolveSettled = resolve;
+  });
+  let transport: ChildProcess | undefined;
+  let describe = 'the transport';
+  let hello: RelayHello | undefined;
+  let ended = false;
+  let killed = 0;
+  let referenced = true;
+  let tail = '';
+  const queued: Buffer[] = [];
+
+  const send = (frame: Buffer): void => {
+    if (ended) return;
+    if (transport === undefined) queued.push(frame);
+    else if (transport.stdin?.writable) transport.stdin.write(frame);
+  };
+  const end = (outcome: { exit: [number | null, NodeJS.Signals | null] } | { failure: string }): void => {
+    if (ended) return;
+    ended = true;
+    if ('exit' in outcome) for (const listener of exitListeners) listener(...outcome.exit);
+    else for (const listener of failureListeners) listener(outcome.failure);
+    stdout.end();
+    stderr.end();
+    control.push(null);
+  };
+  const withTail = (message: string): string => (tail.trim() === '' ? message : `${message}: ${tail.trim()}`);
+
+  prepared.then(
+    (launch) => {
+      describe = launch.describe;
+      if (killed > 0 || ended) {
+        end({ exit: [null, 'SIGKILL'] });
+        return resolveSettled();
+      }
+      const child = spawn(launch.executable, launch.args, { env: launch.env, stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+      transport = child;
+      if (!referenced) unrefChild(child);
+      child.stdin.on('error', () => {});
+      child.stderr.setEncoding('utf8').on('data', (text: string) => {
+        tail = (tail + text).slice(-TRANSPORT_TAIL_BYTES);
+      });
+      const reader = createMuxReader(
+        (type, payload) => {
+          if (type === 'C') control.push(payload.length === 0 ? null : Buffer.from(payload));
+          else if (type === 'O') stdout.write(Buffer.from(payload));
+          else if (type === 'E') stderr.write(Buffer.from(payload));
+          else if (type === 'H') {
+            hello = parseHello(payload, launch.describe, (message) => {
+              end({ failure: message });
+              child.kill('SIGKILL');
+            });
+          }
+          else if (type === 'X') {
+            const { code = null, signal = null } = parseJson(payload) as { code?: number | null; signal?: NodeJS.Signals | null };
+            end({ exit: [code, signal] });
+          } else if (type === 'F') end(hello === undefined ? { failure: `${launch.describe}: ${payload.toString('utf8')}` } : { exit: [null, null] });
+          else end({ failure: `${launch.describe}: the relay sent a "${type}" frame, which only the host sends` });
+        },
+        (message) => {
+          end(hello === undefined ? { failure: `${launch.describe}: ${message}` } : { exit: [null, null] });
+          child.kill('SIGKILL');
+        },
+      );
+      child.stdout.on('data', (chunk: Buffer) => reader.push(chunk));
+      child.once('error', (error) => {
+        if (child.pid === undefined) {
+          end({ failure: `could not start ${launch.describe} (${launch.executable}): ${error.message}` });
+          resolveSettled();
+        }
+      });
+      child.once('close', (code, signal) => {
+        clearInterval(keepalive);
+        if (hello === undefined) {
+          end({ failure: withTail(`${launch.describe} ended (${code !== null ? `exit code ${code}` : `signal ${signal}`}) before the relay started`) });
+        } else {
+          end({ exit: [code, signal] });
+        }
+        resolveSettled();
+      });
+      const keepalive = setInterval(() => send(muxFrame('P')), KEEPALIVE_MS);
+      keepalive.unref();
+      for (const frame of [muxFrame('S', Buffer.from(JSON.stringify(launch.start))), ...queued.splice(0)]) child.stdin.write(frame);
+    },
+    (error: Error) => {
+      end({ failure: error.message });
+      resolveSettled();
+    },
+  );
+
+  return {
+    control,
+    stdout,
+    stderr,
+    get pid() {
+      return transport?.pid;
+    },
+    get transportTail() {
+      return tail;
+    },
+    onExit: (listener) => void exitListeners.push(listener),
+    onStartFailure: (listener) => void failureListeners.push(listener),
+    settled,
+    kill() {
+      killed += 1;
+      // First ask the relay, which kills the carrier's tree over there; if asked again, cut the
+      // transport: the relay sees its stdin end and kills the tree all the same.
+      if (killed === 1 && transport?.stdin?.writable && !ended) transport.stdin.write(muxFrame('K'));
+      else transport?.kill('SIGKILL');
+    },
+    drainStdio() {
+      // One ordered stream: stdio frames written before a control frame have already arrived.
+    },
+    abandonStdio() {
+      transport?.kill('SIGKILL');
+    },
+    ref() {
+      referenced = true;
+      if (transport !== undefined) for (const handle of [transport, transport.stdin, transport.stdout, transport.stderr]) (handle as { ref?: () => void } | null)?.ref?.();
+    },
+    unref() {
+      referenced = false;
+      if (transport !== undefined) unrefChild(transport);
+    },
+  };
+}
+
+function unrefChild(child: ChildProcess): void {
+  for (const handle of [child, child.stdin, child.stdout, child.stderr]) (handle as { unref?: () => void } | null)?.unref?.();
+}
+
+function parseJson(payload: Buffer): unknown {
+  try {
+    return JSON.parse(payload.toString('utf8'));
+  } catch {
+    return {};
+  }
+}
+
+function parseHello(payload: Buffer, describe: string, fail: (message: string) => void): RelayHello | undefined {
+  const hello = parseJson(payload) as Partial<RelayHello>;
+  if (hello.revision !== PROTOCOL_REVISION) {
+    fail(`${describe}: the bootstrap there speaks protocol revision ${String(hello.revision)}, this ptc speaks revision ${PROTOCOL_REVISION}`);
+    return undefined;
+  }
+  return hello as RelayHello;
+}

@@ -1,0 +1,217 @@
+// Remote carriers over a real OpenSSH server (test/helpers/sshd.sh; .ci/run starts it): bootstrap
+// delivery, the failures that name the remote problem, the far side's clean-up when the host or
+// the ssh client dies, and the relay's framing. The integration suites also run whole over the ssh
+// launch (test/run.ts); this suite covers what only a remote launch has. launch: source only.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createRuntime, type RunResult, type RuntimeConfig } from '../../host/index.ts';
+import { liveProcesses, repoRoot, sshLaunch, sshServer, waitUntil } from '../helpers/runtime.ts';
+
+const server = sshServer();
+const fixtures = join(repoRoot, 'test/fixtures/remote');
+/** Time for deaths already caused on the far side to finish; not a speed assertion. */
+const SETTLE_MS = 5_000;
+
+async function run(program: string, config: RuntimeConfig = {}, request: Record<string, unknown> = {}): Promise<RunResult> {
+  const runtime = createRuntime({ launch: sshLaunch(), policy: { mode: 'full-access' }, prestartCarrier: false, ...config });
+  try {
+    return await runtime.run(runtime.resolve({ program, timeoutMs: 30_000, ...request }));
+  } finally {
+    await runtime.dispose();
+  }
+}
+
+function failure(result: RunResult): Record<string, unknown> {
+  assert.is(result.status, 'failed', JSON.stringify(result));
+  return (result as Extract<RunResult, { status: 'failed' }>).failure as unknown as Record<string, unknown>;
+}
+
+function alive(pid: number): boolean {
+  return liveProcesses().some((entry) => entry.pid === pid);
+}
+
+/** Processes whose command line contains `text` (the relays and ssh clients of this test). */
+function processesWith(text: string): number[] {
+  return readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).filter((entry) => {
+    try {
+      return readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text);
+    } catch {
+      return false;
+    }
+  }).map(Number);
+}
+
+if (server === undefined) {
+  test('remote suite skipped: no sshd (eval "$(bash test/helpers/sshd.sh start)")', () => {});
+} else {
+  const cache = join(server.dir, 'cache', 'ptc');
+  const bootstrap = readFileSync(join(repoRoot, 'dist/bootstrap.mjs'));
+  const cached = join(cache, `bootstrap-${createHash('sha256').update(bootstrap).digest('hex')}.mjs`);
+
+  test('a missing bootstrap is uploaded to the content-addressed cache, then reused', async () => {
+    rmSync(cache, { recursive: true, force: true });
+    const first = await run('return process.version');
+    assert.equal(first, { status: 'ok', value: readFileSync('/proc/self/exe') && (await nodeVersion()), output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, location: 'remote', denied: false } });
+    assert.ok(readFileSync(cached).equals(bootstrap), 'the cached bootstrap differs from dist/bootstrap.mjs');
+    const { ino, mtimeMs } = statSync(cached);
+    assert.ok((await run('return 2')).status === 'ok');
+    assert.equal({ ino: statSync(cached).ino, mtimeMs: statSync(cached).mtimeMs }, { ino, mtimeMs }, 'the bootstrap was uploaded again');
+  });
+
+  test('a cached bootstrap changed since it was checked is refused before it runs, then replaced', async () => {
+    const runtime = createRuntime({ launch: sshLaunch(), policy: { mode: 'full-access' }, prestartCarrier: false });
+    try {
+      const spec = runtime.resolve({ program: 'return 1', timeoutMs: 30_000 });
+      assert.is((await runtime.run(spec)).status, 'ok');
+      const marker = join(server.dir, 'tampered-ran');
+      writeFileSync(cached, `require('fs').writeFileSync(${JSON.stringify(marker)}, '')`);
+      const refused = failure(await runtime.run(spec));
+      assert.is(refused.kind, 'worker-exit');
+      assert.match(String(refused.message), new RegExp(`^ssh root@127\\.0\\.0\\.1 \\(port ${server.port}\\) ended \\(exit code 65\\) before the relay started: the bootstrap ${cached.replace(/[.]/g, '\\.')} has sha256 [0-9a-f]{64}, expected [0-9a-f]{64}`));
+      assert.not.ok(existsSync(marker), 'the changed bootstrap ran');
+      // The next run checks the cache again and uploads the bootstrap anew.
+      assert.is((await runtime.run(spec)).status, 'ok');
+      assert.ok(readFileSync(cached).equals(bootstrap));
+    } finally {
+      await runtime.dispose();
+    }
+  });
+
+  test('the far side enforces the policy with its own bubblewrap, and says so', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'ptc-remote-ws-'));
+    try {
+      const result = await run(`
+        const fs = await import('node:fs');
+        fs.writeFileSync('inside.txt', 'ok');
+        try { fs.writeFileSync('/etc/ptc-remote-denied', 'x'); return 'escaped'; } catch (error) { return error.code; }
+      `, { policy: { mode: 'workspace-write', workspaceRoot: workspace } }, { cwd: workspace });
+      assert.equal(result, { status: 'ok', value: 'EROFS', output: [], sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, location: 'remote', denied: true } });
+      assert.is(readFileSync(join(workspace, 'inside.txt'), 'utf8'), 'ok');
+    } finally {
+      rmSync(workspace, { recursive: true, force: true });
+    }
+  });
+
+  test('a preinstalled bootstrap of another revision fails naming both revisions', async () => {
+    const result = await run('return 1', { launch: sshLaunch({ bootstrapPath: join(fixtures, 'old-bootstrap.mjs') }) });
+    assert.equal(failure(result), {
+      kind: 'worker-exit',
+      message: `ssh ${server.destination} (port ${server.port}): the bootstrap ${join(fixtures, 'old-bootstrap.mjs')} speaks protocol revision 1, this ptc speaks revision 2; install the matching bootstrap.mjs or leave bootstrapPath unset`,
+      exitCode: null,
+      signal: null,
+    });
+  });
+
+  test('no Node on the far side is a clear failure naming it', async () => {
+    const result = await run('return 1', { launch: sshLaunch({ node: '/nonexistent/node' }) });
+    assert.equal(failure(result), {
+      kind: 'worker-exit',
+      message: `ssh ${server.destination} (port ${server.port}): there is no Node at "/nonexistent/node" on the remote PATH (install Node >= 20.12 there, or set launch.node / --remote-node)`,
+      exitCode: null,
+      signal: null,
+    });
+  });
+
+  test('a remote Node older than 20.12 is a clear failure naming its version', async () => {
+    const result = await run('return 1', { launch: sshLaunch({ node: join(fixtures, 'old-node.sh') }) });
+    assert.is(failure(result).kind, 'worker-exit');
+    assert.is(failure(result).message, `ssh ${server.destination} (port ${server.port}): the remote Node v18.19.0 at ${JSON.stringify(join(fixtures, 'old-node.sh'))} is too old: the bootstrap needs Node >= 20.12`);
+  });
+
+  test('an unreachable host, a wrong key and a wrong host key each fail with what ssh said', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ptc-remote-ssh-'));
+    try {
+      // A port nothing listens on: the one sshd.sh picked, once its server is... not ours to stop;
+      // port 1 is privileged and unused on a test machine.
+      const refused = failure(await run('return 1', { launch: sshLaunch({ port: 1 }) }));
+      assert.is(refused.kind, 'worker-exit');
+      assert.match(String(refused.message), /^ssh root@127\.0\.0\.1 \(port 1\): could not connect \(ssh exit code 255\): .*Connection refused/);
+
+      const config = readFileSync(server.config, 'utf8');
+      const stranger = join(dir, 'stranger');
+      await new Promise((resolve) => spawn('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', stranger], { stdio: 'ignore' }).once('close', resolve));
+      writeFileSync(join(dir, 'wrong-key'), config.replace(/IdentityFile .*/, `IdentityFile ${stranger}`));
+      const denied = failure(await run('return 1', { launch: sshLaunch({ sshArgs: ['-F', join(dir, 'wrong-key')] }) }));
+      assert.is(denied.kind, 'worker-exit');
+      assert.match(String(denied.message), /could not connect \(ssh exit code 255\): .*Permission denied \(publickey\)/);
+
+      writeFileSync(join(dir, 'known_hosts'), `[127.0.0.1]:${server.port} ${readFileSync(`${stranger}.pub`, 'utf8').split(' ').slice(0, 2).join(' ')}\n`);
+      writeFileSync(join(dir, 'wrong-host-key'), config.replace(/UserKnownHostsFile .*/, `UserKnownHostsFile ${join(dir, 'known_hosts')}`));
+      const spoofed = failure(await run('return 1', { launch: sshLaunch({ sshArgs: ['-F', join(dir, 'wrong-host-key')] }) }));
+      assert.is(spoofed.kind, 'worker-exit');
+      assert.match(String(spoofed.message), /could not connect \(ssh exit code 255\): [\s\S]*Host key verification failed/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('raw stdout bytes that look like relay frames arrive as the program wrote them', async () => {
+    // An exit frame, a control frame and a header claiming 4 GiB, as raw bytes on stdout.
+    const forged = Buffer.concat([Buffer.from('X\x00\x00\x00\x0c{"code":0}C\x00\x00\x00\x03{}\nE', 'latin1'), Buffer.from([0xff, 0xff, 0xff, 0xff])]);
+    const result = await run(`process.stdout.write(Buffer.from('${forged.toString('base64')}', 'base64')); return 'after'`);
+    assert.is(result.status, 'ok', JSON.stringify(result));
+    assert.equal(result.output, [{ type: 'text', text: forged.toString('utf8') }]);
+    assert.is((result as Extract<RunResult, { status: 'ok' }>).value, 'after');
+  });
+
+  test('the ssh client killed mid-run fails the run as worker-exit, and the far side is cleaned up', async () => {
+    const runtime = createRuntime({ launch: sshLaunch(), policy: { mode: 'full-access' }, prestartCarrier: false });
+    try {
+      let pids: { carrier: number; sleeper: number } | undefined;
+      const result = await runtime.run(runtime.resolve({ program: `${SPAWN_SLEEP} await new Promise(() => {});`, timeoutMs: 60_000 }), {
+        onOutput: (entry) => {
+          if (entry.type !== 'text') return;
+          pids = JSON.parse(entry.text);
+          for (const pid of processesWith('--relay').filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('ssh'))) process.kill(pid, 'SIGKILL');
+        },
+      });
+      const reported = failure(result);
+      assert.is(reported.kind, 'worker-exit');
+      assert.is(reported.signal, 'SIGKILL', JSON.stringify(reported));
+      assert.ok(pids !== undefined);
+      assert.ok(await waitUntil(() => !alive(pids!.carrier) && !alive(pids!.sleeper), SETTLE_MS), `left on the far side: ${JSON.stringify(pids)}`);
+    } finally {
+      await runtime.dispose();
+    }
+  });
+
+  test('the host killed mid-run leaves no process on the far side', async () => {
+    const host = spawn(process.execPath, [join(fixtures, 'host.ts'), JSON.stringify(sshLaunch())], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const text = await new Promise<string>((resolve) => host.stdout.setEncoding('utf8').once('data', resolve));
+    const pids = JSON.parse(text) as { carrier: number; sleeper: number };
+    assert.ok(alive(pids.carrier) && alive(pids.sleeper));
+    host.kill('SIGKILL');
+    assert.ok(await waitUntil(() => !alive(pids.carrier) && !alive(pids.sleeper), SETTLE_MS), `left on the far side: ${JSON.stringify(pids)}`);
+    assert.ok(await waitUntil(() => processesWith(pids.carrier.toString()).length === 0 && processesWith('ptc-ssh-').length === 0, SETTLE_MS), 'ssh processes of the killed host remain');
+  });
+
+  test('a command-prefix launch runs the relay through any stdio-only command', async () => {
+    const result = await run('inspect("through env"); return process.version', {
+      launch: { kind: 'command', command: ['env', '-i', 'PATH=/usr/bin:/bin'], node: '/usr/bin/node', bootstrapPath: join(repoRoot, 'dist/bootstrap.mjs') },
+    });
+    assert.equal(result, { status: 'ok', value: await nodeVersion(), output: [{ type: 'text', text: 'through env\n' }], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, location: 'remote', denied: false } });
+  });
+}
+
+const SPAWN_SLEEP = `
+const { spawn } = await import('node:child_process');
+const sleeper = spawn('sleep', ['1000'], { stdio: 'ignore' });
+await new Promise((resolve) => sleeper.once('spawn', resolve));
+inspect(JSON.stringify({ carrier: process.pid, sleeper: sleeper.pid }));
+`;
+
+function nodeVersion(): Promise<string> {
+  return new Promise((resolve) => {
+    const child = spawn('/usr/bin/node', ['--version'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (text: string) => void (out += text));
+    child.once('close', () => resolve(out.trim()));
+  });
+}
+
+test.run();
