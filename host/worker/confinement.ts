@@ -138,7 +138,7 @@ async function confineRemote(config: CarrierSettings, launch: RemoteLaunch, poli
         const connection = openRelayedConnection(target.relay(start));
         // A relay that did not start (the cache changed, the connection went): check again next time.
         connection.onStartFailure(() => target.forget());
-        return new Carrier({ connection, maxMessageBytes: config.maxMessageBytes });
+        return new Carrier({ connection, maxMessageBytes: config.maxMessageBytes, signalAsExitCode: plan.backend === 'bwrap' });
       },
     },
   };
