@@ -7,7 +7,12 @@ import { createImage, imageDescriptor } from './image.ts';
 import type { ImagePlacement, InvokeResult } from './protocol/messages.ts';
 
 const brand = Symbol.for('ptc.BindingError');
-const { defineProperty } = Object;
+const { defineProperty, create } = Object;
+
+/** Defines rather than assigns, so no setter (on the global or a prototype) sees the binding. */
+function define(holder: object, key: string, value: unknown): void {
+  defineProperty(holder, key, { value, writable: true, configurable: true, enumerable: true });
+}
 
 /** The error a program sees when a binding call fails: the host's message, the binding and its code. */
 export class BindingError extends Error {
@@ -87,13 +92,13 @@ export function installBindings(
     for (const part of parts) {
       const next = holder[part];
       if (typeof next !== 'object' || next === null) {
-        holder[part] = {};
+        // No prototype: a member named `__proto__`, `constructor` or `toString` is just a binding.
+        define(holder, part, create(null));
         if (holder === root) installed.push(part);
       }
       holder = holder[part] as Record<string, unknown>;
     }
-    const proxy = { [leaf]: (...args: unknown[]) => call(name, args) }[leaf];
-    holder[leaf] = proxy;
+    define(holder, leaf, { [leaf]: (...args: unknown[]) => call(name, args) }[leaf]);
     if (parts.length === 0) installed.push(leaf);
   }
   return () => {

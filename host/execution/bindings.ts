@@ -12,7 +12,15 @@ export interface Bindings {
 }
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
-const RESERVED = new Set(['inspect', 'Image', 'BindingError', 'globalThis', 'process', 'console', 'undefined', 'eval', 'arguments']);
+const RESERVED = new Set(['inspect', 'Image', 'BindingError', 'globalThis', 'process', 'console', 'undefined', 'NaN', 'Infinity', 'eval', 'arguments']);
+// A binding global is a name the program writes as an identifier, so it cannot be a reserved word
+// (ES2024 12.7.2, with the strict-mode ones and `await`, which module-like and async code reserve).
+const RESERVED_WORDS = new Set([
+  'await', 'break', 'case', 'catch', 'class', 'const', 'continue', 'debugger', 'default', 'delete', 'do', 'else', 'enum',
+  'export', 'extends', 'false', 'finally', 'for', 'function', 'if', 'import', 'in', 'instanceof', 'new', 'null', 'return',
+  'super', 'switch', 'this', 'throw', 'true', 'try', 'typeof', 'var', 'void', 'while', 'with', 'yield',
+  'implements', 'interface', 'let', 'package', 'private', 'protected', 'public', 'static',
+]);
 const imageBrand = Symbol.for('ptc.ImageRef');
 const imageRefPrototype = Object.freeze({ [imageBrand]: true });
 
@@ -44,13 +52,25 @@ export function flattenBindings(bindings: unknown): Map<string, BindingFunction>
     for (const [key, value] of Object.entries(node)) {
       const name = prefix === '' ? key : `${prefix}.${key}`;
       if (!IDENTIFIER.test(key)) throw new TypeError(`binding name "${name}" is not a JavaScript identifier`);
-      if (prefix === '' && RESERVED.has(key)) throw new TypeError(`binding name "${name}" is reserved by the runtime`);
+      if (prefix === '') {
+        const problem = globalNameProblem(key);
+        if (problem !== undefined) throw new TypeError(`binding name "${name}" ${problem}`);
+      }
       if (typeof value === 'function') flat.set(name, value as BindingFunction);
       else visit(value, name);
     }
   };
   visit(bindings, '');
   return flat;
+}
+
+/** Why a top-level binding name cannot be a global, or undefined when it can. */
+function globalNameProblem(key: string): string | undefined {
+  if (RESERVED.has(key)) return 'is reserved by the runtime';
+  if (RESERVED_WORDS.has(key)) return `is a reserved word, which a program cannot call as a global; put it in a namespace (ns.${key})`;
+  // Assigning it would replace the global object's prototype instead of defining a global.
+  if (key === '__proto__') return 'cannot be a global: it names the global object\'s prototype; put it in a namespace';
+  return undefined;
 }
 
 /** Decodes a program's argument text; throws TypeError when it is not a JSON array. */
