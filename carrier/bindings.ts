@@ -60,7 +60,7 @@ export function installBindings(
     try {
       text = encodeJson(args, 'arguments', { replaceObject: encodeImageArgument, isProxy: types.isProxy });
     } catch (error) {
-      if (error instanceof LossyValueError) throw new TypeError(`${name}: argument ${error.message}`);
+      if (error instanceof LossyValueError) throw new TypeError(`${name}: ${error.message}`);
       throw error;
     }
     const bytes = Buffer.byteLength(text);

@@ -8,6 +8,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import * as module from 'node:module';
 import { types } from 'node:util';
+import vm from 'node:vm';
 import { openChannel, type HostLink } from './channel.ts';
 import { scrubEnvironment } from './environment.ts';
 import { takeDenied, watchDenials } from './denials.ts';
@@ -17,7 +18,7 @@ import { Image, setImageRegistrar } from './image.ts';
 import { describeSyntaxError, describeThrown } from './errors.ts';
 import { createEvaluator } from './evaluators/index.ts';
 import type { Completion, Evaluator } from './evaluators/types.ts';
-import { encodeJson, LossyValueError } from './protocol/json.ts';
+import { encodeJson, LossyValueError, trustRealm } from './protocol/json.ts';
 import type { InvokeResult, RunOutcome, RunRequest } from './protocol/messages.ts';
 
 /** One run: settles once; a revoke rejects its pending binding calls and silences it. */
@@ -122,6 +123,11 @@ function defineGlobals(target: Record<string, unknown>): void {
   }
 }
 
+/** The global object of the realm behind an evaluator's global: Node's REPL hands out its contextified sandbox. */
+function realmGlobal(globalObject: object): object {
+  return vm.isContext(globalObject) ? (vm.runInContext('globalThis', globalObject) as object) : globalObject;
+}
+
 /** The environment for this request: the retained one, or a new evaluator. */
 async function environmentFor(request: RunRequest): Promise<Environment> {
   if (environment !== undefined) {
@@ -132,6 +138,8 @@ async function environmentFor(request: RunRequest): Promise<Environment> {
   }
   const evaluator = await createEvaluator(request.format);
   saveCompileCache();
+  // Before any program runs in it: the realm's plain objects and arrays are lossless data.
+  trustRealm(realmGlobal(evaluator.globalObject));
   defineGlobals(evaluator.globalObject);
   const fresh: Environment = { evaluator, uninstall: () => {} };
   if (request.retain) environment = fresh;

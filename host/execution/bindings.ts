@@ -87,7 +87,7 @@ export async function encodeResult(
   registerImage: (path: string) => Promise<ImageDescriptor>,
 ): Promise<InvokeResult> {
   const found: Array<{ at: Array<string | number>; ref: ImageRef }> = [];
-  collectImages(result, [], found, new Set());
+  collectImages(result, found);
   const images: ImagePlacement[] = [];
   for (const { at, ref } of found) images.push({ at, image: await registerImage(ref.path) });
   if (result === undefined) return { images };
@@ -105,14 +105,48 @@ export async function encodeResult(
   }
 }
 
-function collectImages(value: unknown, at: Array<string | number>, found: Array<{ at: Array<string | number>; ref: ImageRef }>, seen: Set<object>): void {
-  if (typeof value !== 'object' || value === null || seen.has(value)) return;
-  if (isImageRef(value)) {
-    found.push({ at, ref: value });
-    return;
+interface Visit {
+  value: unknown;
+  key: string | number;
+  parent: Visit | undefined;
+  /** Set on the marker that takes `value` off the current path once its members are done. */
+  leave?: boolean;
+}
+
+/** Finds image() refs in a result, iteratively: a result may nest thousands of levels deep. */
+function collectImages(result: unknown, found: Array<{ at: Array<string | number>; ref: ImageRef }>): void {
+  const pending: Visit[] = [{ value: result, key: '', parent: undefined }];
+  // Objects on the path from the root: a cycle stops here (the encoder reports it); a value shared
+  // by two members is visited under each, so each place gets its image.
+  const onPath = new Set<object>();
+  while (pending.length > 0) {
+    const visit = pending.pop()!;
+    const { value } = visit;
+    if (typeof value !== 'object' || value === null) continue;
+    if (visit.leave) {
+      onPath.delete(value);
+      continue;
+    }
+    if (onPath.has(value)) continue;
+    if (isImageRef(value)) {
+      found.push({ at: pathOf(visit), ref: value });
+      continue;
+    }
+    const entries: Array<[string | number, unknown]> = Array.isArray(value)
+      ? value.map((item, index) => [index, item])
+      : isPlainObject(value) ? Object.entries(value) : [];
+    onPath.add(value);
+    pending.push({ value, key: visit.key, parent: visit.parent, leave: true });
+    // Pushed in reverse so that images are found in document order.
+    for (let index = entries.length - 1; index >= 0; index--) {
+      const [key, item] = entries[index]!;
+      if (typeof item === 'object' && item !== null) pending.push({ value: item, key, parent: visit });
+    }
   }
-  seen.add(value);
-  if (Array.isArray(value)) value.forEach((item, index) => collectImages(item, [...at, index], found, seen));
-  else if (isPlainObject(value)) for (const [key, item] of Object.entries(value)) collectImages(item, [...at, key], found, seen);
-  seen.delete(value);
+}
+
+function pathOf(visit: Visit): Array<string | number> {
+  const at: Array<string | number> = [];
+  for (let node: Visit | undefined = visit; node?.parent !== undefined; node = node.parent) at.push(node.key);
+  return at.reverse();
 }
