@@ -38,7 +38,7 @@ export function describeThrown(thrown: unknown, filename: string): ErrorInfo {
 }
 
 function describe(thrown: unknown, filename: string): ErrorInfo {
-  if (!isErrorLike(thrown)) return { name: 'Error', message: `Uncaught ${safeInspect(thrown)}` };
+  if (!isErrorLike(thrown)) return { name: 'Error', message: `Uncaught ${describeValue(thrown, filename)}` };
   const name = safeString(() => thrown.name, 'Error');
   const message = safeString(() => thrown.message, '');
   const rawStack = nativeStack(thrown);
@@ -166,6 +166,24 @@ function safeString(read: () => unknown, fallback: string): string {
   } catch {
     return fallback;
   }
+}
+
+/**
+ * A thrown value that is not an error, as util.inspect shows it without running its code: a Proxy
+ * says so (its target is shown, its traps are not called), and stack lines of errors inside it
+ * keep only the program's frames.
+ */
+function describeValue(value: unknown, filename: string): string {
+  const shown = safeInspect(value);
+  const lines = splitLines(shown);
+  const kept: string[] = [];
+  for (let index = 0; index < lines.length; index++) {
+    const line = lines[index]!;
+    if (regexpExec(FRAME, line) === null || stringIncludes(line, filename)) append(kept, line);
+  }
+  const text = join(kept, '\n');
+  const proxy = (typeof value === 'object' || typeof value === 'function') && value !== null && isProxy(value);
+  return proxy && text !== '<Revoked Proxy>' ? `Proxy ${text}` : text;
 }
 
 function safeInspect(value: unknown): string {
