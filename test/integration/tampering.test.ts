@@ -134,6 +134,20 @@ for (const [format, config] of FORMATS) {
   }
 }
 
+test('per-call: a program that replaces Promise.prototype.constructor and then still completes', async () => {
+  // Awaiting the program's own promise would look up its constructor and then its `then`; a program
+  // that awaits nothing itself must still complete, whatever it did to them.
+  const [runtime] = runtimes as Array<ReturnType<typeof createTestRuntime>>;
+  const program = "Object.defineProperty(Promise.prototype, 'constructor', { value: function Forged() {} }); Promise.prototype.then = () => 'junk';\ninspect('printed');\nreturn { done: true };";
+  const result = await runtime!.run(runtime!.resolve({ program }));
+  assert.equal(result, {
+    status: 'ok',
+    value: { done: true },
+    output: [{ type: 'text', text: 'printed\n' }],
+    sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false },
+  });
+});
+
 test.after(async () => {
   await Promise.all(runtimes.map((runtime) => runtime.dispose()));
 });
