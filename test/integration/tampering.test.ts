@@ -134,6 +134,57 @@ for (const [format, config] of FORMATS) {
   }
 }
 
+// The retained formats run programs in a realm of their own, but every object the carrier lends
+// them leads back to its realm: `inspect`'s constructor is the carrier's Function, which compiles
+// code there. The same tamperings applied to the carrier's realm from inside a retained
+// environment must leave that run and the owner's next run intact.
+const RETAINED: Array<[string, RuntimeConfig]> = [
+  ['vm-script', { executionMode: 'vm-script', scriptPersistence: true }],
+  ['scoped REPL', { executionMode: 'persistent-in-memory' }],
+  ['Node REPL', { executionMode: 'persistent-in-memory', replScoped: false }],
+];
+const LATER = "inspect('later', 1);\n(await echo({ later: true, mine: true }))";
+
+/**
+ * The tampered run itself keeps its shape in these rows; the owner's next run does not, because the
+ * evaluator compiles it with the carrier realm's built-ins as the program left them: acorn and the
+ * await lowering (vm-script), the scoped REPL's scanner and source generator, node:repl's own
+ * top-level-await processing. Compiling runs no program code, so a fix is to put the captured
+ * built-ins back for the duration of a compile.
+ */
+const COMPILE = 'compiling the next run uses the tampered built-ins';
+const COMPILE_PENDING: Record<string, string> = {};
+for (const [format, names] of [
+  ['vm-script', ['Array.prototype[Symbol.iterator]', 'Array.prototype.join', 'Array.prototype.push', 'Function.prototype.apply, call and bind', 'String.prototype methods', 'String.prototype symbol hooks', 'Reflect.*']],
+  ['scoped REPL', ['Array.prototype.join', 'Array.prototype.push', 'Array.prototype methods', 'Function.prototype.apply, call and bind', 'Set.prototype methods', 'String.prototype methods']],
+  ['Node REPL', ['Array.prototype.push', 'Function.prototype.apply, call and bind', 'Set.prototype methods', 'String.prototype methods', 'String.prototype symbol hooks', 'Symbol.hasInstance']],
+] as const) {
+  for (const name of names) COMPILE_PENDING[`${format}: ${name}`] = COMPILE;
+}
+
+for (const [format, config] of RETAINED) {
+  const runtime = createTestRuntime({ ...config, timeoutMs: 10_000 });
+  runtimes.push(runtime);
+  const run = async (program: string, stateOwner: object) => normalized(await runtime.run(runtime.resolve({ program, bindings, stateOwner })));
+  let baseline: Promise<{ ordinary: unknown; later: unknown }> | undefined;
+  const expected = () => (baseline ??= (async () => {
+    const owner = {};
+    return { ordinary: await run(programs(config, '// untampered').ordinary, owner), later: await run(LATER, owner) };
+  })());
+
+  for (const [name, tamper] of TAMPERINGS) {
+    const pending = PENDING[`per-call: ${name}`] ?? COMPILE_PENDING[`${format}: ${name}`];
+    const title = `${format}, the carrier's realm reached from the program: ${name}`;
+    (pending === undefined ? test : test.skip)(`${title}${pending === undefined ? '' : ` (pending: ${pending})`}`, async () => {
+      const { ordinary, later } = await expected();
+      const owner = {};
+      const inCarrierRealm = `Object.getPrototypeOf(inspect).constructor(${JSON.stringify(tamper)})();`;
+      assert.equal(await run(programs(config, inCarrierRealm).ordinary, owner), ordinary, 'binding call, inspect, Image and return');
+      assert.equal(await run(LATER, owner), later, "the owner's next run");
+    });
+  }
+}
+
 test('per-call: a program that replaces Promise.prototype.constructor and then still completes', async () => {
   // Awaiting the program's own promise would look up its constructor and then its `then`; a program
   // that awaits nothing itself must still complete, whatever it did to them.
