@@ -60,7 +60,7 @@ export function runCarrier(): void {
   captureStandardStreams();
 
   const channel = openChannel(
-    { run: (request) => evaluate(request, channel.host), revoke },
+    { run: ownApply((request: RunRequest) => evaluate(request, channel.host)), revoke: ownApply(revoke) },
     ['async-function', 'vm-script', 'scoped-repl', 'repl', 'images', 'revoke'],
   );
   saveCompileCache();
@@ -73,6 +73,18 @@ export function runCarrier(): void {
       throw name === 'TypeError' ? new TypeError(text) : new Error(text);
     });
   });
+}
+
+/**
+ * The RPC layer calls a method with `method.apply(rpc, args)`; an own `apply` keeps the next run
+ * request working after a program replaced Function.prototype.apply in this realm.
+ */
+function ownApply<F extends (...args: never[]) => unknown>(method: F): F {
+  defineProperty(method, 'apply', {
+    __proto__: null,
+    value: (thisArg: unknown, args: unknown[]) => apply(method, thisArg, args),
+  } as PropertyDescriptor);
+  return method;
 }
 
 // A source carrier compiles its TypeScript through Node's compile cache (NODE_COMPILE_CACHE), which

@@ -18,7 +18,7 @@ function uncurry<This, Args extends unknown[], Result>(method: (this: This, ...a
   return (self, ...args) => ReflectApply(method, self, args);
 }
 
-export const { apply, construct, defineProperty, getOwnPropertyDescriptor, getPrototypeOf, ownKeys } = Reflect;
+export const { apply, construct, defineProperty, deleteProperty, getOwnPropertyDescriptor, getPrototypeOf, ownKeys } = Reflect;
 /** Object.setPrototypeOf, which returns the object (Reflect's returns a boolean). */
 export const { create, freeze, hasOwn, setPrototypeOf } = Object;
 export const ObjectPrototype = Object.prototype;
@@ -125,3 +125,97 @@ export const byteLength = Buffer.byteLength;
 export const bufferFrom = Buffer.from.bind(Buffer) as typeof Buffer.from;
 export const nextTick = process.nextTick;
 export const chdir = process.chdir.bind(process);
+
+// ---------------------------------------------------------------- pristine sections
+// Third-party code the carrier runs between programs (acorn and the await lowering compiling the
+// next program) calls built-ins the ordinary way. Compiling runs no program code, so for its
+// duration the built-ins are put back as they were when this module loaded, and the program's
+// changes are restored afterwards, unseen by it.
+
+const PRISTINE_OBJECTS: object[] = [
+  Object, Object.prototype, Array, Array.prototype, Function.prototype, String, String.prototype, Number, Number.prototype,
+  Boolean.prototype, Symbol, Symbol.prototype, BigInt, BigInt.prototype, RegExp, RegExp.prototype, Error, Error.prototype,
+  Map.prototype, Set.prototype, WeakMap.prototype, WeakSet.prototype, Promise, Promise.prototype, Reflect, JSON, Math,
+  getPrototypeOf([][Symbol.iterator]()) as object, getPrototypeOf(getPrototypeOf([][Symbol.iterator]()) as object) as object,
+  getPrototypeOf(new Map()[Symbol.iterator]()) as object, getPrototypeOf(new Set()[Symbol.iterator]()) as object,
+  getPrototypeOf(''[Symbol.iterator]()) as object,
+];
+
+/** The standard globals the compilers look up by name; the global object's other members are left alone. */
+const PRISTINE_GLOBALS = [
+  'Object', 'Array', 'Function', 'String', 'Number', 'Boolean', 'Symbol', 'BigInt', 'Error', 'TypeError', 'RangeError', 'SyntaxError',
+  'ReferenceError', 'Map', 'Set', 'WeakMap', 'WeakSet', 'Promise', 'Proxy', 'Reflect', 'JSON', 'Math', 'RegExp', 'Date', 'parseInt',
+  'parseFloat', 'isNaN', 'isFinite', 'Uint8Array', 'Uint16Array', 'Uint32Array', 'Int32Array', 'ArrayBuffer', 'DataView',
+];
+
+interface Snapshot {
+  readonly object: object;
+  readonly keys: Array<string | symbol>;
+  readonly descriptors: Array<PropertyDescriptor>;
+  /** Whether members the program added are taken away too (not on the global object, which holds the program's own globals). */
+  readonly removeAdded: boolean;
+}
+
+const snapshots: Snapshot[] = [];
+function snapshot(object: object, keys: Array<string | symbol>, removeAdded: boolean): void {
+  const descriptors: PropertyDescriptor[] = [];
+  for (let at = 0; at < keys.length; at++) append(descriptors, getOwnPropertyDescriptor(object, keys[at]!)!);
+  append(snapshots, { __proto__: null, object, keys, descriptors, removeAdded } as Snapshot);
+}
+snapshot(globalThis, PRISTINE_GLOBALS, false);
+for (let index = 0; index < PRISTINE_OBJECTS.length; index++) snapshot(PRISTINE_OBJECTS[index]!, ownKeys(PRISTINE_OBJECTS[index]!), true);
+
+/** A descriptor's own field: an absent one must not be read through Object.prototype, where the program may have put a getter. */
+function field(descriptor: PropertyDescriptor, key: keyof PropertyDescriptor): unknown {
+  return hasOwn(descriptor, key) ? descriptor[key] : undefined;
+}
+
+function sameDescriptor(a: PropertyDescriptor | undefined, b: PropertyDescriptor): boolean {
+  if (a === undefined) return false;
+  const keys = ['value', 'get', 'set', 'writable', 'enumerable', 'configurable'] as const;
+  for (let index = 0; index < keys.length; index++) if (field(a, keys[index]!) !== field(b, keys[index]!)) return false;
+  return true;
+}
+
+/** A change to undo when a pristine section ends: the program's descriptor, or undefined where it had none. */
+interface Change {
+  readonly object: object;
+  readonly key: string | symbol;
+  readonly programs: PropertyDescriptor | undefined;
+}
+
+/** Runs `work` (which must not run program code) with the built-ins as they were before any program. */
+export function withPristineBuiltins<T>(work: () => T): T {
+  const changes: Change[] = [];
+  for (let index = 0; index < snapshots.length; index++) {
+    const { object, keys, descriptors, removeAdded } = snapshots[index]!;
+    const original = new SafeSet<string | symbol>();
+    for (let at = 0; at < keys.length; at++) {
+      const key = keys[at]!;
+      original.add(key);
+      const current = getOwnPropertyDescriptor(object, key);
+      if (descriptors[at] === undefined || sameDescriptor(current, descriptors[at]!)) continue;
+      if (current !== undefined && field(current, 'configurable') !== true) continue;
+      if (defineProperty(object, key, { __proto__: null, ...descriptors[at]! } as PropertyDescriptor)) {
+        append(changes, { __proto__: null, object, key, programs: current } as Change);
+      }
+    }
+    const now = removeAdded ? ownKeys(object) : [];
+    for (let at = 0; at < now.length; at++) {
+      const key = now[at]!;
+      if (original.has(key)) continue;
+      const added = getOwnPropertyDescriptor(object, key)!;
+      if (field(added, 'configurable') === true && deleteProperty(object, key)) append(changes, { __proto__: null, object, key, programs: added } as Change);
+    }
+  }
+  if (changes.length === 0) return work();
+  try {
+    return work();
+  } finally {
+    for (let index = changes.length - 1; index >= 0; index--) {
+      const { object, key, programs } = changes[index]!;
+      if (programs === undefined) deleteProperty(object, key);
+      else defineProperty(object, key, { __proto__: null, ...programs } as PropertyDescriptor);
+    }
+  }
+}

@@ -146,17 +146,14 @@ const RETAINED: Array<[string, RuntimeConfig]> = [
 const LATER = "inspect('later', 1);\n(await echo({ later: true, mine: true }))";
 
 /**
- * The tampered run itself keeps its shape in these rows; the owner's next run does not, because the
- * evaluator compiles it with the carrier realm's built-ins as the program left them: acorn and the
- * await lowering (vm-script), the scoped REPL's scanner and source generator, node:repl's own
- * top-level-await processing. Compiling runs no program code, so a fix is to put the captured
- * built-ins back for the duration of a compile.
+ * The tampered run itself keeps its shape in these rows; the owner's next run does not, because
+ * node:repl compiles it (its top-level-await processing) with the carrier realm's built-ins as the
+ * program left them, in the same call that runs it. vm-script and the scoped REPL compile inside
+ * withPristineBuiltins (intrinsics.ts) instead.
  */
-const COMPILE = 'compiling the next run uses the tampered built-ins';
+const COMPILE = 'node:repl compiles the next run with the tampered built-ins';
 const COMPILE_PENDING: Record<string, string> = {};
 for (const [format, names] of [
-  ['vm-script', ['Array.prototype[Symbol.iterator]', 'Array.prototype.join', 'Array.prototype.push', 'Function.prototype.apply, call and bind', 'String.prototype methods', 'String.prototype symbol hooks', 'Reflect.*']],
-  ['scoped REPL', ['Array.prototype.join', 'Array.prototype.push', 'Array.prototype methods', 'Function.prototype.apply, call and bind', 'Set.prototype methods', 'String.prototype methods']],
   ['Node REPL', ['Array.prototype.push', 'Function.prototype.apply, call and bind', 'Set.prototype methods', 'String.prototype methods', 'String.prototype symbol hooks', 'Symbol.hasInstance']],
 ] as const) {
   for (const name of names) COMPILE_PENDING[`${format}: ${name}`] = COMPILE;
