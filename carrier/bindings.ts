@@ -1,13 +1,20 @@
 // Binding proxies: each host binding becomes an async global (or a method of a namespace object)
 // that encodes its arguments as lossless JSON, asks the host over the control channel and
-// rebuilds the reply, with Images placed where the host marked them.
+// rebuilds the reply, with Images placed where the host marked them. The call path uses only
+// captured intrinsics (intrinsics.ts), so a program's tampering cannot change what is sent.
 import { types } from 'node:util';
 import { decodeJson, encodeJson, LossyValueError } from './protocol/json.ts';
 import { createImage, imageDescriptor } from './image.ts';
+import { append, byteLength, create, defineProperty, StringCtor, stringIndexOf, stringSlice, TypeErrorCtor } from './intrinsics.ts';
 import type { ImagePlacement, InvokeResult } from './protocol/messages.ts';
 
 const brand = Symbol.for('ptc.BindingError');
-const { defineProperty } = Object;
+const { isProxy } = types;
+
+/** Defines rather than assigns, so no setter (on the global or a prototype) sees the binding. */
+function define(holder: object, key: string | number, value: unknown): void {
+  defineProperty(holder, key, { __proto__: null, value, writable: true, configurable: true, enumerable: true } as PropertyDescriptor);
+}
 
 /** The error a program sees when a binding call fails: the host's message, the binding and its code. */
 export class BindingError extends Error {
@@ -18,7 +25,7 @@ export class BindingError extends Error {
     this.name = 'BindingError';
     this.binding = binding;
     this.code = code;
-    defineProperty(this, brand, { value: true });
+    defineProperty(this, brand, { __proto__: null, value: true } as PropertyDescriptor);
   }
 
   static override [Symbol.hasInstance](value: unknown): boolean {
@@ -53,12 +60,12 @@ export function installBindings(
     if (!scope.active()) throw new BindingError(`${name}: the evaluation that made this call has ended`, name, 'PTC_EVALUATION_ENDED');
     let text: string;
     try {
-      text = encodeJson(args, 'arguments', { replaceObject: encodeImageArgument, isProxy: types.isProxy });
+      text = encodeJson(args, 'arguments', { replaceObject: encodeImageArgument, isProxy });
     } catch (error) {
-      if (error instanceof LossyValueError) throw new TypeError(`${name}: argument ${error.message}`);
+      if (error instanceof LossyValueError) throw new TypeErrorCtor(`${name}: ${(error as LossyValueError).message}`);
       throw error;
     }
-    const bytes = Buffer.byteLength(text);
+    const bytes = byteLength(text);
     if (pending >= limits.maxPendingCalls) {
       throw new BindingError(`${name}: too many binding calls in flight (maxPendingCalls is ${limits.maxPendingCalls})`, name, 'PTC_PENDING_LIMIT');
     }
@@ -80,25 +87,39 @@ export function installBindings(
     return placeImages(decodeJson(reply.value), reply.images);
   };
 
-  for (const name of names) {
-    const parts = name.split('.');
-    const leaf = parts.pop()!;
+  for (let index = 0; index < names.length; index++) {
+    const name = names[index]!;
+    const parts = splitName(name);
+    const leaf = parts[parts.length - 1]!;
     let holder = root;
-    for (const part of parts) {
+    for (let depth = 0; depth < parts.length - 1; depth++) {
+      const part = parts[depth]!;
       const next = holder[part];
       if (typeof next !== 'object' || next === null) {
-        holder[part] = {};
-        if (holder === root) installed.push(part);
+        // No prototype: a member named `__proto__`, `constructor` or `toString` is just a binding.
+        define(holder, part, create(null));
+        if (holder === root) append(installed, part);
       }
       holder = holder[part] as Record<string, unknown>;
     }
-    const proxy = { [leaf]: (...args: unknown[]) => call(name, args) }[leaf];
-    holder[leaf] = proxy;
-    if (parts.length === 0) installed.push(leaf);
+    define(holder, leaf, { [leaf]: (...args: unknown[]) => call(name, args) }[leaf]);
+    if (parts.length === 1) append(installed, leaf);
   }
   return () => {
-    for (const name of installed) delete root[name];
+    for (let index = 0; index < installed.length; index++) delete root[installed[index]!];
   };
+}
+
+/** `a.b.c` as its parts, without String.prototype.split. */
+function splitName(name: string): string[] {
+  const parts: string[] = [];
+  let start = 0;
+  for (let dot = stringIndexOf(name, '.'); dot !== -1; dot = stringIndexOf(name, '.', start)) {
+    append(parts, stringSlice(name, start, dot));
+    start = dot + 1;
+  }
+  append(parts, stringSlice(name, start));
+  return parts;
 }
 
 function encodeImageArgument(value: object): string | undefined {
@@ -107,23 +128,24 @@ function encodeImageArgument(value: object): string | undefined {
 }
 
 function toBindingError(name: string, error: unknown): BindingError {
-  if (typeof error === 'object' && error !== null) {
+  if (typeof error === 'object' && error !== null && !isProxy(error)) {
     const { message, code } = error as { message?: unknown; code?: unknown };
-    return new BindingError(typeof message === 'string' ? message : String(message), name, typeof code === 'string' ? code : undefined);
+    return new BindingError(typeof message === 'string' ? message : StringCtor(message), name, typeof code === 'string' ? code : undefined);
   }
-  return new BindingError(String(error), name);
+  return new BindingError(StringCtor(error), name);
 }
 
 function placeImages(value: unknown, placements: ImagePlacement[]): unknown {
   let root = value;
-  for (const { at, image } of placements) {
+  for (let index = 0; index < placements.length; index++) {
+    const { at, image } = placements[index]!;
     if (at.length === 0) {
       root = createImage(image);
       continue;
     }
     let parent = root as Record<string | number, unknown>;
-    for (const key of at.slice(0, -1)) parent = parent[key] as Record<string | number, unknown>;
-    parent[at[at.length - 1]!] = createImage(image);
+    for (let depth = 0; depth < at.length - 1; depth++) parent = parent[at[depth]!] as Record<string | number, unknown>;
+    define(parent, at[at.length - 1]!, createImage(image));
   }
   return root;
 }

@@ -8,6 +8,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import * as module from 'node:module';
 import { inspect as utilInspect, types } from 'node:util';
+import vm from 'node:vm';
 import { openChannel, type HostLink } from './channel.ts';
 import { scrubEnvironment } from './environment.ts';
 import { takeDenied, watchDenials } from './denials.ts';
@@ -15,10 +16,13 @@ import { guardProcesses } from './process-guard.ts';
 import { beginOutput, captureStandardStreams, endOutput, inspect } from './output.ts';
 import { BindingError, installBindings } from './bindings.ts';
 import { Image, setImageRegistrar } from './image.ts';
-import { describeSyntaxError, describeThrown } from './errors.ts';
+import { describeSyntaxError, describeThrown, isDecoratedSyntaxError, trustErrorRealm } from './errors.ts';
+import {
+  apply, byteLength, chdir, defineProperty, NativePromise, queueTask, rejected, resolved, SafeSet, setPrototypeOf, stringIncludes, then, unthenable,
+} from './intrinsics.ts';
 import { createEvaluator } from './evaluators/index.ts';
 import type { Completion, Evaluator } from './evaluators/types.ts';
-import { encodeJson, LossyValueError } from './protocol/json.ts';
+import { encodeJson, LossyValueError, trustRealm } from './protocol/json.ts';
 import { fitOutcome, REPLY_ENVELOPE } from './outcome-fit.ts';
 import type { InvokeResult, RunOutcome, RunRequest } from './protocol/messages.ts';
 
@@ -28,7 +32,7 @@ interface Run {
   settled: boolean;
   revoked: boolean;
   /** Rejecters of binding calls in flight, called on revoke. */
-  readonly pending: Set<(error: Error) => void>;
+  readonly pending: InstanceType<typeof SafeSet<(error: Error) => void>>;
   settle(outcome: RunOutcome): void;
 }
 
@@ -39,17 +43,12 @@ interface Environment {
 }
 
 const scope = new AsyncLocalStorage<Run>();
+// Captured with the other intrinsics (intrinsics.ts): node:async_hooks is importable by programs.
+const { getStore, run: runInScope } = AsyncLocalStorage.prototype;
+const storeOf = (): Run | undefined => apply(getStore, scope, []) as Run | undefined;
+const isPromise = types.isPromise;
 let active: Run | undefined;
 let environment: Environment | undefined;
-
-// Captured before any program runs: a program that replaces these must not be able to keep its own
-// completion from reaching the host.
-const promiseThen = Promise.prototype.then;
-const NativePromise = Promise;
-const { setPrototypeOf, defineProperty } = Object;
-const { apply } = Reflect;
-const byteLength = Buffer.byteLength;
-const enqueue = queueMicrotask;
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
@@ -62,21 +61,31 @@ export function runCarrier(): void {
   captureStandardStreams();
 
   const channel = openChannel(
-    { run: (request) => evaluate(request, channel.host), revoke },
+    { run: ownApply((request: RunRequest) => evaluate(request, channel.host)), revoke: ownApply(revoke) },
     ['async-function', 'vm-script', 'scoped-repl', 'repl', 'images', 'revoke'],
   );
   saveCompileCache();
-  setImageRegistrar(async (path, identity) => {
-    if (currentRun() === undefined) throw new Error('Image.fromFile: the evaluation that made this call has ended');
-    try {
-      return await channel.host.registerImage(path, identity);
-    } catch (error) {
+  setImageRegistrar((path, identity) => {
+    if (currentRun() === undefined) return rejected(new Error('Image.fromFile: the evaluation that made this call has ended'));
+    return then(channel.host.registerImage(path, identity), (descriptor) => descriptor, (error: unknown) => {
       // The host's reason arrives as plain data; the program should catch a real Error.
-      const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
+      const { name, message } = (typeof error === 'object' && error !== null ? error : {}) as { name?: unknown; message?: unknown };
       const text = typeof message === 'string' ? message : `Image.fromFile failed for ${path}`;
       throw name === 'TypeError' ? new TypeError(text) : new Error(text);
-    }
+    });
   });
+}
+
+/**
+ * The RPC layer calls a method with `method.apply(rpc, args)`; an own `apply` keeps the next run
+ * request working after a program replaced Function.prototype.apply in this realm.
+ */
+function ownApply<F extends (...args: never[]) => unknown>(method: F): F {
+  defineProperty(method, 'apply', {
+    __proto__: null,
+    value: (thisArg: unknown, args: unknown[]) => apply(method, thisArg, args),
+  } as PropertyDescriptor);
+  return method;
 }
 
 // A source carrier compiles its TypeScript through Node's compile cache (NODE_COMPILE_CACHE), which
@@ -92,20 +101,22 @@ function silenceLoaderWarning(): void {
   const emitWarning = process.emitWarning;
   process.emitWarning = function (this: unknown, warning: string | Error, ...rest: unknown[]) {
     const text = typeof warning === 'string' ? warning : warning?.message;
-    if (typeof text === 'string' && text.includes('vm.USE_MAIN_CONTEXT_DEFAULT_LOADER')) return;
-    return apply(emitWarning, process, [warning, ...rest]);
+    if (typeof text === 'string' && stringIncludes(text, 'vm.USE_MAIN_CONTEXT_DEFAULT_LOADER')) return;
+    const args: unknown[] = [warning];
+    for (let index = 0; index < rest.length; index++) args[index + 1] = rest[index];
+    return apply(emitWarning, process, args);
   } as typeof process.emitWarning;
 }
 
 /** The run the calling code belongs to, when that run is the active one and not revoked. */
 function currentRun(): Run | undefined {
-  const run = scope.getStore();
+  const run = storeOf();
   return run !== undefined && run === active && !run.revoked ? run : undefined;
 }
 
 /** An uncaught callback error fails the run that created the callback while it is active; otherwise it is dropped. */
 function failCurrentRun(thrown: unknown): void {
-  const run = scope.getStore();
+  const run = storeOf();
   if (run !== undefined && run === active) run.settle({ status: 'exception', error: describeThrown(thrown, run.filename) });
 }
 
@@ -114,14 +125,19 @@ function revoke(): void {
   if (run === undefined || run.revoked) return;
   run.revoked = true;
   endOutput();
-  for (const reject of run.pending) reject(new BindingError('the evaluation was stopped', 'revoke', 'PTC_REVOKED'));
+  run.pending.forEach((reject) => reject(new BindingError('the evaluation was stopped', 'revoke', 'PTC_REVOKED')));
   run.pending.clear();
 }
 
 function defineGlobals(target: Record<string, unknown>): void {
   for (const [name, value] of [['inspect', inspect], ['Image', Image], ['BindingError', BindingError]] as const) {
-    defineProperty(target, name, { value, writable: true, configurable: true, enumerable: false });
+    defineProperty(target, name, { __proto__: null, value, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
   }
+}
+
+/** The global object of the realm behind an evaluator's global: Node's REPL hands out its contextified sandbox. */
+function realmGlobal(globalObject: object): object {
+  return vm.isContext(globalObject) ? (vm.runInContext('globalThis', globalObject) as object) : globalObject;
 }
 
 /** The environment for this request: the retained one, or a new evaluator. */
@@ -134,8 +150,14 @@ async function environmentFor(request: RunRequest): Promise<Environment> {
   }
   const evaluator = await createEvaluator(request.format);
   saveCompileCache();
+  // Before any program runs in it: the realm's plain objects and arrays are lossless data, and its
+  // Error.prepareStackTrace is the program's to set, not to format the carrier's reports with.
+  const realm = realmGlobal(evaluator.globalObject);
+  trustRealm(realm);
+  trustErrorRealm(realm);
   defineGlobals(evaluator.globalObject);
-  const fresh: Environment = { evaluator, uninstall: () => {} };
+  // No prototype: this async function resolves with it, which must not find a program's `then`.
+  const fresh: Environment = unthenable({ evaluator, uninstall: () => {} });
   if (request.retain) environment = fresh;
   return fresh;
 }
@@ -143,37 +165,42 @@ async function environmentFor(request: RunRequest): Promise<Environment> {
 // Not an async function: returning `outcome` from one would resolve through `outcome.then`, which
 // the program may have replaced. birpc awaits this native promise without looking up `then`.
 function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
+  // The request is decoded data: without a prototype, an absent field (initializer) cannot be
+  // supplied by an Object.prototype getter that an earlier program left in this carrier.
+  setPrototypeOf(request, null);
   let resolveOutcome!: (outcome: RunOutcome) => void;
   const outcome = new NativePromise<RunOutcome>((resolve) => {
     resolveOutcome = resolve;
   });
   if (active !== undefined) {
-    resolveOutcome({ status: 'exception', error: { name: 'Error', message: 'another evaluation is running in this carrier' } });
+    resolveOutcome(unthenable({ status: 'exception', error: { name: 'Error', message: 'another evaluation is running in this carrier' } }));
     return outcome;
   }
   const run: Run = {
     filename: request.filename,
     settled: false,
     revoked: false,
-    pending: new Set(),
+    pending: new SafeSet(),
     settle(result) {
       if (run.settled) return;
       run.settled = true;
       if (active === run) active = undefined;
       endOutput();
-      const final: RunOutcome = run.revoked ? { status: 'stopped' } : result;
+      // A null prototype keeps a program's Object.prototype.then from adopting the outcome, and
+      // its setters from seeing `denied`.
+      const final: RunOutcome = unthenable(run.revoked ? { status: 'stopped' } : result);
       if (takeDenied()) final.denied = true;
-      // A null prototype keeps a program's Object.prototype.then from adopting the outcome.
-      resolveOutcome(setPrototypeOf(fitOutcome(final, request.maxMessageBytes), null));
+      resolveOutcome(fitOutcome(final, request.maxMessageBytes));
     },
   };
   active = run;
   takeDenied(); // whatever earlier runs' callbacks met is not this run's
-  apply(promiseThen, environmentFor(request), [
+  then(
+    environmentFor(request),
     (env: Environment) => {
       if (run.revoked) return run.settle({ status: 'stopped' });
       try {
-        process.chdir(request.cwd);
+        chdir(request.cwd);
       } catch (error) {
         return run.settle({ status: 'exception', error: describeThrown(error, request.filename) });
       }
@@ -189,36 +216,38 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
         request,
         env.evaluator.globalObject,
       );
-      scope.run(run, () => execute(run, env.evaluator, request, host));
+      apply(runInScope, scope, [run, () => execute(run, env.evaluator, request, host)]);
     },
     (error: unknown) => run.settle({ status: 'exception', error: describeThrown(error, request.filename) }),
-  ]);
+  );
   return outcome;
 }
 
 /** Inside the run's scope: the initializer when there is one, then the program. */
 function execute(run: Run, evaluator: Evaluator, request: RunRequest, host: HostLink): void {
-  const started = request.initializer === undefined ? NativePromise.resolve(true) : initialize(evaluator, request, host);
-  apply(promiseThen, started, [
+  const started = request.initializer === undefined ? resolved(true) : initialize(evaluator, request, host);
+  then(
+    started,
     (proceed: boolean) => {
       if (!proceed || run.revoked) return run.settle({ status: 'stopped' });
-      apply(promiseThen, start(evaluator, request.program, request), [
+      then(
+        start(evaluator, request.program, request),
         (completion: Completion) => {
           const outcome = completionOutcome(completion.value, request);
-          if (!types.isPromise(outcome)) return run.settle(outcome);
-          apply(promiseThen, outcome, [(settled: RunOutcome) => run.settle(settled)]);
+          if (!isPromise(outcome)) return run.settle(outcome);
+          then(outcome, (settled: RunOutcome) => run.settle(settled));
         },
         (error: unknown) => run.settle({ status: 'exception', error: describeError(error, request.filename) }),
-      ]);
+      );
     },
     (error: unknown) => run.settle({ status: 'exception', error: describeError(error, '[initializer]'), initializer: true }),
-  ]);
+  );
 }
 
 /** Runs the environment initializer, then asks the host whether the program may still start. */
-async function initialize(evaluator: Evaluator, request: RunRequest, host: HostLink): Promise<boolean> {
-  await start(evaluator, request.initializer!, { ...request, filename: '[initializer]', discardCompletion: true });
-  return host.initialized();
+function initialize(evaluator: Evaluator, request: RunRequest, host: HostLink): Promise<boolean> {
+  const initializer: RunRequest = { __proto__: null, ...request, filename: '[initializer]', discardCompletion: true } as RunRequest;
+  return then(start(evaluator, request.initializer!, initializer), () => host.initialized());
 }
 
 /** Starts an evaluation; a synchronous compile error becomes a rejection. */
@@ -226,39 +255,39 @@ function start(evaluator: Evaluator, program: string, request: RunRequest): Prom
   try {
     return evaluator.evaluate(program, { filename: request.filename, cwd: request.cwd, wantCompletion: !request.discardCompletion });
   } catch (error) {
-    return NativePromise.reject(error);
+    return rejected(error);
   }
 }
 
 /** A binding call of `run` that a revoke can reject while it is still in flight. */
 function track(run: Run | undefined, call: Promise<InvokeResult>): Promise<InvokeResult> {
-  if (run === undefined) return NativePromise.reject(new BindingError('the evaluation that made this call has ended', 'revoke', 'PTC_EVALUATION_ENDED'));
+  if (run === undefined) return rejected(new BindingError('the evaluation that made this call has ended', 'revoke', 'PTC_EVALUATION_ENDED'));
   return new NativePromise<InvokeResult>((resolve, reject) => {
     run.pending.add(reject);
-    apply(promiseThen, call, [
+    then(
+      call,
       (value: InvokeResult) => {
         run.pending.delete(reject);
-        resolve(value);
+        // Decoded data: resolving with it must not consult a program's Object.prototype.then.
+        resolve(typeof value === 'object' && value !== null ? unthenable(value) : value);
       },
       (error: unknown) => {
         run.pending.delete(reject);
         reject(error);
       },
-    ]);
+    );
   });
 }
 
 /** Compile errors keep V8's decorated location; everything else is a thrown value. */
 function describeError(error: unknown, filename: string) {
-  const stack = types.isNativeError(error) ? String((error as Error).stack ?? '') : '';
-  if ((error as Error | undefined)?.name === 'SyntaxError' && stack.startsWith(`${filename}:`)) return describeSyntaxError(error, filename);
-  return describeThrown(error, filename);
+  return isDecoratedSyntaxError(error, `${filename}:`) ? describeSyntaxError(error, filename) : describeThrown(error, filename);
 }
 
 function completionOutcome(value: unknown, request: RunRequest): RunOutcome | Promise<RunOutcome> {
   if (request.discardCompletion || value === undefined) return { status: 'ok' };
   if (request.display !== undefined) return displayOutcome(value, request, request.display.colors);
-  if (types.isPromise(value)) {
+  if (isPromise(value)) {
     return { status: 'invalid-output', path: 'value', message: 'the completion value is a Promise: REPL results are not awaited, so end with `await <expression>`' };
   }
   try {
@@ -297,9 +326,17 @@ function displayOutcome(value: unknown, request: RunRequest, colors: boolean): R
  */
 function displayPromise(promise: Promise<unknown>, request: RunRequest, colors: boolean): Promise<RunOutcome> {
   let state: { value: unknown } | { reason: unknown } | undefined;
-  apply(promiseThen, promise, [(value: unknown) => (state = { value }), (reason: unknown) => (state = { reason })]);
+  then(
+    promise,
+    (value: unknown) => {
+      state = { value };
+    },
+    (reason: unknown) => {
+      state = { reason };
+    },
+  );
   return new NativePromise((resolve) => {
-    enqueue(() => {
+    queueTask(() => {
       const settled = state;
       if (settled === undefined) return resolve(displayed('<pending>', request));
       const inner = 'value' in settled ? displayOutcome(settled.value, request, colors) : displayOutcome(settled.reason, request, colors);

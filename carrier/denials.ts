@@ -3,15 +3,21 @@
 // reports `sandbox.denied` from this and from what the run printed or returned.
 import { EventEmitter } from 'node:events';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
+import { types } from 'node:util';
+import { apply, defineProperty, getOwnPropertyDescriptor, SafeSet, then } from './intrinsics.ts';
 
-const DENIAL_CODES = new Set(['EACCES', 'EROFS', 'EPERM', 'ERR_ACCESS_DENIED', 'ECONNREFUSED', 'ENETUNREACH']);
-const { apply } = Reflect;
-const promiseThen = Promise.prototype.then;
+const DENIAL_CODES = new SafeSet(['EACCES', 'EROFS', 'EPERM', 'ERR_ACCESS_DENIED', 'ECONNREFUSED', 'ENETUNREACH']);
+const { isPromise } = types;
 let denied = false;
 
 /** Records `error` when it carries a denial code. */
 function note(error: unknown): void {
-  if (!denied && typeof error === 'object' && error !== null && DENIAL_CODES.has((error as { code?: unknown }).code as string)) denied = true;
+  if (denied || typeof error !== 'object' || error === null || types.isProxy(error)) return;
+  try {
+    if (DENIAL_CODES.has((error as { code?: unknown }).code as string)) denied = true;
+  } catch {
+    // A `code` getter that throws is the program's; it is not a denial.
+  }
 }
 
 /** Whether a denial was seen since the last call; resets the flag. */
@@ -27,10 +33,12 @@ export function watchDenials(): void {
   for (const name of ['fs', 'fs/promises', 'child_process']) wrapExports(require(name) as Record<string, unknown>);
   syncBuiltinESMExports();
   // Streams and sockets report failures as 'error' events (a refused connection, a write stream).
+  // The control socket's data events pass through here too, so no spread (it would iterate with
+  // the program's Array.prototype[Symbol.iterator]).
   const emit = EventEmitter.prototype.emit;
   EventEmitter.prototype.emit = function (this: EventEmitter, event: string | symbol, ...args: unknown[]) {
     if (event === 'error') note(args[0]);
-    return apply(emit, this, [event, ...args]) as boolean;
+    return withNativeApply(() => apply(emit, this, prepend(event, args)) as boolean);
   };
 }
 
@@ -45,7 +53,7 @@ function wrapExports(exports: Record<string, unknown>): void {
         const callback = args[last] as (...results: unknown[]) => unknown;
         args[last] = function (this: unknown, error: unknown, ...results: unknown[]) {
           note(error);
-          return apply(callback, this, [error, ...results]);
+          return apply(callback, this, prepend(error, results));
         };
       }
       let result: unknown;
@@ -55,12 +63,12 @@ function wrapExports(exports: Record<string, unknown>): void {
         note(error);
         throw error;
       }
-      if (result instanceof Promise) {
+      if (isPromise(result)) {
         // A new promise with the same outcome: an unhandled rejection stays unhandled.
-        return apply(promiseThen, result, [undefined, (error: unknown) => {
+        return then(result as Promise<unknown>, undefined, (error: unknown) => {
           note(error);
           throw error;
-        }]);
+        });
       }
       return result;
     };
@@ -72,5 +80,32 @@ function wrapExports(exports: Record<string, unknown>): void {
       }
     }
     exports[name] = wrapped;
+  }
+}
+
+/** [first, ...rest] without the array iterator. */
+function prepend(first: unknown, rest: unknown[]): unknown[] {
+  const args: unknown[] = [first];
+  for (let index = 0; index < rest.length; index++) args[index + 1] = rest[index];
+  return args;
+}
+
+const FunctionPrototype = Function.prototype;
+const nativeApply = FunctionPrototype.apply;
+
+/**
+ * Runs `dispatch` with the original Function.prototype.apply in place. Node 22+ calls listeners
+ * with `handler.apply(this, args)`, so a program that replaced `apply` would break every event in
+ * the process, the control socket's included; its replacement is put back as soon as the event
+ * has been dispatched.
+ */
+function withNativeApply<T>(dispatch: () => T): T {
+  const descriptor = getOwnPropertyDescriptor(FunctionPrototype, 'apply');
+  if (descriptor === undefined || descriptor.value === nativeApply || !descriptor.configurable) return dispatch();
+  defineProperty(FunctionPrototype, 'apply', { __proto__: null, value: nativeApply, writable: true, configurable: true } as PropertyDescriptor);
+  try {
+    return dispatch();
+  } finally {
+    defineProperty(FunctionPrototype, 'apply', { __proto__: null, ...descriptor } as PropertyDescriptor);
   }
 }

@@ -4,25 +4,25 @@
 import { inspect as utilInspect, types } from 'node:util';
 import { StringDecoder } from 'node:string_decoder';
 import { collectInspectedImages, imageDescriptor } from './image.ts';
+import { apply, bufferFrom, byteLength, defineProperty, nextTick, stringCharCodeAt, stringSlice } from './intrinsics.ts';
 import type { OutputMessage } from './protocol/messages.ts';
 
 export interface OutputSink {
   (entry: OutputMessage): void;
 }
 
-const byteLength = Buffer.byteLength;
 // Works across realms: a vm-script program's Uint8Array is not an instance of this realm's.
 const isUint8Array = types.isUint8Array as (value: unknown) => value is Uint8Array;
 const inspectOptions = {
+  __proto__: null,
   depth: Infinity,
   maxArrayLength: Infinity,
   maxStringLength: Infinity,
   breakLength: 100,
 } as const;
 
-const { apply } = Reflect;
-const stringSlice = String.prototype.slice;
-const charCodeAt = String.prototype.charCodeAt;
+const { max, min, floor } = Math;
+const decoderWrite = StringDecoder.prototype.write;
 /** Bytes of an output frame around its text: `{"t":"q","m":"output","a":[{"type":"text","text":""}]}` and slack. */
 const FRAME_OVERHEAD = 256;
 
@@ -40,7 +40,7 @@ export function beginOutput(send: OutputSink, maxOutputBytes: number, maxMessage
   remaining = maxOutputBytes;
   current = isCurrent;
   // JSON escaping turns one UTF-16 unit into at most 6 bytes (\u001f).
-  maxChunkUnits = Math.max(1, Math.floor((maxMessageBytes - FRAME_OVERHEAD) / 6));
+  maxChunkUnits = max(1, floor((maxMessageBytes - FRAME_OVERHEAD) / 6));
   sink = send;
 }
 
@@ -61,8 +61,8 @@ function emit(entry: OutputMessage): void {
   const text = entry.text;
   const end = cutPoint(text, remaining + 1);
   for (let start = 0; start < end && sink !== undefined; ) {
-    const stop = cutPoint(text, Math.min(end, start + maxChunkUnits));
-    const piece = apply(stringSlice, text, [start, stop]) as string;
+    const stop = cutPoint(text, min(end, start + maxChunkUnits));
+    const piece = stringSlice(text, start, stop);
     remaining -= byteLength(piece);
     sink({ type: 'text', text: piece });
     start = stop;
@@ -72,21 +72,29 @@ function emit(entry: OutputMessage): void {
 /** `index`, moved one unit on when it would split a surrogate pair. */
 function cutPoint(text: string, index: number): number {
   if (index >= text.length) return text.length;
-  const unit = apply(charCodeAt, text, [index - 1]) as number;
+  const unit = stringCharCodeAt(text, index - 1);
   return unit >= 0xd800 && unit <= 0xdbff ? index + 1 : index;
 }
 
 /** Displays values: strings as they are, Images as attachments, anything else via util.inspect. */
 export function inspect(...values: unknown[]): void {
-  let group: string[] = [];
+  // One group of text per run of non-image arguments, built by concatenation (no Array methods).
+  let group = '';
+  let grouped = false;
   const flush = (): void => {
-    if (group.length === 0) return;
-    emit({ type: 'text', text: `${group.join(' ')}\n` });
-    group = [];
+    if (!grouped) return;
+    emit({ type: 'text', text: `${group}\n` });
+    group = '';
+    grouped = false;
   };
-  for (const value of values) {
+  const add = (text: string): void => {
+    group = grouped ? `${group} ${text}` : text;
+    grouped = true;
+  };
+  for (let index = 0; index < values.length; index++) {
+    const value = values[index];
     if (typeof value === 'string') {
-      group.push(value);
+      add(value);
       continue;
     }
     const direct = imageDescriptor(value);
@@ -102,10 +110,11 @@ export function inspect(...values: unknown[]): void {
       flush();
       throw error;
     }
-    group.push(formatted.result);
-    if (formatted.images.length > 0) {
+    add(formatted.result);
+    const { images } = formatted;
+    if (images.length > 0) {
       flush();
-      for (const image of formatted.images) emit({ type: 'image', attachmentId: image.attachmentId });
+      for (let at = 0; at < images.length; at++) emit({ type: 'image', attachmentId: images[at]!.attachmentId });
     }
   }
   flush();
@@ -120,17 +129,17 @@ export function captureStandardStreams(): void {
       let text: string;
       if (typeof chunk === 'string') {
         text = typeof encoding === 'string' && encoding !== 'utf8' && encoding !== 'utf-8'
-          ? decoder.write(Buffer.from(chunk, encoding as BufferEncoding))
+          ? apply(decoderWrite, decoder, [bufferFrom(chunk, encoding as BufferEncoding)]) as string
           : chunk;
       } else if (isUint8Array(chunk)) {
-        text = decoder.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+        text = apply(decoderWrite, decoder, [bufferFrom(chunk.buffer, chunk.byteOffset, chunk.byteLength)]) as string;
       } else {
         throw new TypeError(`The "chunk" argument must be a string or Uint8Array, got ${utilInspect(chunk)}`);
       }
       if (text !== '') emit({ type: 'text', text });
-      if (typeof done === 'function') process.nextTick(done as () => void);
+      if (typeof done === 'function') nextTick(done as () => void);
       return true;
     };
-    Object.defineProperty(stream, 'write', { value: write, writable: true, configurable: true });
+    defineProperty(stream, 'write', { __proto__: null, value: write, writable: true, configurable: true } as PropertyDescriptor);
   }
 }

@@ -2,6 +2,7 @@
 // wrapped in a strict async function and compiled as a vm.Script whose line offset cancels the
 // wrapper's first line, so stack lines and columns are those of the program source.
 import vm from 'node:vm';
+import { rejected, then } from '../intrinsics.ts';
 import type { Completion, Evaluator } from './types.ts';
 
 // The box has no prototype: resolving the evaluation with it must not consult a
@@ -26,10 +27,20 @@ export function createAsyncFunctionEvaluator(): Evaluator {
   return {
     format: 'async-function',
     globalObject: globalThis as unknown as Record<string, unknown>,
-    async evaluate(program, { filename }) {
-      const completion: Completion = create(null);
-      completion.value = await compileAsyncFunction(program, filename)();
-      return completion;
+    evaluate(program, { filename }) {
+      // Not `await`: awaiting the program's promise would look up its constructor (and then its
+      // `then`), which the program has had every chance to replace by the time it returns.
+      let body: Promise<unknown>;
+      try {
+        body = compileAsyncFunction(program, filename)();
+      } catch (error) {
+        return rejected(error);
+      }
+      return then(body, (value) => {
+        const completion: Completion = create(null);
+        completion.value = value;
+        return completion;
+      });
     },
     dispose() {},
   };

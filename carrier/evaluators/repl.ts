@@ -20,6 +20,7 @@ interface Evaluation {
 // Node's own test for wrapping input in parentheses (isObjectLiteral in internal/repl/utils).
 const STARTS_WITH_BRACE = /^\s*{/;
 const FRAME_LINE = /^\s+at\s.*(?:\n|$)/gm;
+const { isExtensible } = Object;
 /** The wrapper async-function.ts compiles; lineOffset -1 keeps program lines and columns. */
 const ASYNC_PREFIX = '(async function () {\n';
 
@@ -93,6 +94,7 @@ export function createNodeReplEvaluator(): Evaluator {
   };
   replDomain.prependListener('error', onDomainError);
   replDomain.on('error', afterReplReport);
+  guardDomainMarking(replDomain, onDomainError);
 
   return {
     format: 'repl',
@@ -152,6 +154,37 @@ export function createNodeReplEvaluator(): Evaluator {
       output.destroy();
     },
   };
+}
+
+/**
+ * node:domain marks an error thrown inside it (defineProperty(er, 'domain'), er.domainThrown = true)
+ * before any listener runs, and a failure there is fatal to the process: a frozen object, a Proxy
+ * whose traps throw or a revoked one, thrown from a callback, would end the carrier with exit code 7.
+ * Such a value goes to the evaluation's own listener instead, unmarked.
+ */
+function guardDomainMarking(replDomain: domain.Domain, report: (error: unknown) => void): void {
+  const target = replDomain as unknown as { _errorHandler(error: unknown): boolean };
+  const errorHandler = target._errorHandler;
+  const unmarkable = (error: unknown): boolean =>
+    ((typeof error === 'object' && error !== null) || typeof error === 'function') && (types.isProxy(error) || !isExtensible(error));
+  Object.defineProperty(target, '_errorHandler', {
+    __proto__: null,
+    configurable: true,
+    writable: true,
+    value(this: domain.Domain, error: unknown): boolean {
+      if (!unmarkable(error)) {
+        try {
+          return Reflect.apply(errorHandler, this, [error]) as boolean;
+        } catch (failure) {
+          // A listener that rethrows is the domain's business; a value that could not be marked is not.
+          if (failure === error) throw failure;
+        }
+      }
+      while ((process as { domain?: unknown }).domain === replDomain) replDomain.exit();
+      report(error);
+      return true;
+    },
+  } as PropertyDescriptor);
 }
 
 /**

@@ -10,6 +10,7 @@ import { RESERVED_PREFIX, scanDeclarations, type Declarations } from './scoped-r
 import { ScopeChain, type CallPlan } from './scoped-repl/scope.ts';
 import { generateCallSource } from './scoped-repl/source.ts';
 import { acornSyntaxError, engineSyntaxError, programSyntaxError, withoutFrames } from './scoped-repl/syntax-errors.ts';
+import { append, withPristineBuiltins } from '../intrinsics.ts';
 import type { Completion, EvaluationOptions, Evaluator } from './types.ts';
 
 export interface ScopedReplOptions {
@@ -76,9 +77,12 @@ export function createScopedReplEvaluator(options: ScopedReplOptions = {}): Eval
   }
 
   function start(program: string, evaluation: EvaluationOptions, base: string): Promise<Completion> {
-    const declarations = checkProgram(program, evaluation.filename, strict);
-    const plan = scope.plan(declarations);
-    const factory = compile(program, evaluation, declarations, plan, base);
+    // Scanning and compiling run no program code; they use the built-ins as they were.
+    const { plan, factory } = withPristineBuiltins(() => {
+      const declarations = checkProgram(program, evaluation.filename, strict);
+      const plan = scope.plan(declarations);
+      return { plan, factory: compile(program, evaluation, declarations, plan, base) };
+    });
     // Both hooks let go of the plan once the prologue has run: the call's closures keep these
     // hooks alive, and they should not also keep the copied values a second time.
     let pending: CallPlan | undefined = plan;
@@ -87,7 +91,10 @@ export function createScopedReplEvaluator(options: ScopedReplOptions = {}): Eval
     // Called once by the generated prologue, before the program's first statement.
     const keep = (...readers: (() => unknown)[]): void => {
       if (pending === undefined) return;
-      scope.keep(pending, readers.slice(1));
+      // No Array.prototype.slice: the prologue runs after the program's first line could replace it.
+      const kept: (() => unknown)[] = [];
+      for (let index = 1; index < readers.length; index++) append(kept, readers[index]!);
+      scope.keep(pending, kept);
       completion = readers[0];
       pending = undefined;
     };

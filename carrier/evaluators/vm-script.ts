@@ -7,6 +7,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { Parser, type AnyNode } from 'acorn';
 import { recursive, type RecursiveVisitors } from 'acorn-walk';
 import { lowerTopLevelAwait, syntaxErrorPosition, unsupportedUsing, withPosition } from './await-lowering.ts';
+import { apply, defineProperty, withPristineBuiltins } from '../intrinsics.ts';
 import type { Completion, EvaluationOptions, Evaluator } from './types.ts';
 
 // Captured before any program runs: awaiting the lowered arrow's promise must not go through a
@@ -25,7 +26,8 @@ export function createVmScriptEvaluator(): Evaluator {
     globalObject,
     async evaluate(program: string, options: EvaluationOptions): Promise<Completion> {
       if (disposed) throw new Error('vm-script evaluator: evaluate() called after dispose()');
-      const { script, lowered } = compileScript(program, options);
+      // Compiling runs no program code; acorn and the lowering use the built-ins as they were.
+      const { script, lowered } = withPristineBuiltins(() => compileScript(program, options));
       const completion: unknown = script.runInContext(context, { displayErrors: false });
       // The program's work is awaited even when its value is not wanted.
       const value = lowered ? await unbox(completion) : await completion;
@@ -63,9 +65,9 @@ function ownAccessor(contextGlobal: object, name: string, descriptor: PropertyDe
   return {
     enumerable,
     configurable,
-    get: get === undefined ? undefined : () => Reflect.apply(get, globalThis, []),
+    get: get === undefined ? undefined : () => apply(get, globalThis, []),
     set: set === undefined ? undefined : (value: unknown) => {
-      Object.defineProperty(contextGlobal, name, { value, writable: true, configurable: true, enumerable: enumerable ?? false });
+      defineProperty(contextGlobal, name, { __proto__: null, value, writable: true, configurable: true, enumerable: enumerable ?? false } as PropertyDescriptor);
     },
   };
 }
@@ -73,7 +75,7 @@ function ownAccessor(contextGlobal: object, name: string, descriptor: PropertyDe
 /** Resolves a lowered program's completion box, `{ value }` or undefined, to the awaited value. */
 async function unbox(pending: unknown): Promise<unknown> {
   const box = await new NativePromise<{ value: unknown } | undefined>((resolve, reject) => {
-    Reflect.apply(promiseThen, pending, [resolve, reject]);
+    apply(promiseThen, pending, [resolve, reject]);
   });
   return box === undefined ? undefined : await box.value;
 }

@@ -13,7 +13,15 @@ export interface Bindings {
 }
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
-const RESERVED = new Set(['inspect', 'Image', 'BindingError', 'globalThis', 'process', 'console', 'undefined', 'eval', 'arguments']);
+const RESERVED = new Set(['inspect', 'Image', 'BindingError', 'globalThis', 'process', 'console', 'undefined', 'NaN', 'Infinity', 'eval', 'arguments']);
+// A binding global is a name the program writes as an identifier, so it cannot be a reserved word
+// (ES2024 12.7.2, with the strict-mode ones and `await`, which module-like and async code reserve).
+const RESERVED_WORDS = new Set([
+  'await', 'break', 'case', 'catch', 'class', 'const', 'continue', 'debugger', 'default', 'delete', 'do', 'else', 'enum',
+  'export', 'extends', 'false', 'finally', 'for', 'function', 'if', 'import', 'in', 'instanceof', 'new', 'null', 'return',
+  'super', 'switch', 'this', 'throw', 'true', 'try', 'typeof', 'var', 'void', 'while', 'with', 'yield',
+  'implements', 'interface', 'let', 'package', 'private', 'protected', 'public', 'static',
+]);
 const imageBrand = Symbol.for('ptc.ImageRef');
 const imageRefPrototype = Object.freeze({ [imageBrand]: true });
 
@@ -45,13 +53,25 @@ export function flattenBindings(bindings: unknown): Map<string, BindingFunction>
     for (const [key, value] of Object.entries(node)) {
       const name = prefix === '' ? key : `${prefix}.${key}`;
       if (!IDENTIFIER.test(key)) throw new TypeError(`binding name "${name}" is not a JavaScript identifier`);
-      if (prefix === '' && RESERVED.has(key)) throw new TypeError(`binding name "${name}" is reserved by the runtime`);
+      if (prefix === '') {
+        const problem = globalNameProblem(key);
+        if (problem !== undefined) throw new TypeError(`binding name "${name}" ${problem}`);
+      }
       if (typeof value === 'function') flat.set(name, value as BindingFunction);
       else visit(value, name);
     }
   };
   visit(bindings, '');
   return flat;
+}
+
+/** Why a top-level binding name cannot be a global, or undefined when it can. */
+function globalNameProblem(key: string): string | undefined {
+  if (RESERVED.has(key)) return 'is reserved by the runtime';
+  if (RESERVED_WORDS.has(key)) return `is a reserved word, which a program cannot call as a global; put it in a namespace (ns.${key})`;
+  // Assigning it would replace the global object's prototype instead of defining a global.
+  if (key === '__proto__') return 'cannot be a global: it names the global object\'s prototype; put it in a namespace';
+  return undefined;
 }
 
 /** Decodes a program's argument text (long text in slices, so other runs keep going); rejects with TypeError when it is not a JSON array. */
@@ -68,7 +88,7 @@ export async function encodeResult(
   registerImage: (path: string) => Promise<ImageDescriptor>,
 ): Promise<InvokeResult> {
   const found: Array<{ at: Array<string | number>; ref: ImageRef }> = [];
-  collectImages(result, [], found, new Set());
+  collectImages(result, found);
   const images: ImagePlacement[] = [];
   for (const { at, ref } of found) images.push({ at, image: await registerImage(ref.path) });
   if (result === undefined) return { images };
@@ -86,16 +106,50 @@ export async function encodeResult(
   }
 }
 
-function collectImages(value: unknown, at: Array<string | number>, found: Array<{ at: Array<string | number>; ref: ImageRef }>, seen: Set<object>): void {
-  if (typeof value !== 'object' || value === null || seen.has(value)) return;
-  if (isImageRef(value)) {
-    found.push({ at, ref: value });
-    return;
+interface Visit {
+  value: unknown;
+  key: string | number;
+  parent: Visit | undefined;
+  /** Set on the marker that takes `value` off the current path once its members are done. */
+  leave?: boolean;
+}
+
+/** Finds image() refs in a result, iteratively: a result may nest thousands of levels deep. */
+function collectImages(result: unknown, found: Array<{ at: Array<string | number>; ref: ImageRef }>): void {
+  const pending: Visit[] = [{ value: result, key: '', parent: undefined }];
+  // Objects on the path from the root: a cycle stops here (the encoder reports it); a value shared
+  // by two members is visited under each, so each place gets its image.
+  const onPath = new Set<object>();
+  while (pending.length > 0) {
+    const visit = pending.pop()!;
+    const { value } = visit;
+    if (typeof value !== 'object' || value === null) continue;
+    if (visit.leave) {
+      onPath.delete(value);
+      continue;
+    }
+    if (onPath.has(value)) continue;
+    if (isImageRef(value)) {
+      found.push({ at: pathOf(visit), ref: value });
+      continue;
+    }
+    const entries: Array<[string | number, unknown]> = Array.isArray(value)
+      ? value.map((item, index) => [index, item])
+      : isPlainObject(value) ? Object.entries(value) : [];
+    onPath.add(value);
+    pending.push({ value, key: visit.key, parent: visit.parent, leave: true });
+    // Pushed in reverse so that images are found in document order.
+    for (let index = entries.length - 1; index >= 0; index--) {
+      const [key, item] = entries[index]!;
+      if (typeof item === 'object' && item !== null) pending.push({ value: item, key, parent: visit });
+    }
   }
-  seen.add(value);
-  if (Array.isArray(value)) value.forEach((item, index) => collectImages(item, [...at, index], found, seen));
-  else if (isPlainObject(value)) for (const [key, item] of Object.entries(value)) collectImages(item, [...at, key], found, seen);
-  seen.delete(value);
+}
+
+function pathOf(visit: Visit): Array<string | number> {
+  const at: Array<string | number> = [];
+  for (let node: Visit | undefined = visit; node?.parent !== undefined; node = node.parent) at.push(node.key);
+  return at.reverse();
 }
 
 /**

@@ -35,6 +35,12 @@ test('bindings are async globals; nested objects become namespaces', async () =>
   assert.equal(valueOf(await runProgram(program, { bindings })), ['function', 'object', 3, [{ repo: 'ptc', number: 1 }], 3]);
 });
 
+test('namespaces have no prototype: members named __proto__, constructor or while are plain bindings', async () => {
+  const bindings: Bindings = { ns: { ['__proto__']: async () => 'proto', constructor: async () => 'ctor', while: async () => 'loop' } };
+  const program = 'return [Object.getPrototypeOf(ns) === null, Object.keys(ns), await ns.__proto__(), await ns.constructor(), await ns.while()];';
+  assert.equal(valueOf(await runProgram(program, { bindings })), [true, ['__proto__', 'constructor', 'while'], 'proto', 'ctor', 'loop']);
+});
+
 test('arguments and results are lossless: bigints beyond 2^64 arrive and return exactly', async () => {
   const received: unknown[] = [];
   const bindings: Bindings = {
@@ -175,6 +181,10 @@ test('invalid bindings throw at resolve(), naming the binding', async () => {
     [{ Image: fn }, ['"Image"', 'reserved']],
     [{ BindingError: fn }, ['"BindingError"', 'reserved']],
     [{ console: { log: fn } }, ['"console"', 'reserved']],
+    [{ while: fn }, ['"while"', 'reserved word', 'ns.while']],
+    [{ await: fn }, ['"await"', 'reserved word']],
+    [{ class: { list: fn } }, ['"class"', 'reserved word']],
+    [{ ['__proto__']: fn }, ['"__proto__"', 'prototype']],
     ['not an object', ['bindings']],
   ];
   const runtime = createTestRuntime();

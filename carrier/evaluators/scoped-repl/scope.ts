@@ -3,6 +3,11 @@
 // starts, including assignments made by callbacks in between. A let, const or class binding that
 // never initialized (its call threw first) cannot be read; its entry falls back to the binding it
 // replaced, so a failed redeclaration keeps the earlier value.
+//
+// plan() runs with the built-ins restored (scoped-repl.ts compiles inside withPristineBuiltins);
+// keep() and the copied values' lookups run from the program's prologue, after the program may have
+// replaced Map and Set methods, so the collections they touch are the captured Safe ones.
+import { SafeMap, SafeSet } from '../../intrinsics.ts';
 import type { Declarations } from './declarations.ts';
 
 interface Entry {
@@ -26,14 +31,14 @@ export interface CallPlan {
 const UNREADABLE: unique symbol = Symbol('unreadable');
 
 export class ScopeChain {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new SafeMap<string, Entry>();
 
   /** Reads every earlier name this call will copy, now, as the call starts. */
   plan(declarations: Declarations): CallPlan {
-    const lexical = new Set(declarations.lexical);
+    const lexical = new SafeSet(declarations.lexical);
     const functions = new Set(declarations.functions);
     const copies: string[] = [];
-    const values = new Map<string, unknown>();
+    const values = new SafeMap<string, unknown>();
     for (const [name, entry] of this.entries) {
       if (lexical.has(name) || functions.has(name)) continue;
       const value = readEntry(entry);
