@@ -8,6 +8,7 @@ import { stringify as stringifyLossless } from 'lossless-json';
 import { availableBackends, createRuntime, PROTOCOL_REVISION, readBootstrap, VERSION, type RunResult, type OutputEntry } from '../index.ts';
 import { LIMIT_FLAGS, loadBindings, loadConfig, sandboxOptions, UsageError, type RunArgs } from './options.ts';
 import { replCommand, replOptions, type ReplArgs } from './repl.ts';
+import { serveCommand, serveOptions } from './serve.ts';
 
 /** Runs the CLI with the given arguments; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -31,6 +32,14 @@ export async function main(argv: string[]): Promise<number> {
         exitCode = await replCommand(args as unknown as ReplArgs);
       },
     )
+    .command(
+      'serve',
+      'Serve JSON-RPC 2.0 on stdin/stdout, one message a line: a harness in any language runs programs with its own tools',
+      (command: Argv) => serveOptions(command),
+      async (args) => {
+        exitCode = await serveCommand(args as unknown as RunArgs);
+      },
+    )
     .command('version', 'Print the ptc version, the embedded Node version, the protocol revision and which sandbox backends work here', {}, async () => {
       process.stdout.write(`ptc ${VERSION}\nnode ${process.version}\nprotocol ${PROTOCOL_REVISION}\n`);
       const backends = await availableBackends();
@@ -47,7 +56,7 @@ export async function main(argv: string[]): Promise<number> {
         process.stdout.write(`wrote ${out}\n`);
       },
     )
-    .demandCommand(1, 'Name a command: run, repl, version or bootstrap')
+    .demandCommand(1, 'Name a command: run, repl, serve, version or bootstrap')
     .strict()
     .help()
     .version(false)
