@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { createRuntime, type RunResult, type Runtime, type RuntimeConfig } from '../../host/index.ts';
 import { retained } from './retained.ts';
 import { sandboxed } from './sandbox.ts';
+import { served } from './serve.ts';
 import { interleave, median, ms, p90, pad, ratio } from './stats.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -220,6 +221,7 @@ try {
   await inspectThroughput();
   await retained();
   await sandboxed();
+  await served();
   console.log(`\nbench took ${((performance.now() - started) / 1000).toFixed(1)} s`);
 } catch (error) {
   console.error('\nbench broke:', error);

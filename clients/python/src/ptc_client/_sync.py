@@ -1,12 +1,14 @@
 """PtcClient: `ptc serve` driven from threads. A reader thread routes replies to the waiting call,
-runs each tool call on a thread of its own (so tools run concurrently and never block the reader)
-and hands output entries to ``on_output`` in the order they happened. Those threads are daemons:
-a tool still blocked when the harness exits does not keep the interpreter alive."""
+runs each tool call on a worker thread (so tools run concurrently and never block the reader)
+and hands output entries to ``on_output`` in the order they happened. The workers are daemon
+threads, reused across calls and added when all are busy: a tool still blocked when the harness
+exits does not keep the interpreter alive, as concurrent.futures' joined workers would."""
 from __future__ import annotations
 
 import asyncio
 import inspect
 import itertools
+import queue
 import subprocess
 import sys
 import threading
@@ -16,6 +18,30 @@ from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
 
 from ._protocol import (DEFAULT, PROTOCOL_VERSION, PtcError, Tool, Tools, decode, reply_error, request, run_params,
                         tool_error, tool_result, tool_table, unknown_tool)
+
+
+class _Workers:
+    """Daemon threads that run tool calls; one more starts whenever none is idle."""
+
+    def __init__(self) -> None:
+        self._queue: "queue.SimpleQueue[Callable[[], None]]" = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, task: Callable[[], None]) -> None:
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        self._queue.put(task)
+        if start:
+            threading.Thread(target=self._work, name="ptc-tool", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            self._queue.get()()
+            with self._lock:
+                self._idle += 1
 
 
 class _Run:
@@ -42,6 +68,7 @@ class PtcClient:
         self._pending: Dict[int, "Future[Any]"] = {}
         self._runs: Dict[str, _Run] = {}
         self._closed: Optional[PtcError] = None
+        self._workers = _Workers()
         self._reader = threading.Thread(target=self._read, name="ptc-reader", daemon=True)
         self._reader.start()
         try:
@@ -139,7 +166,7 @@ class PtcClient:
                 continue
             method = message.get("method")
             if method == "invoke":
-                threading.Thread(target=self._invoke, args=(message,), name="ptc-tool", daemon=True).start()
+                self._workers.submit(lambda message=message: self._invoke(message))
             elif method == "output":
                 self._output(message.get("params") or {})
             elif method is None:
