@@ -370,6 +370,13 @@ for (const [label, file, args] of LAUNCHES) {
   });
 }
 
+test('dist/ptc: a bad flag of ptc serve is a usage error (exit 2) before anything is served', () => {
+  const result = spawnSync(BIN, ['serve', '--max-pending-calls', '0'], { cwd: repoRoot, input: '', encoding: 'utf8', env: { PATH: '/usr/bin:/bin' } });
+  assert.is(result.status, 2);
+  assert.is(result.stdout, '');
+  assert.match(result.stderr, /^ptc: ptc config: maxPendingCalls must be a positive integer, got 0\n/);
+});
+
 test.after.each(async () => {
   for (const client of started) {
     if (client.child.exitCode === null && client.child.signalCode === null) client.child.kill('SIGKILL');
