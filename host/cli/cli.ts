@@ -8,6 +8,7 @@ import { limitOptions, loadBindings, loadConfig, messageOf, sandboxOptions, Usag
 import { HumanPrinter, resultJson } from './print.ts';
 import { replCommand, replOptions, type ReplArgs } from './repl.ts';
 import { mcpCommand, mcpOptions } from './mcp.ts';
+import { serveCommand, serveOptions } from './serve.ts';
 
 /** Runs the CLI with the given arguments; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -47,6 +48,14 @@ export async function main(argv: string[]): Promise<number> {
         exitCode = await mcpCommand(args as unknown as Parameters<typeof mcpCommand>[0]);
       },
     )
+    .command(
+      'serve',
+      'Serve JSON-RPC 2.0 on stdin/stdout, one message a line: a harness in any language runs programs with its own tools',
+      (command: Argv) => serveOptions(command),
+      async (args) => {
+        exitCode = await serveCommand(args as unknown as RunArgs);
+      },
+    )
     .command('version', 'Print the ptc version, the embedded Node version, the protocol revision and which sandbox backends work here', {}, async () => {
       process.stdout.write(`ptc ${VERSION}\nnode ${process.version}\nprotocol ${PROTOCOL_REVISION}\n`);
       const backends = await availableBackends();
@@ -63,7 +72,7 @@ export async function main(argv: string[]): Promise<number> {
         process.stdout.write(`wrote ${out}\n`);
       },
     )
-    .demandCommand(1, 'Name a command: run, repl, mcp, version or bootstrap')
+    .demandCommand(1, 'Name a command: run, repl, serve, mcp, version or bootstrap')
     .strict()
     .help()
     .version('version', 'Print the ptc version', `ptc ${VERSION}`)

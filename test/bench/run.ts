@@ -13,6 +13,7 @@ import { retained } from './retained.ts';
 import { sandboxed } from './sandbox.ts';
 import { mcp } from './mcp.ts';
 import { remote } from './ssh.ts';
+import { served } from './serve.ts';
 import { interleave, median, ms, p90, pad, ratio } from './stats.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -224,6 +225,7 @@ try {
   await sandboxed();
   await mcp();
   await remote();
+  await served();
   console.log(`\nbench took ${((performance.now() - started) / 1000).toFixed(1)} s`);
 } catch (error) {
   console.error('\nbench broke:', error);

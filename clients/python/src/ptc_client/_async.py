@@ -1,0 +1,187 @@
+"""AsyncPtcClient: the same API as PtcClient with async/await, on one event loop. Async tools run
+as tasks, plain functions on worker threads, so neither blocks the loop or the other runs."""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import sys
+import uuid
+from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
+
+from ._protocol import (DEFAULT, PROTOCOL_VERSION, PtcError, Tool, Tools, decode, reply_error, request, run_params,
+                        tool_error, tool_result, tool_table, unknown_tool)
+
+# One line may hold a whole result (up to maxOutputBytes of output, escaped): asyncio's 64 KiB default is far too small.
+_LINE_LIMIT = 1 << 30
+
+
+class _Run:
+    def __init__(self, tools: Dict[str, Tool], on_output: Optional[Callable[[Dict[str, Any]], Any]]) -> None:
+        self.tools = tools
+        self.on_output = on_output
+
+
+class AsyncPtcClient:
+    """``async with AsyncPtcClient(binary="dist/ptc") as ptc: await ptc.run(...)``; see PtcClient."""
+
+    def __init__(self, binary: str = "ptc", *, config: Optional[Mapping[str, Any]] = None, args: Sequence[str] = (),
+                 cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None, stderr: Optional[IO[Any]] = None) -> None:
+        self._command = [binary, "serve", *args]
+        self._config = config
+        self._cwd = cwd
+        self._env = None if env is None else dict(env)
+        self._stderr = stderr
+        self._ids = itertools.count(1)
+        self._pending: Dict[int, "asyncio.Future[Any]"] = {}
+        self._runs: Dict[str, _Run] = {}
+        self._tasks: set = set()
+        self._closed: Optional[PtcError] = None
+        self._process: Optional[asyncio.subprocess.Process] = None
+        self._reader: Optional["asyncio.Task[None]"] = None
+        self.info: Dict[str, Any] = {}
+
+    async def start(self) -> "AsyncPtcClient":
+        """Starts the server and initializes it (``async with`` does this)."""
+        self._process = await asyncio.create_subprocess_exec(*self._command, stdin=asyncio.subprocess.PIPE,
+                                                             stdout=asyncio.subprocess.PIPE, stderr=self._stderr,
+                                                             cwd=self._cwd, env=self._env, limit=_LINE_LIMIT)
+        self._reader = asyncio.ensure_future(self._read())
+        params: Dict[str, Any] = {"protocolVersion": PROTOCOL_VERSION}
+        if self._config is not None:
+            params["config"] = dict(self._config)
+        try:
+            self.info = await self._call("initialize", params)
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def __aenter__(self) -> "AsyncPtcClient":
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def run(self, program: str, tools: Tools = None, *, on_output: Optional[Callable[[Dict[str, Any]], Any]] = None,
+                  cwd: Optional[str] = None, timeout_ms: Any = DEFAULT, policy: Optional[Mapping[str, Any]] = None,
+                  owner: Optional[str] = None, run_id: Optional[str] = None, discard_completion: bool = False) -> Dict[str, Any]:
+        """Runs a program; returns the result dict exactly as ``ptc run --json`` prints it. ``on_output`` may be async."""
+        table = tool_table(tools)
+        run_id = run_id if run_id is not None else uuid.uuid4().hex
+        params = run_params(program, table, run_id, cwd=cwd, timeout_ms=timeout_ms, policy=policy, owner=owner,
+                            discard_completion=discard_completion)
+        if run_id in self._runs:
+            raise PtcError(f"run_id {run_id!r} is already in flight on this client")
+        self._runs[run_id] = _Run(table, on_output)
+        try:
+            return await self._call("run", params)
+        finally:
+            self._runs.pop(run_id, None)
+
+    async def cancel(self, run_id: str) -> bool:
+        return bool((await self._call("cancel", {"runId": run_id}))["cancelled"])
+
+    async def release(self, owner: str) -> bool:
+        return bool((await self._call("release", {"owner": owner}))["released"])
+
+    async def close(self, timeout: float = 10.0) -> Optional[int]:
+        """Closes the server's stdin, which ends every run and carrier; returns its exit code."""
+        process = self._process
+        if process is None:
+            return None
+        if process.stdin is not None and not process.stdin.is_closing():
+            process.stdin.close()
+        try:
+            code = await asyncio.wait_for(process.wait(), timeout)
+        except asyncio.TimeoutError:
+            process.kill()
+            code = await process.wait()
+        if self._reader is not None:
+            await self._reader
+        for task in list(self._tasks):
+            task.cancel()
+        return code
+
+    # ---- the wire ----
+
+    async def _call(self, method: str, params: Mapping[str, Any]) -> Any:
+        if self._closed is not None:
+            raise self._closed
+        id = next(self._ids)
+        future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
+        self._pending[id] = future
+        self._write(request(id, method, params))
+        return await future
+
+    def _write(self, line: bytes) -> None:
+        stdin = self._process.stdin if self._process is not None else None
+        if stdin is None or stdin.is_closing():
+            return
+        stdin.write(line)
+
+    async def _read(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        stdout = self._process.stdout
+        while True:
+            line = await stdout.readline()
+            if not line:
+                break
+            try:
+                message = decode(line)
+            except ValueError:
+                print(f"ptc_client: ignored a line that is not JSON: {line[:200]!r}", file=sys.stderr)
+                continue
+            method = message.get("method")
+            if method == "invoke":
+                task = asyncio.ensure_future(self._invoke(message))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+            elif method == "output":
+                await self._output(message.get("params") or {})
+            elif method is None:
+                future = self._pending.pop(message.get("id"), None)
+                if future is None or future.done():
+                    continue
+                if "error" in message:
+                    future.set_exception(reply_error(message))
+                else:
+                    future.set_result(message.get("result"))
+        code = await self._process.wait()
+        self._closed = PtcError(f"ptc serve exited with code {code}")
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(self._closed)
+
+    async def _output(self, params: Mapping[str, Any]) -> None:
+        run = self._runs.get(params.get("runId"))
+        if run is None or run.on_output is None:
+            return
+        try:
+            value = run.on_output(params.get("entry"))
+            if inspect.isawaitable(value):
+                await value
+        except Exception as error:  # a broken callback must not stop the reader
+            print(f"ptc_client: on_output raised {error!r}", file=sys.stderr)
+
+    async def _invoke(self, message: Mapping[str, Any]) -> None:
+        id = message.get("id")
+        params = message.get("params") or {}
+        run = self._runs.get(params.get("runId"))
+        tool = run.tools.get(params.get("name")) if run is not None else None
+        if tool is None:
+            self._write(unknown_tool(id, params.get("name")))
+            return
+        args = params.get("args", [])
+        try:
+            if inspect.iscoroutinefunction(tool.fn):
+                value = await tool.fn(*args)
+            else:
+                value = await asyncio.to_thread(tool.fn, *args)
+                if inspect.isawaitable(value):
+                    value = await value
+        except Exception as error:
+            self._write(tool_error(id, error))
+            return
+        self._write(tool_result(id, value))

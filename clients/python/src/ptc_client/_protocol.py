@@ -1,0 +1,141 @@
+"""What both clients share: the wire format, the tool table and the shapes of requests and replies.
+
+Numbers stay exact both ways: Python's json reads every integer as an int (however large) and
+writes it as digits, which ptc reads back as a bigint; floats are IEEE doubles on both sides.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Union
+
+#: The revision of the `ptc serve` protocol this client speaks.
+PROTOCOL_VERSION = 1
+
+#: The JSON-RPC code of a tool's error reply (the server range, as ptc's own codes).
+TOOL_ERROR = -32000
+
+
+class PtcError(Exception):
+    """A JSON-RPC error reply from `ptc serve` (bad parameters, a busy owner), or the server went away."""
+
+    def __init__(self, message: str, code: Optional[int] = None, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.data = data
+
+
+@dataclass
+class Tool:
+    """A tool with its schema, for when a bare function is not enough to describe it to the model."""
+
+    fn: Callable[..., Any]
+    description: Optional[str] = None
+    input_schema: Optional[Dict[str, Any]] = None
+    output_schema: Optional[Dict[str, Any]] = None
+    name: str = field(default="")
+
+
+ToolSpec = Union[Callable[..., Any], Tool]
+Tools = Optional[Union[Mapping[str, ToolSpec], Iterable[Tool]]]
+
+
+def tool_table(tools: Tools) -> Dict[str, Tool]:
+    """Names to tools; a dotted name (``github.listIssues``) is a namespace in the program."""
+    table: Dict[str, Tool] = {}
+    if tools is None:
+        return table
+    items = tools.items() if isinstance(tools, Mapping) else ((tool.name, tool) for tool in tools)
+    for name, spec in items:
+        if not isinstance(name, str) or name == "":
+            raise TypeError(f"a tool name must be a non-empty string, got {name!r}")
+        if isinstance(spec, Tool):
+            tool = Tool(spec.fn, spec.description, spec.input_schema, spec.output_schema, name)
+        elif callable(spec):
+            tool = Tool(spec, name=name)
+        else:
+            raise TypeError(f"tool {name!r} must be a function or a Tool, got {spec!r}")
+        table[name] = tool
+    return table
+
+
+def describe_tools(table: Mapping[str, Tool]) -> list:
+    described = []
+    for name, tool in table.items():
+        entry: Dict[str, Any] = {"name": name}
+        if tool.description is not None:
+            entry["description"] = tool.description
+        if tool.input_schema is not None:
+            entry["inputSchema"] = tool.input_schema
+        if tool.output_schema is not None:
+            entry["outputSchema"] = tool.output_schema
+        described.append(entry)
+    return described
+
+
+class _Default:
+    def __repr__(self) -> str:
+        return "DEFAULT"
+
+
+#: ``timeout_ms=DEFAULT`` (the default) uses the server's configured deadline; ``None`` means no deadline.
+DEFAULT: Any = _Default()
+
+
+def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Optional[str], timeout_ms: Any,
+               policy: Optional[Mapping[str, Any]], owner: Optional[str], discard_completion: bool) -> Dict[str, Any]:
+    if not isinstance(program, str):
+        raise TypeError(f"program must be a string, got {program!r}")
+    params: Dict[str, Any] = {"program": program, "runId": run_id, "tools": describe_tools(table)}
+    if cwd is not None:
+        params["cwd"] = str(cwd)
+    if timeout_ms is not DEFAULT:
+        params["timeoutMs"] = timeout_ms
+    if policy is not None:
+        params["policy"] = dict(policy)
+    if owner is not None:
+        params["owner"] = owner
+    if discard_completion:
+        params["discardCompletion"] = True
+    return params
+
+
+def encode(message: Mapping[str, Any]) -> bytes:
+    # allow_nan=False: NaN and Infinity are not JSON, and ptc would refuse the line.
+    return (json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def decode(line: bytes) -> Dict[str, Any]:
+    return json.loads(line)
+
+
+def request(id: int, method: str, params: Mapping[str, Any]) -> bytes:
+    return encode({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+
+
+def tool_result(id: Any, value: Any) -> bytes:
+    """The reply to an invoke; a value that is not JSON becomes an error the program sees."""
+    try:
+        return encode({"jsonrpc": "2.0", "id": id, "result": value})
+    except (TypeError, ValueError) as error:
+        return encode({"jsonrpc": "2.0", "id": id, "error": {"code": TOOL_ERROR, "message": f"the tool returned a value that is not JSON: {error}", "data": {"code": "PTC_INVALID_RESULT"}}})
+
+
+def tool_error(id: Any, error: BaseException) -> bytes:
+    """The reply for a tool that raised: its message, and its ``code`` attribute when it has one."""
+    message = str(error) or type(error).__name__
+    data: Dict[str, Any] = {"type": type(error).__name__}
+    code = getattr(error, "code", None)
+    if isinstance(code, (str, int)) and not isinstance(code, bool):
+        data["code"] = str(code)
+    return encode({"jsonrpc": "2.0", "id": id, "error": {"code": TOOL_ERROR, "message": message, "data": data}})
+
+
+def unknown_tool(id: Any, name: Any) -> bytes:
+    return encode({"jsonrpc": "2.0", "id": id, "error": {"code": TOOL_ERROR, "message": f"this client has no tool named {name!r} for that run", "data": {"code": "PTC_UNKNOWN_TOOL"}}})
+
+
+def reply_error(message: Mapping[str, Any]) -> PtcError:
+    error = message.get("error") or {}
+    return PtcError(str(error.get("message", "ptc serve answered with an error")), error.get("code"), error.get("data"))

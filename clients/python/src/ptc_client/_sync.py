@@ -1,0 +1,219 @@
+"""PtcClient: `ptc serve` driven from threads. A reader thread routes replies to the waiting call,
+runs each tool call on a worker thread (so tools run concurrently and never block the reader)
+and hands output entries to ``on_output`` in the order they happened. The workers are daemon
+threads, reused across calls and added when all are busy: a tool still blocked when the harness
+exits does not keep the interpreter alive, as concurrent.futures' joined workers would."""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import queue
+import subprocess
+import sys
+import threading
+import uuid
+from concurrent.futures import Future
+from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
+
+from ._protocol import (DEFAULT, PROTOCOL_VERSION, PtcError, Tool, Tools, decode, reply_error, request, run_params,
+                        tool_error, tool_result, tool_table, unknown_tool)
+
+
+class _Workers:
+    """Daemon threads that run tool calls; one more starts whenever none is idle."""
+
+    def __init__(self) -> None:
+        self._queue: "queue.SimpleQueue[Callable[[], None]]" = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0
+
+    def submit(self, task: Callable[[], None]) -> None:
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        self._queue.put(task)
+        if start:
+            threading.Thread(target=self._work, name="ptc-tool", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            self._queue.get()()
+            with self._lock:
+                self._idle += 1
+
+
+class _Run:
+    def __init__(self, tools: Dict[str, Tool], on_output: Optional[Callable[[Dict[str, Any]], Any]]) -> None:
+        self.tools = tools
+        self.on_output = on_output
+
+
+class PtcClient:
+    """Starts ``binary serve`` and runs programs through it; use it as a context manager.
+
+    ``config`` is ptc's runtime configuration (``{"timeoutMs": 30000, "executionMode": ...}``),
+    sent with ``initialize``; ``info`` holds the server's answer (versions, program format,
+    ``executionInstructions`` for the model, working sandbox backends).
+    """
+
+    def __init__(self, binary: str = "ptc", *, config: Optional[Mapping[str, Any]] = None, args: Sequence[str] = (),
+                 cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None, stderr: Optional[IO[Any]] = None) -> None:
+        self._process = subprocess.Popen([binary, "serve", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=stderr, cwd=cwd, env=None if env is None else dict(env))
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._pending: Dict[int, "Future[Any]"] = {}
+        self._runs: Dict[str, _Run] = {}
+        self._closed: Optional[PtcError] = None
+        self._workers = _Workers()
+        self._reader = threading.Thread(target=self._read, name="ptc-reader", daemon=True)
+        self._reader.start()
+        try:
+            params: Dict[str, Any] = {"protocolVersion": PROTOCOL_VERSION}
+            if config is not None:
+                params["config"] = dict(config)
+            self.info: Dict[str, Any] = self._call("initialize", params)
+        except BaseException:
+            self.close()
+            raise
+
+    def __enter__(self) -> "PtcClient":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def run(self, program: str, tools: Tools = None, *, on_output: Optional[Callable[[Dict[str, Any]], Any]] = None,
+            cwd: Optional[str] = None, timeout_ms: Any = DEFAULT, policy: Optional[Mapping[str, Any]] = None,
+            owner: Optional[str] = None, run_id: Optional[str] = None, discard_completion: bool = False) -> Dict[str, Any]:
+        """Runs a program; returns the result dict exactly as ``ptc run --json`` prints it.
+
+        ``tools`` maps names to functions (plain or ``async``) or ``Tool``s; a function's exception
+        becomes a ``BindingError`` in the program. ``timeout_ms=None`` runs without a deadline.
+        Pass ``run_id`` to ``cancel()`` the run from another thread.
+        """
+        table = tool_table(tools)
+        run_id = run_id if run_id is not None else uuid.uuid4().hex
+        params = run_params(program, table, run_id, cwd=cwd, timeout_ms=timeout_ms, policy=policy, owner=owner,
+                            discard_completion=discard_completion)
+        with self._lock:
+            if run_id in self._runs:
+                raise PtcError(f"run_id {run_id!r} is already in flight on this client")
+            self._runs[run_id] = _Run(table, on_output)
+        try:
+            return self._call("run", params)
+        finally:
+            with self._lock:
+                self._runs.pop(run_id, None)
+
+    def cancel(self, run_id: str) -> bool:
+        """Ends the run as ``abort``; False when no such run was in flight."""
+        return bool(self._call("cancel", {"runId": run_id})["cancelled"])
+
+    def release(self, owner: str) -> bool:
+        """Ends the owner's retained environment; False when it had none."""
+        return bool(self._call("release", {"owner": owner})["released"])
+
+    def close(self, timeout: float = 10.0) -> Optional[int]:
+        """Closes the server's stdin, which ends every run and carrier; returns its exit code."""
+        try:
+            if self._process.stdin is not None and not self._process.stdin.closed:
+                with self._write_lock:
+                    self._process.stdin.close()
+        except OSError:
+            pass
+        try:
+            code = self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            code = self._process.wait()
+        self._reader.join(timeout)
+        return code
+
+    # ---- the wire ----
+
+    def _call(self, method: str, params: Mapping[str, Any]) -> Any:
+        future: "Future[Any]" = Future()
+        with self._lock:
+            if self._closed is not None:
+                raise self._closed
+            id = next(self._ids)
+            self._pending[id] = future
+        self._write(request(id, method, params))
+        return future.result()
+
+    def _write(self, line: bytes) -> None:
+        with self._write_lock:
+            stdin = self._process.stdin
+            if stdin is None or stdin.closed:
+                return
+            try:
+                stdin.write(line)
+                stdin.flush()
+            except (BrokenPipeError, ValueError):
+                pass
+
+    def _read(self) -> None:
+        assert self._process.stdout is not None
+        for line in self._process.stdout:
+            try:
+                message = decode(line)
+            except ValueError:
+                print(f"ptc_client: ignored a line that is not JSON: {line[:200]!r}", file=sys.stderr)
+                continue
+            method = message.get("method")
+            if method == "invoke":
+                self._workers.submit(lambda message=message: self._invoke(message))
+            elif method == "output":
+                self._output(message.get("params") or {})
+            elif method is None:
+                with self._lock:
+                    future = self._pending.pop(message.get("id"), None)
+                if future is None:
+                    continue
+                if "error" in message:
+                    future.set_exception(reply_error(message))
+                else:
+                    future.set_result(message.get("result"))
+        code = self._process.wait()
+        error = PtcError(f"ptc serve exited with code {code}")
+        with self._lock:
+            self._closed = error
+            pending, self._pending = self._pending, {}
+        for future in pending.values():
+            future.set_exception(error)
+
+    def _output(self, params: Mapping[str, Any]) -> None:
+        with self._lock:
+            run = self._runs.get(params.get("runId"))
+        if run is None or run.on_output is None:
+            return
+        try:
+            run.on_output(params.get("entry"))
+        except Exception as error:  # a broken callback must not stop the reader
+            print(f"ptc_client: on_output raised {error!r}", file=sys.stderr)
+
+    def _invoke(self, message: Mapping[str, Any]) -> None:
+        id = message.get("id")
+        params = message.get("params") or {}
+        with self._lock:
+            run = self._runs.get(params.get("runId"))
+        tool = run.tools.get(params.get("name")) if run is not None else None
+        if tool is None:
+            self._write(unknown_tool(id, params.get("name")))
+            return
+        try:
+            value = tool.fn(*params.get("args", []))
+            if inspect.isawaitable(value):
+                value = asyncio.run(_awaited(value))
+        except Exception as error:
+            self._write(tool_error(id, error))
+            return
+        self._write(tool_result(id, value))
+
+
+async def _awaited(value: Any) -> Any:
+    return await value

@@ -1,0 +1,75 @@
+// The parameters of each method, checked before anything starts. Errors name the method, the
+// field and the value, and an unknown field is refused so a typo never falls back to a default.
+import type { RuntimeConfig, SandboxPolicy } from '../index.ts';
+import { ErrorCode, RpcError } from './wire.ts';
+import { show } from './show.ts';
+import { checkTools, type Tool } from './tools.ts';
+
+export interface RunParams {
+  program: string;
+  tools: Tool[];
+  owner?: string;
+  runId?: string;
+  timeoutMs?: number | null;
+  policy?: SandboxPolicy;
+  cwd?: string;
+  discardCompletion?: boolean;
+}
+
+const invalid = (method: string, message: string): RpcError => new RpcError(ErrorCode.invalidParams, `${method}: ${message}`);
+
+function only(method: string, params: Record<string, unknown>, fields: string[]): void {
+  for (const field of Object.keys(params)) {
+    if (!fields.includes(field)) throw invalid(method, `unknown parameter "${field}" (value ${show(params[field])}); ${fields.length > 0 ? `${method} takes ${fields.join(', ')}` : `${method} takes no parameters`}`);
+  }
+}
+
+function name(method: string, params: Record<string, unknown>, field: string, required: boolean): string | undefined {
+  const value = params[field];
+  if (value === undefined && !required) return undefined;
+  if (typeof value !== 'string' || value === '') throw invalid(method, `${field} must be a non-empty string, got ${show(value)}`);
+  return value;
+}
+
+export function initializeParams(params: Record<string, unknown>): { protocolVersion?: number; config?: RuntimeConfig } {
+  only('initialize', params, ['protocolVersion', 'config', 'clientInfo']);
+  const { protocolVersion, config } = params;
+  if (protocolVersion !== undefined && (typeof protocolVersion !== 'number' || !Number.isInteger(protocolVersion))) throw invalid('initialize', `protocolVersion must be an integer, got ${show(protocolVersion)}`);
+  if (config !== undefined && (typeof config !== 'object' || config === null || Array.isArray(config))) throw invalid('initialize', `config must be an object of runtime configuration, got ${show(config)}`);
+  return { ...(protocolVersion !== undefined ? { protocolVersion } : {}), ...(config !== undefined ? { config: config as RuntimeConfig } : {}) };
+}
+
+/** Checks `run`; the library checks the values it owns (timeoutMs, policy, cwd) when it resolves them. */
+export function runParams(params: Record<string, unknown>): RunParams {
+  only('run', params, ['program', 'tools', 'owner', 'runId', 'timeoutMs', 'policy', 'cwd', 'discardCompletion']);
+  if (typeof params.program !== 'string') throw invalid('run', `program must be a string, got ${show(params.program)}`);
+  const owner = name('run', params, 'owner', false);
+  const runId = name('run', params, 'runId', false);
+  return {
+    ...(params as Omit<RunParams, 'tools' | 'owner' | 'runId'>),
+    tools: checkTools(params.tools),
+    ...(owner !== undefined ? { owner } : {}),
+    ...(runId !== undefined ? { runId } : {}),
+  };
+}
+
+export function cancelParams(params: Record<string, unknown>): string {
+  only('cancel', params, ['runId']);
+  return name('cancel', params, 'runId', true)!;
+}
+
+export function releaseParams(params: Record<string, unknown>): string {
+  only('release', params, ['owner']);
+  return name('release', params, 'owner', true)!;
+}
+
+/** Checks `declarations`: the same tool list as `run` takes. */
+export function declarationsParams(params: Record<string, unknown>): Tool[] {
+  only('declarations', params, ['tools']);
+  if (params.tools === undefined) throw invalid('declarations', 'tools is required: [{name, description?, inputSchema?, outputSchema?}]');
+  return checkTools(params.tools);
+}
+
+export function noParams(method: string, params: Record<string, unknown>): void {
+  only(method, params, []);
+}

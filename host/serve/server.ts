@@ -1,0 +1,196 @@
+// What `ptc serve` does with each method: one runtime for the connection, runs in flight keyed by
+// runId, retained owners named by strings, and an orderly close that aborts every run and ends
+// every carrier. The runtime is created at `initialize` (with its config) or at the first `run`.
+import { availableBackends, createRuntime, declarations, DEFAULTS, PROTOCOL_REVISION, VERSION, type Runtime, type RuntimeConfig } from '../index.ts';
+import type { Connection } from './connection.ts';
+import { cancelParams, declarationsParams, initializeParams, noParams, releaseParams, runParams } from './params.ts';
+import { toolBindings } from './tools.ts';
+import { ErrorCode, RpcError } from './wire.ts';
+
+/** The revision of this JSON-RPC protocol; `initialize` answers it and refuses a client that expects another. */
+export const SERVE_PROTOCOL_VERSION = 1;
+export const METHODS = ['initialize', 'run', 'cancel', 'release', 'declarations', 'shutdown'];
+
+interface ActiveRun {
+  controller: AbortController;
+  /** Ids of this run's `invoke` requests still waiting for the client. */
+  invokes: Set<number>;
+}
+
+export class Server {
+  readonly #baseConfig: RuntimeConfig;
+  readonly #log: (line: string) => void;
+  #connection!: Connection;
+  #runtime: Runtime | undefined;
+  readonly #runs = new Map<string, ActiveRun>();
+  /** Owner names and the objects that stand for them in the library; an owner with a run in flight is busy. */
+  readonly #owners = new Map<string, object>();
+  readonly #busyOwners = new Set<string>();
+  #nextRun = 0;
+  #closing: Promise<void> | undefined;
+  /** Resolves when `shutdown` asks the connection to stop reading. */
+  readonly stopped: Promise<void>;
+  #stop!: () => void;
+
+  constructor(baseConfig: RuntimeConfig, log: (line: string) => void) {
+    this.#baseConfig = baseConfig;
+    this.#log = log;
+    this.stopped = new Promise((resolve) => (this.#stop = resolve));
+  }
+
+  attach(connection: Connection): void {
+    this.#connection = connection;
+  }
+
+  /** The frame limit: the runtime's maxMessageBytes, one limit for every message of the connection. */
+  maxLineBytes(): number {
+    return this.#runtime?.config.maxMessageBytes ?? this.#baseConfig.maxMessageBytes ?? DEFAULTS.maxMessageBytes;
+  }
+
+  async handle(method: string, params: Record<string, unknown>): Promise<unknown> {
+    switch (method) {
+      case 'initialize':
+        return this.#initialize(params);
+      case 'run':
+        return this.#run(params);
+      case 'cancel': {
+        const runId = cancelParams(params);
+        const run = this.#runs.get(runId);
+        run?.controller.abort(new Error('cancelled by the client'));
+        return { cancelled: run !== undefined };
+      }
+      case 'release': {
+        const owner = releaseParams(params);
+        const object = this.#owners.get(owner);
+        if (object === undefined) return { released: false };
+        this.#owners.delete(owner);
+        await this.#runtime!.release(object);
+        return { released: true };
+      }
+      case 'declarations': {
+        const tools = declarationsParams(params);
+        try {
+          return { declarations: declarations(tools) };
+        } catch (error) {
+          throw new RpcError(ErrorCode.invalidParams, `declarations: ${(error as Error).message}`, undefined, { cause: error });
+        }
+      }
+      case 'shutdown':
+        noParams('shutdown', params);
+        await this.close();
+        this.#stop();
+        return null;
+      default:
+        throw new RpcError(ErrorCode.methodNotFound, `unknown method ${JSON.stringify(method)}; this server has ${METHODS.join(', ')}`);
+    }
+  }
+
+  /** Aborts every run and ends every carrier; idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      for (const run of this.#runs.values()) run.controller.abort(new Error('the server is closing'));
+      await this.#runtime?.dispose();
+    })();
+    return this.#closing;
+  }
+
+  /** The runtime, created on first use from the base config and what `initialize` added to it. */
+  #live(config: RuntimeConfig = {}): Runtime {
+    if (this.#closing !== undefined) throw new RpcError(ErrorCode.shuttingDown, 'the server is shutting down; it starts nothing new');
+    return (this.#runtime ??= this.#create({ ...this.#baseConfig, ...config }));
+  }
+
+  #create(config: RuntimeConfig): Runtime {
+    try {
+      return createRuntime(config);
+    } catch (error) {
+      throw new RpcError(ErrorCode.invalidParams, `initialize: ${(error as Error).message}`, undefined, { cause: error });
+    }
+  }
+
+  async #initialize(params: Record<string, unknown>): Promise<unknown> {
+    const { protocolVersion, config } = initializeParams(params);
+    if (protocolVersion !== undefined && protocolVersion !== SERVE_PROTOCOL_VERSION) {
+      throw new RpcError(ErrorCode.invalidRequest, `the client speaks ptc serve protocol ${protocolVersion}, this server (ptc ${VERSION}) speaks ${SERVE_PROTOCOL_VERSION}`, { protocolVersion: SERVE_PROTOCOL_VERSION });
+    }
+    if (config !== undefined && this.#runtime !== undefined) throw new RpcError(ErrorCode.invalidRequest, 'initialize: a config is accepted only once, before the first run');
+    const runtime = this.#live(config);
+    const backends = await availableBackends({ ...(runtime.config.sandbox.bwrapPath !== undefined ? { bwrapPath: runtime.config.sandbox.bwrapPath } : {}) });
+    return {
+      protocolVersion: SERVE_PROTOCOL_VERSION,
+      ptcVersion: VERSION,
+      nodeVersion: process.version,
+      carrierProtocolRevision: PROTOCOL_REVISION,
+      methods: METHODS,
+      programFormat: runtime.programFormat,
+      retainsState: runtime.retainsState,
+      timeout: runtime.timeout,
+      executionInstructions: runtime.executionInstructions,
+      sandboxBackends: [...(backends.bwrap === undefined ? ['bwrap'] : []), ...(backends.nodePermission === undefined ? ['node-permission'] : []), 'none'],
+    };
+  }
+
+  async #run(params: Record<string, unknown>): Promise<unknown> {
+    const request = runParams(params);
+    const runtime = this.#live();
+    const runId = request.runId ?? `run-${++this.#nextRun}`;
+    if (this.#runs.has(runId)) throw new RpcError(ErrorCode.busy, `run: runId ${JSON.stringify(runId)} is already in flight`);
+    const { owner } = request;
+    if (owner !== undefined && this.#busyOwners.has(owner)) {
+      throw new RpcError(ErrorCode.busy, `run: owner ${JSON.stringify(owner)} already has a run in flight; wait for its reply before starting another`);
+    }
+    const run: ActiveRun = { controller: new AbortController(), invokes: new Set() };
+    let spec;
+    try {
+      spec = runtime.resolve({
+        program: request.program,
+        bindings: toolBindings(request.tools, (name, args) => this.#invoke(run, runId, name, args)),
+        ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
+        ...('timeoutMs' in request ? { timeoutMs: request.timeoutMs } : {}),
+        ...(request.policy !== undefined ? { policy: request.policy } : {}),
+        ...(request.discardCompletion !== undefined ? { discardCompletion: request.discardCompletion } : {}),
+        ...(owner !== undefined ? { stateOwner: this.#ownerObject(owner) } : {}),
+      });
+    } catch (error) {
+      if (error instanceof RpcError) throw error;
+      throw new RpcError(ErrorCode.invalidParams, `run: ${(error as Error).message}`, undefined, { cause: error });
+    }
+    this.#runs.set(runId, run);
+    if (owner !== undefined) this.#busyOwners.add(owner);
+    try {
+      return await runtime.run(spec, {
+        signal: run.controller.signal,
+        onOutput: (entry) => this.#connection.notify('output', { runId, entry }),
+      });
+    } catch (error) {
+      // The library rejects only caller misuse here, such as a writable root that does not exist.
+      throw new RpcError(ErrorCode.invalidParams, `run: ${(error as Error).message}`, undefined, { cause: error });
+    } finally {
+      this.#runs.delete(runId);
+      if (owner !== undefined) this.#busyOwners.delete(owner);
+      const ended = Object.assign(new Error(`run ${runId} has ended`), { code: 'PTC_EVALUATION_ENDED' });
+      for (const id of run.invokes) this.#connection.forget(id, ended);
+    }
+  }
+
+  #ownerObject(owner: string): object {
+    let object = this.#owners.get(owner);
+    if (object === undefined) this.#owners.set(owner, (object = { owner }));
+    return object;
+  }
+
+  /** One binding call: an `invoke` request to the client; its error reply becomes the program's BindingError. */
+  async #invoke(run: ActiveRun, runId: string, name: string, args: unknown[]): Promise<unknown> {
+    const { id, reply } = this.#connection.request('invoke', { runId, name, args });
+    run.invokes.add(id);
+    try {
+      return await reply;
+    } catch (error) {
+      if (!(error instanceof RpcError)) throw error;
+      const code = (error.data as { code?: unknown } | null | undefined)?.code;
+      throw Object.assign(new Error(error.message, { cause: error }), typeof code === 'string' ? { code } : {});
+    } finally {
+      run.invokes.delete(id);
+    }
+  }
+}
