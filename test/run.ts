@@ -48,7 +48,7 @@ for (const launch of LAUNCHES) {
   for (const file of all) {
     const name = relative(root, file);
     if (only.length > 0 && !only.some((pattern) => name.includes(pattern))) continue;
-    if (launch !== undefined && !(name.startsWith('test/integration/') && (await usesTestLaunch(file)))) continue;
+    if (launch !== undefined && !(name.startsWith('test/integration/') && (await usesTestLaunch(file, launch)))) continue;
     const label = launch === undefined ? name : `${name} [${launch}]`;
     process.stdout.write(`\n# ${label}\n`);
     const result = await runSuite(file, launch);
@@ -58,8 +58,11 @@ for (const launch of LAUNCHES) {
   }
 }
 
-async function usesTestLaunch(file: string): Promise<boolean> {
+/** Whether a suite runs again under `launch`: it must use the test runtime helper, and may opt out
+ * with a marker comment ("launch: source only", or "launch: local only" to skip the ssh launch). */
+async function usesTestLaunch(file: string, launch: string): Promise<boolean> {
   const source = await readFile(file, 'utf8');
+  if (launch === 'ssh' && source.includes('launch: local only')) return false;
   return /\b(runProgram|createTestRuntime)\(/.test(source) && !source.includes('launch: source only');
 }
 if (failedSuites.length > 0) process.stdout.write(`\nfailed suites:\n${failedSuites.map((s) => `  ${s}`).join('\n')}\n`);

@@ -3,6 +3,8 @@
 // harness proves the host is healthy: a follow-up run on the same runtime succeeds, no process is
 // left in the workspace, no temp entry is left, and the host's RSS stays bounded. Killing the host
 // and the FIFO read through dist/ptc run are in test/e2e/hostile-cli.test.ts.
+// launch: local only. The attacks aim at the host through the local sandbox backends; a remote
+// carrier's host is another machine (the far side's kill and cleanup are in remote.test.ts).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { BACKENDS, failure, processesIn, removeTempRoot, tempLeftovers, workspace, type Backend } from '../helpers/hostile.ts';

@@ -3,9 +3,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, SandboxReport } from '../../host/index.ts';
-import { runProgram } from '../helpers/runtime.ts';
+import { reportLocation, runProgram } from '../helpers/runtime.ts';
 
-const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false };
+const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false } as SandboxReport;
 const SMALLEST = { maxMessageBytes: 1024 };
 
 function failureOf(result: RunResult) {

@@ -4,10 +4,10 @@
 // program as binding arguments, in every evaluator; values nested 10,000 deep cross both ways.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { RunResult, RuntimeConfig } from '../../host/index.ts';
-import { createTestRuntime } from '../helpers/runtime.ts';
+import type { RunResult, RuntimeConfig, SandboxReport } from '../../host/index.ts';
+import { createTestRuntime, reportLocation } from '../helpers/runtime.ts';
 
-const SANDBOX = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false };
+const SANDBOX = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false } as SandboxReport;
 
 /** [what, an expression (no declarations, so it runs in every format), path below the root, problem]. */
 const LOSSY: Array<[string, string, string, string]> = [

@@ -5,9 +5,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, SandboxReport } from '../../host/index.ts';
-import { runProgram } from '../helpers/runtime.ts';
+import { reportLocation, runProgram } from '../helpers/runtime.ts';
 
-const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false };
+const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false } as SandboxReport;
 const MiB = 1024 * 1024;
 const LIMIT = { maxMessageBytes: MiB };
 

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createRuntime, type RunResult, type RuntimeConfig } from '../../host/index.ts';
+import { createRuntime, PROTOCOL_REVISION, type RunResult, type RuntimeConfig } from '../../host/index.ts';
 import { liveProcesses, repoRoot, sshLaunch, sshServer, waitUntil } from '../helpers/runtime.ts';
 
 const server = sshServer();
@@ -101,7 +101,7 @@ if (server === undefined) {
     const result = await run('return 1', { launch: sshLaunch({ bootstrapPath: join(fixtures, 'old-bootstrap.mjs') }) });
     assert.equal(failure(result), {
       kind: 'worker-exit',
-      message: `ssh ${server.destination} (port ${server.port}): the bootstrap ${join(fixtures, 'old-bootstrap.mjs')} speaks protocol revision 1, this ptc speaks revision 2; install the matching bootstrap.mjs or leave bootstrapPath unset`,
+      message: `ssh ${server.destination} (port ${server.port}): the bootstrap ${join(fixtures, 'old-bootstrap.mjs')} speaks protocol revision 1, this ptc speaks revision ${PROTOCOL_REVISION}; install the matching bootstrap.mjs or leave bootstrapPath unset`,
       exitCode: null,
       signal: null,
     });
