@@ -10,7 +10,7 @@ import type { FileIdentity, ImageDescriptor, InvokeResult, OutputMessage, Progra
 import { bindingFailure, decodeArguments, encodeResult, type BindingFunction } from './bindings.ts';
 import type { ResolvedConfig } from './settings.ts';
 import { abortFailure, exceptionFailure, protocolFailure, timeoutFailure, type Failure } from './failures.ts';
-import { readImageSize } from './image-size.ts';
+import { readImageSize } from '../../carrier/protocol/image-size.ts';
 import { OutputLedger, fittingPrefix, type OutputEntry } from './output-ledger.ts';
 import { stripTypes } from './typescript.ts';
 import { discardedExpressionHint } from './completion-hint.ts';

@@ -4,7 +4,7 @@
 import { constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { BigIntStats } from 'node:fs';
-import type { FileIdentity } from '../../carrier/protocol/messages.ts';
+import type { FileIdentity } from './messages.ts';
 
 export type ImageFormat = 'png' | 'jpeg' | 'gif' | 'webp';
 export interface ImageSize { format: ImageFormat; width: number; height: number }
