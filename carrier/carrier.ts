@@ -65,9 +65,9 @@ export function runCarrier(): void {
     ['async-function', 'vm-script', 'scoped-repl', 'repl', 'images', 'revoke'],
   );
   saveCompileCache();
-  setImageRegistrar((path, identity) => {
+  setImageRegistrar((path, identity, pixels) => {
     if (currentRun() === undefined) return rejected(new Error('Image.fromFile: the evaluation that made this call has ended'));
-    return then(channel.host.registerImage(path, identity), (descriptor) => descriptor, (error: unknown) => {
+    return then(channel.host.registerImage(path, identity, pixels), (descriptor) => descriptor, (error: unknown) => {
       // The host's reason arrives as plain data; the program should catch a real Error.
       const { name, message } = (typeof error === 'object' && error !== null ? error : {}) as { name?: unknown; message?: unknown };
       const text = typeof message === 'string' ? message : `Image.fromFile failed for ${path}`;

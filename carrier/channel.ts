@@ -101,7 +101,7 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
     output: (entry) => void callEvent('output', entry),
     initialized: () => call('initialized') as ReturnType<HostLink['initialized']>,
     invoke: (name, args) => call('invoke', name, args) as ReturnType<HostLink['invoke']>,
-    registerImage: (path, identity) => call('registerImage', path, identity) as ReturnType<HostLink['registerImage']>,
+    registerImage: (path, identity, pixels) => call('registerImage', path, identity, pixels) as ReturnType<HostLink['registerImage']>,
   };
   return { host };
 }

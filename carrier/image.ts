@@ -6,7 +6,8 @@ import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { inspect as utilInspect } from 'node:util';
-import type { FileIdentity, ImageDescriptor } from './protocol/messages.ts';
+import type { FileIdentity, ImageDescriptor, ImagePixels } from './protocol/messages.ts';
+import { sizeFromHandle } from './protocol/image-size.ts';
 
 const issued = new WeakMap<object, ImageDescriptor>();
 const constructing = Symbol('ptc.image.constructing');
@@ -15,7 +16,7 @@ const constructing = Symbol('ptc.image.constructing');
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
 const openFile = open;
 const resolvePath = resolve;
-let registerFile: ((path: string, identity: FileIdentity) => Promise<ImageDescriptor>) | undefined;
+let registerFile: ((path: string, identity: FileIdentity, pixels: ImagePixels) => Promise<ImageDescriptor>) | undefined;
 let onInspected: ((descriptor: ImageDescriptor) => void) | undefined;
 
 /** An image the program received or loaded; display it with inspect(image). */
@@ -54,7 +55,10 @@ export class Image {
       const stats = await handle.stat({ bigint: true });
       if (!stats.isFile()) throw new TypeError(`${label} is not a regular file (it is ${fileKind(stats)})`);
       // Kept open until the host answers, so the inode it checks cannot be freed and reused meanwhile.
-      return createImage(await register(absolute, { dev: String(stats.dev), ino: String(stats.ino) }));
+      // Read here, under the sandbox: a remote host cannot read this machine's file, and a local
+      // one checks the same inode itself.
+      const { width, height } = await sizeFromHandle(handle, label);
+      return createImage(await register(absolute, { dev: String(stats.dev), ino: String(stats.ino) }, { width, height }));
     } finally {
       await handle.close().catch(() => {});
     }
@@ -79,7 +83,7 @@ export function imageDescriptor(value: unknown): ImageDescriptor | undefined {
 }
 
 /** Connects Image.fromFile to the host. */
-export function setImageRegistrar(register: (path: string, identity: FileIdentity) => Promise<ImageDescriptor>): void {
+export function setImageRegistrar(register: (path: string, identity: FileIdentity, pixels: ImagePixels) => Promise<ImageDescriptor>): void {
   registerFile = register;
 }
 

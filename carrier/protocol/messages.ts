@@ -71,6 +71,12 @@ export interface FileIdentity {
   ino: string;
 }
 
+/** An image's pixel size as the carrier read it from the file's header. */
+export interface ImagePixels {
+  width: number;
+  height: number;
+}
+
 export interface ImageDescriptor {
   attachmentId: string;
   path: string;
@@ -105,8 +111,12 @@ export interface HostMethods {
   invoke(name: string, args: string): Promise<InvokeResult>;
   /** The environment initializer finished; resolves true when the host still wants the program to run. */
   initialized(): Promise<boolean>;
-  /** Registers a file the carrier opened (absolute path, as its sandbox sees it) as an image the program may display. */
-  registerImage(path: string, identity: FileIdentity): Promise<ImageDescriptor>;
+  /**
+   * Registers a file the carrier opened (absolute path, as its sandbox sees it) as an image the
+   * program may display, with the size the carrier read. A local host reads that same inode
+   * itself; a host whose carrier is on another machine takes the carrier's size.
+   */
+  registerImage(path: string, identity: FileIdentity, pixels: ImagePixels): Promise<ImageDescriptor>;
   /** One-way: captured output, in order. */
   output(entry: OutputMessage): void;
 }

@@ -10,7 +10,7 @@ import type { FileIdentity, ImageDescriptor, InvokeResult, OutputMessage, Progra
 import { bindingFailure, decodeArguments, encodeResult, type BindingFunction } from './bindings.ts';
 import type { ResolvedConfig } from './settings.ts';
 import { abortFailure, exceptionFailure, protocolFailure, timeoutFailure, type Failure } from './failures.ts';
-import { readImageSize } from './image-size.ts';
+import { readImageSize } from '../../carrier/protocol/image-size.ts';
 import { OutputLedger, fittingPrefix, type OutputEntry } from './output-ledger.ts';
 import { stripTypes } from './typescript.ts';
 import { discardedExpressionHint } from './completion-hint.ts';
@@ -126,7 +126,13 @@ export class Environment {
     this.carrier.connect({
       invoke: (name, args) => (this.#hooks ? this.#hooks.invoke(name, args) : refuse()),
       // The carrier has opened the file under its sandbox; the host reads only that same inode.
-      registerImage: (path, identity) => (this.#hooks ? this.#registerImage(path, '/', 'Image.fromFile', identity) : refuse()),
+      registerImage: (path, identity, pixels) => {
+        if (!this.#hooks) return refuse();
+        // A remote carrier's file is on its machine: its path means a file there, and the size is
+        // the one the carrier read under its sandbox (the host has nothing to read it from).
+        if (this.report.location === 'remote') return Promise.resolve(this.#addImage(path, pixels));
+        return this.#registerImage(path, '/', 'Image.fromFile', identity);
+      },
       initialized: async () => this.#hooks?.initialized() ?? false,
       output: (entry) => this.#hooks?.output(entry),
     });
@@ -134,8 +140,11 @@ export class Environment {
 
   async #registerImage(path: string, cwd: string, caller: string, identity?: FileIdentity): Promise<ImageDescriptor> {
     const absolute = resolvePath(cwd, path);
-    const size = await readImageSize(absolute, identity, caller);
-    const descriptor = { attachmentId: this.#nextAttachmentId(), path: absolute, width: size.width, height: size.height };
+    return this.#addImage(absolute, await readImageSize(absolute, identity, caller));
+  }
+
+  #addImage(path: string, { width, height }: { width: number; height: number }): ImageDescriptor {
+    const descriptor = { attachmentId: this.#nextAttachmentId(), path, width, height };
     this.#images.set(descriptor.attachmentId, descriptor);
     return descriptor;
   }

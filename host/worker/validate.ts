@@ -35,7 +35,7 @@ export function checkFrame(message: unknown): Check {
     case 'initialized':
       return args.length === 0 && typeof message.i === 'string' ? undefined : 'initialized takes no arguments and needs a reply';
     case 'registerImage':
-      return args.length === 2 && typeof args[0] === 'string' && isIdentity(args[1]) ? undefined : 'registerImage takes a path and the file\'s {dev, ino}';
+      return args.length === 3 && typeof args[0] === 'string' && isIdentity(args[1]) && isPixels(args[2]) ? undefined : 'registerImage takes a path, the file\'s {dev, ino} and its {width, height}';
     case 'output':
       return args.length === 1 ? checkOutput(args[0]) : 'output takes one entry';
     default:
@@ -87,4 +87,11 @@ export function checkRunOutcome(outcome: unknown): Check {
     default:
       return `unknown status ${JSON.stringify(value.status)}`;
   }
+}
+
+function isPixels(value: unknown): boolean {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const { width, height, ...rest } = value as Record<string, unknown>;
+  const dimension = (n: unknown): boolean => typeof n === 'number' && Number.isSafeInteger(n) && n > 0;
+  return Object.keys(rest).length === 0 && dimension(width) && dimension(height);
 }

@@ -97,6 +97,35 @@ if (server === undefined) {
     }
   });
 
+  test('Image.fromFile reads the file on the far side, under its sandbox: a file only the far side sees', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'ptc-remote-image-'));
+    const png = readFileSync(join(repoRoot, 'test/fixtures/images/rgb-300x7.png')).toString('base64');
+    try {
+      // Without network, the far side's bubblewrap gives the carrier an empty private /run: the host has no such file.
+      const result = await run(`
+        const fs = await import('node:fs');
+        fs.writeFileSync('/run/only-there.png', Buffer.from(${JSON.stringify(png)}, 'base64'));
+        const image = await Image.fromFile('/run/only-there.png');
+        inspect(image);
+        return [image.width, image.height, image.path];
+      `, { policy: { mode: 'workspace-write', workspaceRoot: workspace } }, { cwd: workspace });
+      assert.ok(!existsSync('/run/only-there.png'), 'the file leaked to the host');
+      assert.is(result.status, 'ok', JSON.stringify(result));
+      const ok = result as Extract<RunResult, { status: 'ok' }>;
+      assert.equal(ok.value, [300, 7, '/run/only-there.png']);
+      assert.equal(ok.output.map((entry) => (entry.type === 'image' ? { ...entry, attachmentId: '<id>' } : entry)), [{ type: 'image', attachmentId: '<id>', path: '/run/only-there.png', width: 300, height: 7 }]);
+      assert.is(ok.sandbox.location, 'remote');
+      const notImage = failure(await run(`
+        (await import('node:fs')).writeFileSync('/run/not-an-image.png', 'hello');
+        await Image.fromFile('/run/not-an-image.png');
+      `, { policy: { mode: 'workspace-write', workspaceRoot: workspace } }, { cwd: workspace }));
+      assert.is(notImage.kind, 'exception');
+      assert.match(notImage.message as string, /^Image\.fromFile: "\/run\/not-an-image\.png" is not a PNG, JPEG, GIF or WebP/);
+    } finally {
+      rmSync(workspace, { recursive: true, force: true });
+    }
+  });
+
   test('a preinstalled bootstrap of another revision fails naming both revisions', async () => {
     const result = await run('return 1', { launch: sshLaunch({ bootstrapPath: join(fixtures, 'old-bootstrap.mjs') }) });
     assert.equal(failure(result), {

@@ -4,7 +4,7 @@
 import { constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { BigIntStats } from 'node:fs';
-import type { FileIdentity } from '../../carrier/protocol/messages.ts';
+import type { FileIdentity } from './messages.ts';
 
 export type ImageFormat = 'png' | 'jpeg' | 'gif' | 'webp';
 export interface ImageSize { format: ImageFormat; width: number; height: number }
@@ -31,22 +31,27 @@ export async function readImageSize(path: string, identity?: FileIdentity, calle
     if (identity !== undefined && (String(stats.dev) !== identity.dev || String(stats.ino) !== identity.ino)) {
       throw new TypeError(`${label} changed while it was being read (it is no longer the file the program opened)`);
     }
-    let window = await readWindow(handle, 0, label);
-    if (detect(window) !== 'jpeg') return imageSizeFromBytes(window, label);
-    // EXIF/ICC/XMP segments can push SOFn far past the first window: skip segments by their length, reading on.
-    let base = 0;
-    let start = 2; // after SOI
-    for (;;) {
-      const step = scanJpeg(window, start, label);
-      if (typeof step !== 'number') return step;
-      if (window.length < WINDOW) throw truncated(label); // this window already reached the end of the file
-      base += step;
-      if (base >= SCAN_LIMIT) throw corrupt(label, 'JPEG', `no SOF marker in its first ${SCAN_LIMIT} bytes`);
-      window = await readWindow(handle, base, label);
-      start = 0;
-    }
+    return await sizeFromHandle(handle, label);
   } finally {
     await handle.close();
+  }
+}
+
+/** The size from an open regular file's header bytes, reading at most SCAN_LIMIT of them. */
+export async function sizeFromHandle(handle: FileHandle, label: string): Promise<ImageSize> {
+  let window = await readWindow(handle, 0, label);
+  if (detect(window) !== 'jpeg') return imageSizeFromBytes(window, label);
+  // EXIF/ICC/XMP segments can push SOFn far past the first window: skip segments by their length, reading on.
+  let base = 0;
+  let start = 2; // after SOI
+  for (;;) {
+    const step = scanJpeg(window, start, label);
+    if (typeof step !== 'number') return step;
+    if (window.length < WINDOW) throw truncated(label); // this window already reached the end of the file
+    base += step;
+    if (base >= SCAN_LIMIT) throw corrupt(label, 'JPEG', `no SOF marker in its first ${SCAN_LIMIT} bytes`);
+    window = await readWindow(handle, base, label);
+    start = 0;
   }
 }
 
