@@ -16,6 +16,20 @@ const WINDOW = 64 * 1024;
 export const SCAN_LIMIT = 16 * 1024 * 1024;
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
 
+// The carrier reads sizes after a program has run (Image.fromFile), so the reading uses only what
+// is captured here at load: no await (it reads a promise's constructor), no promise resolved with
+// a plain object (that reads its then), no Array or String methods a program could replace.
+const { apply } = Reflect;
+const promiseThen = Promise.prototype.then;
+const NativePromise = Promise;
+const Uint8ArrayCtor = Uint8Array;
+const DataViewCtor = DataView;
+const subarray = Uint8Array.prototype.subarray;
+const { getUint16, getUint32 } = DataView.prototype;
+const fromCharCode = String.fromCharCode;
+const TypeErrorCtor = TypeError;
+const ErrorCtor = Error;
+
 /**
  * Reads the pixel size of a PNG, JPEG, GIF or WebP file from its header bytes. With `identity`,
  * the file must be the one the carrier opened (same device and inode). Throws a TypeError naming
@@ -31,28 +45,40 @@ export async function readImageSize(path: string, identity?: FileIdentity, calle
     if (identity !== undefined && (String(stats.dev) !== identity.dev || String(stats.ino) !== identity.ino)) {
       throw new TypeError(`${label} changed while it was being read (it is no longer the file the program opened)`);
     }
-    return await sizeFromHandle(handle, label);
+    const { format, width, height } = await sizeFromHandle(handle, label);
+    return { format, width, height };
   } finally {
     await handle.close();
   }
 }
 
-/** The size from an open regular file's header bytes, reading at most SCAN_LIMIT of them. */
-export async function sizeFromHandle(handle: FileHandle, label: string): Promise<ImageSize> {
-  let window = await readWindow(handle, 0, label);
-  if (detect(window) !== 'jpeg') return imageSizeFromBytes(window, label);
-  // EXIF/ICC/XMP segments can push SOFn far past the first window: skip segments by their length, reading on.
-  let base = 0;
-  let start = 2; // after SOI
-  for (;;) {
-    const step = scanJpeg(window, start, label);
-    if (typeof step !== 'number') return step;
-    if (window.length < WINDOW) throw truncated(label); // this window already reached the end of the file
-    base += step;
-    if (base >= SCAN_LIMIT) throw corrupt(label, 'JPEG', `no SOF marker in its first ${SCAN_LIMIT} bytes`);
-    window = await readWindow(handle, base, label);
-    start = 0;
-  }
+/**
+ * The size from an open regular file's header bytes, reading at most SCAN_LIMIT of them. The
+ * promise resolves with a prototype-less object, which no program's Object.prototype.then adopts.
+ */
+export function sizeFromHandle(handle: FileHandle, label: string): Promise<ImageSize> {
+  return new NativePromise((resolve, reject) => {
+    // EXIF/ICC/XMP segments can push SOFn far past the first window: skip segments by their length, reading on.
+    let base = 0;
+    let start = 2; // after SOI
+    const scan = (window: Uint8Array): void => {
+      const step = scanJpeg(window, start, label);
+      if (typeof step !== 'number') return resolve(bare(step));
+      if (window.length < WINDOW) return reject(truncated(label)); // this window already reached the end of the file
+      base += step;
+      if (base >= SCAN_LIMIT) return reject(corrupt(label, 'JPEG', `no SOF marker in its first ${SCAN_LIMIT} bytes`));
+      start = 0;
+      readWindow(handle, base, label, scan, reject);
+    };
+    readWindow(handle, 0, label, (window) => {
+      try {
+        if (detect(window) !== 'jpeg') return resolve(bare(imageSizeFromBytes(window, label)));
+        scan(window);
+      } catch (error) {
+        reject(error);
+      }
+    }, reject);
+  });
 }
 
 /** What a non-regular file is, for the error message. */
@@ -67,18 +93,18 @@ export function fileKind(stats: Pick<BigIntStats, 'isDirectory' | 'isFIFO' | 'is
 
 /** Same, from bytes already in memory; `label` names the source in error messages. */
 export function imageSizeFromBytes(bytes: Uint8Array, label: string): ImageSize {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const view = new DataViewCtor(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const need = (n: number): void => { if (bytes.length < n) throw truncated(label); };
   switch (detect(bytes)) {
     case 'png':
       // 8-byte signature, then the IHDR chunk: length(4) type(4) width(4) height(4), big-endian.
       need(24);
       if (ascii(bytes, 12, 4) !== 'IHDR') throw corrupt(label, 'PNG', 'first chunk is not IHDR');
-      return { format: 'png', width: view.getUint32(16), height: view.getUint32(20) };
+      return size('png', apply(getUint32, view, [16]) as number, apply(getUint32, view, [20]) as number);
     case 'gif':
       // "GIF87a"/"GIF89a", then the logical screen width and height, little-endian.
       need(10);
-      return { format: 'gif', width: view.getUint16(6, true), height: view.getUint16(8, true) };
+      return size('gif', apply(getUint16, view, [6, true]) as number, apply(getUint16, view, [8, true]) as number);
     case 'jpeg': {
       const step = scanJpeg(bytes, 2, label);
       if (typeof step === 'number') throw truncated(label);
@@ -87,7 +113,7 @@ export function imageSizeFromBytes(bytes: Uint8Array, label: string): ImageSize 
     case 'webp':
       return webpSize(bytes, view, label);
     default:
-      throw new TypeError(`${label} is not a PNG, JPEG, GIF or WebP image`);
+      throw new TypeErrorCtor(`${label} is not a PNG, JPEG, GIF or WebP image`);
   }
 }
 
@@ -122,7 +148,7 @@ function scanJpeg(b: Uint8Array, i: number, label: string): ImageSize | number {
     if (marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc) {
       // SOFn payload: length(2) precision(1) height(2) width(2).
       if (j + 8 > b.length) return j - 1;
-      return { format: 'jpeg', height: (b[j + 4]! << 8) | b[j + 5]!, width: (b[j + 6]! << 8) | b[j + 7]! };
+      return size('jpeg', (b[j + 6]! << 8) | b[j + 7]!, (b[j + 4]! << 8) | b[j + 5]!);
     }
     i = j + 1 + length;
   }
@@ -137,56 +163,82 @@ function webpSize(b: Uint8Array, view: DataView, label: string): ImageSize {
     // Lossy: 3-byte frame tag, start code 9d 01 2a, then 14-bit width and height (top 2 bits are scaling).
     need(30);
     if (!hasBytes(b, 23, [0x9d, 0x01, 0x2a])) throw corrupt(label, 'WebP', 'missing VP8 start code');
-    return { format: 'webp', width: view.getUint16(26, true) & 0x3fff, height: view.getUint16(28, true) & 0x3fff };
+    return size('webp', (apply(getUint16, view, [26, true]) as number) & 0x3fff, (apply(getUint16, view, [28, true]) as number) & 0x3fff);
   }
   if (chunk === 'VP8L') {
     // Lossless: signature byte 0x2f, then width-1 and height-1 as consecutive 14-bit fields, LSB first.
     need(25);
     if (b[20] !== 0x2f) throw corrupt(label, 'WebP', 'missing VP8L signature');
-    const bits = view.getUint32(21, true);
-    return { format: 'webp', width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1 };
+    const bits = apply(getUint32, view, [21, true]) as number;
+    return size('webp', (bits & 0x3fff) + 1, ((bits >>> 14) & 0x3fff) + 1);
   }
   if (chunk === 'VP8X') {
     // Extended: flags(1) reserved(3), then canvas width-1 and height-1 as 24-bit little-endian.
     need(30);
     const u24 = (at: number): number => b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16);
-    return { format: 'webp', width: u24(24) + 1, height: u24(27) + 1 };
+    return size('webp', u24(24) + 1, u24(27) + 1);
   }
   throw corrupt(label, 'WebP', `unknown first chunk "${chunk}"`);
 }
 
-async function readWindow(handle: FileHandle, position: number, label: string): Promise<Uint8Array> {
-  const buffer = new Uint8Array(WINDOW);
-  let filled = 0;
-  while (filled < WINDOW) {
-    const { bytesRead } = await io(label, handle.read(buffer, filled, WINDOW - filled, position + filled));
-    if (bytesRead === 0) break; // end of file
-    filled += bytesRead;
-  }
-  return buffer.subarray(0, filled);
+/** Reads up to WINDOW bytes at `position`; fewer only at the end of the file. */
+function readWindow(handle: FileHandle, position: number, label: string, done: (window: Uint8Array) => void, fail: (error: unknown) => void): void {
+  const buffer = new Uint8ArrayCtor(WINDOW);
+  const next = (filled: number): void => {
+    if (filled >= WINDOW) return done(buffer);
+    let reading: Promise<{ bytesRead: number }>;
+    try {
+      reading = handle.read(buffer, filled, WINDOW - filled, position + filled);
+    } catch (error) {
+      return fail(readError(label, error));
+    }
+    apply(promiseThen, reading, [
+      (result: { bytesRead: number }) => (result.bytesRead === 0 ? done(apply(subarray, buffer, [0, filled]) as Uint8Array) : next(filled + result.bytesRead)), // 0: end of file
+      (error: unknown) => fail(readError(label, error)),
+    ]);
+  };
+  next(0);
 }
 
 /** File-system failures (missing file, directory, permissions) keep their cause but name the path up front. */
+function readError(label: string, error: unknown): Error {
+  return new ErrorCtor(`${label} cannot be read: ${(error as Error).message}`, { cause: error });
+}
+
+/** The same for the host's own reads, which run in the host and may await. */
 async function io<T>(label: string, promise: Promise<T>): Promise<T> {
   try {
     return await promise;
   } catch (error) {
-    throw new Error(`${label} cannot be read: ${(error as Error).message}`, { cause: error });
+    throw readError(label, error);
   }
 }
 
+/** A size without a prototype, for resolving a promise: a program's Object.prototype.then cannot adopt it. */
+function bare({ format, width, height }: ImageSize): ImageSize {
+  return { __proto__: null, format, width, height } as ImageSize;
+}
+
+function size(format: ImageFormat, width: number, height: number): ImageSize {
+  return { format, width, height };
+}
+
 function hasBytes(b: Uint8Array, at: number, expected: number[]): boolean {
-  return b.length >= at + expected.length && expected.every((value, k) => b[at + k] === value);
+  if (b.length < at + expected.length) return false;
+  for (let k = 0; k < expected.length; k++) if (b[at + k] !== expected[k]) return false;
+  return true;
 }
 
 function ascii(b: Uint8Array, at: number, length: number): string {
-  return String.fromCharCode(...b.subarray(at, at + length));
+  let text = '';
+  for (let k = at; k < at + length && k < b.length; k++) text += fromCharCode(b[k]!);
+  return text;
 }
 
 function truncated(label: string): TypeError {
-  return new TypeError(`${label} is truncated`);
+  return new TypeErrorCtor(`${label} is truncated`);
 }
 
 function corrupt(label: string, format: string, detail: string): TypeError {
-  return new TypeError(`${label} is not a valid ${format} image: ${detail}`);
+  return new TypeErrorCtor(`${label} is not a valid ${format} image: ${detail}`);
 }
