@@ -57,6 +57,25 @@ export async function readImageSize(path: string, identity?: FileIdentity, calle
  * promise resolves with a prototype-less object, which no program's Object.prototype.then adopts.
  */
 export function sizeFromHandle(handle: FileHandle, label: string): Promise<ImageSize> {
+  return sizeFromReads((buffer, offset, length, position, done) => {
+    let reading: Promise<{ bytesRead: number }>;
+    try {
+      reading = handle.read(buffer, offset, length, position);
+    } catch (error) {
+      return done(error, 0);
+    }
+    apply(promiseThen, reading, [(result: { bytesRead: number }) => done(null, result.bytesRead), (error: unknown) => done(error, 0)]);
+  }, label);
+}
+
+/** Reads `length` bytes at `position` into `buffer` at `offset`, then calls `done` (0 bytes: the end of the file). */
+export type ReadAt = (buffer: Uint8Array, offset: number, length: number, position: number, done: (error: unknown, bytesRead: number) => void) => void;
+
+/**
+ * The same from any positional reader. The carrier reads with fs's callback API: a FileHandle is an
+ * EventEmitter, whose constructor calls Function.prototype.call, which a program may have replaced.
+ */
+export function sizeFromReads(read: ReadAt, label: string): Promise<ImageSize> {
   return new NativePromise((resolve, reject) => {
     // EXIF/ICC/XMP segments can push SOFn far past the first window: skip segments by their length, reading on.
     let base = 0;
@@ -68,9 +87,9 @@ export function sizeFromHandle(handle: FileHandle, label: string): Promise<Image
       base += step;
       if (base >= SCAN_LIMIT) return reject(corrupt(label, 'JPEG', `no SOF marker in its first ${SCAN_LIMIT} bytes`));
       start = 0;
-      readWindow(handle, base, label, scan, reject);
+      readWindow(read, base, label, scan, reject);
     };
-    readWindow(handle, 0, label, (window) => {
+    readWindow(read, 0, label, (window) => {
       try {
         if (detect(window) !== 'jpeg') return resolve(bare(imageSizeFromBytes(window, label)));
         scan(window);
@@ -182,20 +201,15 @@ function webpSize(b: Uint8Array, view: DataView, label: string): ImageSize {
 }
 
 /** Reads up to WINDOW bytes at `position`; fewer only at the end of the file. */
-function readWindow(handle: FileHandle, position: number, label: string, done: (window: Uint8Array) => void, fail: (error: unknown) => void): void {
+function readWindow(read: ReadAt, position: number, label: string, done: (window: Uint8Array) => void, fail: (error: unknown) => void): void {
   const buffer = new Uint8ArrayCtor(WINDOW);
   const next = (filled: number): void => {
     if (filled >= WINDOW) return done(buffer);
-    let reading: Promise<{ bytesRead: number }>;
-    try {
-      reading = handle.read(buffer, filled, WINDOW - filled, position + filled);
-    } catch (error) {
-      return fail(readError(label, error));
-    }
-    apply(promiseThen, reading, [
-      (result: { bytesRead: number }) => (result.bytesRead === 0 ? done(apply(subarray, buffer, [0, filled]) as Uint8Array) : next(filled + result.bytesRead)), // 0: end of file
-      (error: unknown) => fail(readError(label, error)),
-    ]);
+    read(buffer, filled, WINDOW - filled, position + filled, (error, bytesRead) => {
+      if (error !== null && error !== undefined) return fail(readError(label, error));
+      if (bytesRead === 0) return done(apply(subarray, buffer, [0, filled]) as Uint8Array); // the end of the file
+      next(filled + bytesRead);
+    });
   };
   next(0);
 }
