@@ -163,7 +163,7 @@ async function environmentFor(request: RunRequest): Promise<Environment> {
 }
 
 // Not an async function: returning `outcome` from one would resolve through `outcome.then`, which
-// the program may have replaced. birpc awaits this native promise without looking up `then`.
+// the program may have replaced; the channel (rpc.ts) settles on this native promise through the captured then.
 function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
   // The request is decoded data: without a prototype, an absent field (initializer) cannot be
   // supplied by an Object.prototype getter that an earlier program left in this carrier.

@@ -1,20 +1,20 @@
-// The carrier's end of the control channel: one socket on fd 3, birpc for requests and replies.
+// The carrier's end of the control channel: one socket on fd 3, rpc.ts for requests and replies.
 // Frames are encoded with intrinsics captured before the program runs (protocol/json.ts), signed
 // with a key the program never sees (protocol/frame.ts), and written to the socket captured here,
 // so a program that replaces `JSON` or `process.stdout.write`, or writes to fd 3 itself, cannot
 // put a frame in front of the host that the host accepts.
 import { Socket } from 'node:net';
 import { types } from 'node:util';
-import { createBirpc } from 'birpc';
 import { encodeJson } from './protocol/json.ts';
 import { createLineReader } from './protocol/framing.ts';
 import { createFrameMac, newChannelKey, PAYLOAD_SEPARATOR, splitPayload } from './protocol/frame.ts';
 import { cutToEscapedBytes, escapedBytes } from './protocol/limits.ts';
 import { CONTROL_FD, PROTOCOL_REVISION } from './protocol/revision.ts';
-import type { CarrierMethods, Handshake, HostMethods } from './protocol/messages.ts';
+import type { CarrierMethods, Handshake, HostMethods, RunRequest } from './protocol/messages.ts';
+import { createRpc } from './rpc.ts';
+import { append, apply, byteLength, defineProperty, ErrorCtor, ownKeys, StringCtor } from './intrinsics.ts';
 
-/** The host's methods, bound once at start-up: birpc's proxy looks up globals such as `Object` on
- * every property access, and a program may have replaced them by the time it prints. */
+/** The host's methods the carrier calls. */
 export interface HostLink {
   output: HostMethods['output'];
   initialized: HostMethods['initialized'];
@@ -26,14 +26,14 @@ export interface HostLink {
  * program and binding results; the host enforces maxMessageBytes on what the carrier sends. */
 const MAX_INCOMING_FRAME = 256 * 1024 * 1024;
 
-const byteLength = Buffer.byteLength;
 const nativeParse = JSON.parse as (text: string) => unknown;
-const { apply } = Reflect;
 const bufferIndexOf = Buffer.prototype.indexOf;
+const subarray = Uint8Array.prototype.subarray as (this: Uint8Array, start?: number, end?: number) => Uint8Array;
 const textDecoder = new TextDecoder();
-const decode = (bytes: Uint8Array): string => textDecoder.decode(bytes);
-const ErrorCtor = Error;
-const keysOf = Object.keys;
+const textDecode = TextDecoder.prototype.decode;
+const decode = (bytes: Uint8Array): string => apply(textDecode, textDecoder, [bytes]) as string;
+const mathMax = Math.max;
+const isNativeError = types.isNativeError;
 
 export interface Channel {
   host: HostLink;
@@ -53,7 +53,7 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
   const hello: Handshake = { t: 'hello', revision: PROTOCOL_REVISION, node: process.version, capabilities, key };
   write(`${encodeJson(hello, 'handshake')}\n`);
 
-  let deliver: ((message: unknown) => void) | undefined;
+  let deliver: ((line: Uint8Array) => void) | undefined;
   const reader = createLineReader({
     maxLineBytes: MAX_INCOMING_FRAME,
     onLine: (line) => deliver?.(line),
@@ -65,44 +65,40 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
   socket.on('error', () => process.exit(71));
 
   const encode = (message: unknown): string => encodeJson(message, 'message', { replaceObject: encodeErrorLike, isProxy, skipUndefinedMembers: true });
-  const rpc = createBirpc<HostMethods, CarrierMethods>(
+  const serialize = (message: Record<string, unknown>): string => {
+    const { envelope, payload } = splitPayload(message);
+    let text = encode(envelope);
+    if (byteLength(text) > maxMessageBytes) {
+      // A reply must reach the host, so its reports are cut to fit; a request fails in the program.
+      if (envelope.t !== 's') throw oversized(`${StringCtor(envelope.m)}: the request (${byteLength(text)} bytes)`, maxMessageBytes);
+      text = encode(fitReply(envelope, byteLength(text) - maxMessageBytes));
+    }
+    if (payload === undefined) return text;
+    if (byteLength(payload) > maxMessageBytes) throw oversized(`the JSON text (${byteLength(payload)} bytes)`, maxMessageBytes);
+    return `${text}${PAYLOAD_SEPARATOR}${payload}`;
+  };
+  const rpc = createRpc(
     {
-      run: (request) => {
+      __proto__: null,
+      run: (request: RunRequest) => {
         maxMessageBytes = request.maxMessageBytes;
         return methods.run(request);
       },
       revoke: methods.revoke,
-    },
-    {
-      post: (body: string) => void write(`${mac.sign(seq++, body)} ${body}\n`),
-      on: (handler) => {
-        deliver = handler;
-      },
-      serialize: (message: Record<string, unknown>) => {
-        const { envelope, payload } = splitPayload(message);
-        let text = encode(envelope);
-        if (byteLength(text) > maxMessageBytes) {
-          // A reply must reach the host, so its reports are cut to fit; a request fails in the program.
-          if (envelope.t !== 's') throw oversized(`${String(envelope.m)}: the request (${byteLength(text)} bytes)`, maxMessageBytes);
-          text = encode(fitReply(envelope, byteLength(text) - maxMessageBytes));
-        }
-        if (payload === undefined) return text;
-        if (byteLength(payload) > maxMessageBytes) throw oversized(`the JSON text (${byteLength(payload)} bytes)`, maxMessageBytes);
-        return `${text}${PAYLOAD_SEPARATOR}${payload}`;
-      },
-      deserialize: (line: Uint8Array) => decodeHostFrame(line),
-      eventNames: ['output'],
-      timeout: -1,
+    } as unknown as Record<string, (...args: never[]) => unknown>,
+    (message) => {
+      const body = serialize(message);
+      write(`${mac.sign(seq++, body)} ${body}\n`);
     },
   );
-  const callEvent = rpc.$callEvent as (method: string, ...args: unknown[]) => Promise<void>;
-  const call = rpc.$call as (method: string, ...args: unknown[]) => Promise<unknown>;
+  deliver = (line) => rpc.receive(decodeHostFrame(line));
   const host: HostLink = {
-    output: (entry) => void callEvent('output', entry),
-    initialized: () => call('initialized') as ReturnType<HostLink['initialized']>,
-    invoke: (name, args) => call('invoke', name, args) as ReturnType<HostLink['invoke']>,
-    registerImage: (path, identity, pixels) => call('registerImage', path, identity, pixels) as ReturnType<HostLink['registerImage']>,
-  };
+    __proto__: null,
+    output: (entry) => rpc.notify('output', [entry]),
+    initialized: () => rpc.call('initialized', []) as ReturnType<HostLink['initialized']>,
+    invoke: (name, args) => rpc.call('invoke', [name, args]) as ReturnType<HostLink['invoke']>,
+    registerImage: (path, identity, pixels) => rpc.call('registerImage', [path, identity, pixels]) as ReturnType<HostLink['registerImage']>,
+  } as HostLink;
   return { host };
 }
 
@@ -110,12 +106,14 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
 function decodeHostFrame(line: Uint8Array): unknown {
   const separator = apply(bufferIndexOf, line, [0x1e]) as number;
   if (separator === -1) return nativeParse(decode(line));
-  const envelope = nativeParse(decode(line.subarray(0, separator))) as { r?: Record<string, unknown> };
-  return { ...envelope, r: { ...envelope.r, value: decode(line.subarray(separator + 1)) } };
+  const envelope = nativeParse(decode(apply(subarray, line, [0, separator]) as Uint8Array)) as { r?: Record<string, unknown> };
+  return { ...envelope, r: { ...envelope.r, value: decode(apply(subarray, line, [separator + 1]) as Uint8Array) } };
 }
 
 function oversized(what: string, limit: number): Error {
-  return Object.assign(new ErrorCtor(`${what} is larger than one control message (maxMessageBytes ${limit})`), { code: 'PTC_MESSAGE_LIMIT' });
+  const error = new ErrorCtor(`${what} is larger than one control message (maxMessageBytes ${limit})`);
+  defineProperty(error, 'code', { __proto__: null, value: 'PTC_MESSAGE_LIMIT', writable: true, enumerable: true, configurable: true } as PropertyDescriptor);
+  return error;
 }
 
 /**
@@ -126,11 +124,11 @@ function oversized(what: string, limit: number): Error {
 function fitReply(envelope: Record<string, unknown>, excess: number): Record<string, unknown> {
   if (typeof envelope.r !== 'object' || envelope.r === null) return envelope;
   const reply: Record<string, unknown> = { ...(envelope.r as Record<string, unknown>) };
-  const holders = [reply];
+  const holders: Array<Record<string, unknown>> = [reply];
   if (typeof reply.error === 'object' && reply.error !== null) {
     const error = { ...(reply.error as Record<string, unknown>) };
     reply.error = error;
-    holders[1] = error;
+    append(holders, error);
   }
   let remaining = excess;
   while (remaining > 0) {
@@ -138,9 +136,10 @@ function fitReply(envelope: Record<string, unknown>, excess: number): Record<str
     // Index loops: a program may have replaced Array.prototype[Symbol.iterator].
     for (let h = 0; h < holders.length; h++) {
       const holder = holders[h]!;
-      const keys = keysOf(holder);
+      const keys = ownKeys(holder);
       for (let k = 0; k < keys.length; k++) {
         const key = keys[k]!;
+        if (typeof key !== 'string') continue;
         const value = holder[key];
         if (typeof value !== 'string') continue;
         const bytes = escapedBytes(value);
@@ -148,7 +147,7 @@ function fitReply(envelope: Record<string, unknown>, excess: number): Record<str
       }
     }
     if (longest === undefined || longest.bytes <= 2) break;
-    const cut = cutToEscapedBytes(longest.holder[longest.key] as string, Math.max(2, longest.bytes - remaining));
+    const cut = cutToEscapedBytes(longest.holder[longest.key] as string, mathMax(2, longest.bytes - remaining));
     remaining -= longest.bytes - escapedBytes(cut);
     longest.holder[longest.key] = cut;
   }
@@ -156,10 +155,10 @@ function fitReply(envelope: Record<string, unknown>, excess: number): Record<str
 }
 
 function encodeErrorLike(value: object): string | undefined {
-  if (!types.isNativeError(value)) return undefined;
+  if (!isNativeError(value)) return undefined;
   const error = value as Error & { code?: unknown };
   return encodeJson(
-    { name: String(error.name), message: String(error.message), ...(typeof error.code === 'string' ? { code: error.code } : {}) },
+    { name: StringCtor(error.name), message: StringCtor(error.message), ...(typeof error.code === 'string' ? { code: error.code } : {}) },
     'error',
   );
 }

@@ -4,7 +4,7 @@
 import { EventEmitter } from 'node:events';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { types } from 'node:util';
-import { apply, defineProperty, getOwnPropertyDescriptor, SafeSet, then } from './intrinsics.ts';
+import { append, apply, defineProperty, getOwnPropertyDescriptor, SafeSet, then } from './intrinsics.ts';
 
 const DENIAL_CODES = new SafeSet(['EACCES', 'EROFS', 'EPERM', 'ERR_ACCESS_DENIED', 'ECONNREFUSED', 'ENETUNREACH']);
 const { isPromise } = types;
@@ -86,7 +86,8 @@ function wrapExports(exports: Record<string, unknown>): void {
 /** [first, ...rest] without the array iterator. */
 function prepend(first: unknown, rest: unknown[]): unknown[] {
   const args: unknown[] = [first];
-  for (let index = 0; index < rest.length; index++) args[index + 1] = rest[index];
+  // append: an assignment past the end would meet a setter a program put on Object.prototype['1'].
+  for (let index = 0; index < rest.length; index++) append(args, rest[index]);
   return args;
 }
 

@@ -2,20 +2,27 @@
 // Image.fromFile), so an attachment id in the output always names a file the host has vetted.
 // Image.fromFile opens the file here, under the sandbox, so the host is never asked about a file
 // the program could not open itself; the host then reads the size from that same inode.
-import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { close, constants, fstat, open, read } from 'node:fs';
 import { resolve } from 'node:path';
 import { inspect as utilInspect } from 'node:util';
 import type { FileIdentity, ImageDescriptor, ImagePixels } from './protocol/messages.ts';
-import { sizeFromHandle } from './protocol/image-size.ts';
+import { fileKind, sizeFromReads } from './protocol/image-size.ts';
+import { append, defineProperty, ErrorCtor, freeze, NativePromise, SafeWeakMap, StringCtor, TypeErrorCtor } from './intrinsics.ts';
 
-const issued = new WeakMap<object, ImageDescriptor>();
+// Built-ins through intrinsics.ts: an Image is made and shown while a program runs, after it may
+// have replaced Object.defineProperty, WeakMap.prototype.set or the global Object.
+const issued = new SafeWeakMap<object, ImageDescriptor>();
 const constructing = Symbol('ptc.image.constructing');
 // Non-blocking: opening a FIFO for reading would otherwise wait for a writer. O_NOCTTY: a terminal
 // device must not become the carrier's controlling terminal.
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
 const openFile = open;
+const statFile = fstat;
+const closeFile = close;
 const resolvePath = resolve;
+const readFile = read;
+const cwd = process.cwd;
+const stringify = JSON.stringify;
 let registerFile: ((path: string, identity: FileIdentity, pixels: ImagePixels) => Promise<ImageDescriptor>) | undefined;
 let onInspected: ((descriptor: ImageDescriptor) => void) | undefined;
 
@@ -27,40 +34,40 @@ export class Image {
   declare readonly height: number;
 
   constructor(token: unknown, descriptor: ImageDescriptor) {
-    if (token !== constructing) throw new TypeError('Image cannot be constructed directly; use await Image.fromFile(path)');
-    Object.defineProperties(this, {
-      attachmentId: { value: descriptor.attachmentId, enumerable: true },
-      path: { value: descriptor.path, enumerable: true },
-      width: { value: descriptor.width, enumerable: true },
-      height: { value: descriptor.height, enumerable: true },
-    });
+    if (token !== constructing) throw new TypeErrorCtor('Image cannot be constructed directly; use await Image.fromFile(path)');
+    // Null-prototype descriptors: an ordinary literal would inherit a `get` a program put on Object.prototype.
+    defineProperty(this, 'attachmentId', { __proto__: null, value: descriptor.attachmentId, enumerable: true } as PropertyDescriptor);
+    defineProperty(this, 'path', { __proto__: null, value: descriptor.path, enumerable: true } as PropertyDescriptor);
+    defineProperty(this, 'width', { __proto__: null, value: descriptor.width, enumerable: true } as PropertyDescriptor);
+    defineProperty(this, 'height', { __proto__: null, value: descriptor.height, enumerable: true } as PropertyDescriptor);
     issued.set(this, descriptor);
-    Object.freeze(this);
+    freeze(this);
   }
 
   /** Opens a PNG, JPEG, GIF or WebP file (relative to the cwd), has the host read its size, and returns an Image for it. */
   static async fromFile(path: string): Promise<Image> {
-    if (typeof path !== 'string' || path === '') throw new TypeError(`Image.fromFile expects a file path, got ${utilInspect(path)}`);
+    if (typeof path !== 'string' || path === '') throw new TypeErrorCtor(`Image.fromFile expects a file path, got ${utilInspect(path)}`);
     const register = registerFile;
-    if (register === undefined) throw new Error('Image.fromFile is not available outside a run');
-    const absolute = resolvePath(process.cwd(), path);
+    if (register === undefined) throw new ErrorCtor('Image.fromFile is not available outside a run');
+    const absolute = resolvePath(cwd(), path);
     const label = `Image.fromFile: "${absolute}"`;
-    let handle;
+    let fd: number;
     try {
-      handle = await openFile(absolute, OPEN_FLAGS);
+      fd = await openFd(absolute);
     } catch (error) {
-      throw new Error(`${label} cannot be read: ${(error as Error).message}`, { cause: error });
+      throw new ErrorCtor(`${label} cannot be read: ${(error as Error).message}`, { __proto__: null, cause: error } as ErrorOptions);
     }
     try {
-      const stats = await handle.stat({ bigint: true });
-      if (!stats.isFile()) throw new TypeError(`${label} is not a regular file (it is ${fileKind(stats)})`);
+      const file = await statFd(fd);
+      if (file.kind !== undefined) throw new TypeErrorCtor(`${label} is not a regular file (it is ${file.kind})`);
       // Kept open until the host answers, so the inode it checks cannot be freed and reused meanwhile.
-      // Read here, under the sandbox: a remote host cannot read this machine's file, and a local
-      // one checks the same inode itself.
-      const { width, height } = await sizeFromHandle(handle, label);
-      return createImage(await register(absolute, { dev: String(stats.dev), ino: String(stats.ino) }, { width, height }));
+      // The size is read here too, under the sandbox: a remote host cannot read this machine's file,
+      // and a local one checks the same inode itself.
+      const { width, height } = await sizeFromReads((buffer, offset, length, position, done) => readFile(fd, buffer, offset, length, position, (error, bytesRead) => done(error, bytesRead)), label);
+      const identity = { __proto__: null, dev: file.dev, ino: file.ino } as FileIdentity;
+      return createImage(await register(absolute, identity, { __proto__: null, width, height } as ImagePixels));
     } finally {
-      await handle.close().catch(() => {});
+      await new NativePromise<void>((resolve) => closeFile(fd, () => resolve()));
     }
   }
 
@@ -68,9 +75,14 @@ export class Image {
     const descriptor = issued.get(this);
     if (descriptor === undefined) return 'Image {}';
     onInspected?.(descriptor);
-    return `Image { attachmentId: '${descriptor.attachmentId}', width: ${descriptor.width}, height: ${descriptor.height}, path: ${JSON.stringify(descriptor.path)} }`;
+    return `Image { attachmentId: '${descriptor.attachmentId}', width: ${descriptor.width}, height: ${descriptor.height}, path: ${stringify(descriptor.path)} }`;
   }
 }
+
+// An async function that returns an Image (fromFile) resolves its promise with it, which looks up
+// `then`: an own undefined `then` keeps a program's Object.prototype.then from adopting the Image,
+// as it would any other carrier value (intrinsics.ts, unthenable).
+defineProperty(Image.prototype, 'then', { __proto__: null, value: undefined } as PropertyDescriptor);
 
 /** Wraps a host-issued descriptor as a program-visible Image. */
 export function createImage(descriptor: ImageDescriptor): Image {
@@ -82,18 +94,32 @@ export function imageDescriptor(value: unknown): ImageDescriptor | undefined {
   return typeof value === 'object' && value !== null ? issued.get(value) : undefined;
 }
 
+// The callback API rather than fs/promises: a FileHandle is an EventEmitter, whose constructor
+// calls Function.prototype.call, which a program may have replaced. The promises below settle with
+// a number or a null-prototype record, so no program `then` is consulted.
+function openFd(path: string): Promise<number> {
+  return new NativePromise((resolve, reject) => openFile(path, OPEN_FLAGS, (error, fd) => (error ? reject(error) : resolve(fd))));
+}
+
+interface FileFacts {
+  /** What the file is when it is not a regular file. */
+  kind?: string;
+  dev: string;
+  ino: string;
+}
+
+function statFd(fd: number): Promise<FileFacts> {
+  return new NativePromise((resolve, reject) =>
+    statFile(fd, { __proto__: null, bigint: true } as { bigint: true }, (error, stats) => {
+      if (error) return reject(error);
+      resolve({ __proto__: null, kind: stats.isFile() ? undefined : fileKind(stats), dev: StringCtor(stats.dev), ino: StringCtor(stats.ino) } as FileFacts);
+    }),
+  );
+}
+
 /** Connects Image.fromFile to the host. */
 export function setImageRegistrar(register: (path: string, identity: FileIdentity, pixels: ImagePixels) => Promise<ImageDescriptor>): void {
   registerFile = register;
-}
-
-function fileKind(stats: { isDirectory(): boolean; isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isSocket(): boolean }): string {
-  if (stats.isDirectory()) return 'a directory';
-  if (stats.isFIFO()) return 'a FIFO';
-  if (stats.isCharacterDevice()) return 'a character device';
-  if (stats.isBlockDevice()) return 'a block device';
-  if (stats.isSocket()) return 'a socket';
-  return 'not a regular file';
 }
 
 /** Collects the images that util.inspect reaches while `format` runs. */
@@ -101,7 +127,8 @@ export function collectInspectedImages<T>(format: () => T): { result: T; images:
   const images: ImageDescriptor[] = [];
   const previous = onInspected;
   onInspected = (descriptor) => {
-    if (!images.includes(descriptor)) images.push(descriptor);
+    for (let index = 0; index < images.length; index++) if (images[index] === descriptor) return;
+    append(images, descriptor);
   };
   try {
     return { result: format(), images };

@@ -12,7 +12,9 @@ const uncurry = <T extends (...args: any[]) => any>(method: T) =>
   Function.prototype.call.bind(method) as unknown as (self: unknown, ...args: Parameters<T>) => ReturnType<T>;
 const nativeParse = JSON.parse as (text: string) => unknown;
 const { defineProperty } = Object;
-const regexpTest = uncurry(RegExp.prototype.test);
+// exec itself: RegExp.prototype.test looks up `exec` on the pattern, which reaches the prototype.
+const regexpExec = uncurry(RegExp.prototype.exec);
+const regexpTest = (pattern: RegExp, text: string): boolean => regexpExec(pattern, text) !== null;
 const charCodeAt = uncurry(String.prototype.charCodeAt);
 const slice = uncurry(String.prototype.slice);
 const indexOf = uncurry(String.prototype.indexOf);

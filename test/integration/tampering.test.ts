@@ -19,13 +19,18 @@ const junkGlobals = (names: string[]) => names.map((name) => `globalThis.${name}
 /** [name, one line of source that tampers]. */
 export const TAMPERINGS: Array<[string, string]> = [
   ['Array.prototype[Symbol.iterator]', `Array.prototype[Symbol.iterator] = function* () { yield 'junk'; };`],
+  ['Array.prototype.constructor', `Array.prototype.constructor = ${fail('Array.prototype.constructor')};`],
+  ['Symbol.asyncIterator and Symbol.iterator on Object.prototype', `Object.prototype[Symbol.asyncIterator] = ${fail('Symbol.asyncIterator')}; Object.prototype[Symbol.iterator] = ${fail('Object.prototype[Symbol.iterator]')};`],
   ['Array.prototype.join', `Array.prototype.join = () => 'junk';`],
   ['Array.prototype.push', breakAll('Array.prototype', ['push'])],
   // Not pop: Node's own async_hooks call execution_async_resources.pop(), so replacing it breaks Node itself.
   ['Array.prototype methods', breakAll('Array.prototype', ['map', 'filter', 'forEach', 'slice', 'splice', 'concat', 'includes', 'indexOf', 'some', 'every', 'reduce', 'find', 'shift', 'unshift', 'reverse', 'sort', 'fill', 'at', 'keys', 'values', 'entries'])],
   // Setters for the fields of the carrier's messages, and for the fields of property descriptors,
   // which a descriptor written as an ordinary object literal would inherit.
-  ['Object.prototype setters', `for (const key of ['0', '1', 'value', 'get', 'set', 'writable', 'enumerable', 'configurable', 'type', 'text', 'status', 'path', 'message', 'name', 'stack', 'location', 'i', 't', 'm', 'a', 'r', 'e', 'o', 'images', 'attachmentId', 'binding', 'code', 'denied']) Object.defineProperty(Object.prototype, key, { __proto__: null, set: ${fail('setter')}, configurable: true });`],
+  ['Object.prototype setters', `for (const key of ['value', 'get', 'set', 'writable', 'enumerable', 'configurable', 'type', 'text', 'status', 'path', 'message', 'name', 'stack', 'location', 'i', 't', 'm', 'a', 'r', 'e', 'o', 'images', 'attachmentId', 'binding', 'code', 'denied']) Object.defineProperty(Object.prototype, key, { __proto__: null, set: ${fail('setter')}, configurable: true });`],
+  // Index setters, which an assignment past the end of any array meets.
+  ['Object.prototype index setters', `for (const key of ['0', '1']) Object.defineProperty(Object.prototype, key, { __proto__: null, set: ${fail('index setter')}, configurable: true });`],
+  ['Object.prototype.__proto__ setter', `Object.defineProperty(Object.prototype, '__proto__', { __proto__: null, set: ${fail('__proto__ setter')}, get: ${fail('__proto__ getter')}, configurable: true });`],
   ['Object.prototype[Symbol.toStringTag]', `Object.defineProperty(Object.prototype, Symbol.toStringTag, { get: ${fail('toStringTag')}, configurable: true });`],
   ['Object.prototype.toJSON', `Object.prototype.toJSON = () => 'junk';`],
   // The program's own values (marked `mine`) stay ordinary: an async function that returns a
@@ -81,28 +86,23 @@ function normalized(result: RunResult): unknown {
 
 const bindings = { echo: async (value: unknown) => value };
 
-/**
- * Rows that still fail, and the code that fails them: the control channel (carrier/channel.ts and
- * birpc, which look up Map, Promise and Object.prototype members while a program runs), images
- * (carrier/image.ts) and the decoder (protocol/json.ts decodeJson). Their owners adopt
- * carrier/intrinsics.ts; each row is enabled once its code no longer fails it.
- */
+/** Rows that still fail, and the code that fails them. */
 const PENDING: Record<string, string> = {
-  'per-call: Object.prototype setters': 'birpc assigns req.i and req.o; image.ts defines properties with literal descriptors',
-  'per-call: Object.prototype.then': "birpc resolves its call's promise with the decoded reply",
-  'per-call: Map.prototype methods': "birpc keeps pending calls in a Map",
-  'per-call: WeakMap and WeakSet prototype methods': "image.ts keeps issued images in a WeakMap",
-  'per-call: RegExp.prototype methods': 'decodeJson calls RegExp.prototype.test, which looks up exec',
-  'per-call: Promise.prototype methods': "birpc's async _call returns a native promise, which looks up then",
-  'per-call: Object.defineProperty and friends': 'image.ts calls Object.defineProperties and Object.freeze',
-  'per-call: globalThis.Promise': 'birpc constructs the global Promise',
-  'per-call: the global constructors': 'birpc constructs the global Promise; image.ts calls the global Object',
+  // Node's own: processTicksAndRejections calls pushAsyncContext for every nextTick, which assigns
+  // execution_async_resources[n] past the array's end; no carrier code runs in between.
+  'per-call: Object.prototype index setters': "Node's pushAsyncContext assigns past the end of an internal array",
   // Node's REPL awaits the program realm's promise with a main-realm await, which looks up its then.
   'Node REPL: Promise.prototype methods': "node:repl awaits the program's promise through the program realm's then",
   'Node REPL: Object.prototype.then': "node:repl boxes a top-level-await completion in a program-realm object, which that then adopts",
   // The node-script launch runs the bootstrap on the machine's Node 20, whose native callback entry
   // (callbackTrampoline in internal/async_hooks) calls cb.apply; nothing in the carrier can avoid it.
-  ...(process.env.PTC_TEST_LAUNCH === 'node-script' ? { 'per-call: Function.prototype.apply, call and bind': "Node 20's callbackTrampoline calls cb.apply" } : {}),
+  ...(process.env.PTC_TEST_LAUNCH === 'node-script'
+    ? {
+        'per-call: Function.prototype.apply, call and bind': "Node 20's callbackTrampoline calls cb.apply",
+        // Hangs on Node 20 before the control channel's rewrite too (89c10ae); the cause is not yet found.
+        'per-call: String.prototype symbol hooks': 'hangs on Node 20 (all four hooks replaced together; Symbol.split alone passes)',
+      }
+    : {}),
 };
 
 const runtimes: Array<{ dispose(): Promise<void> }> = [];
@@ -154,10 +154,19 @@ const LATER = "inspect('later', 1);\n(await echo({ later: true, mine: true }))";
 const COMPILE = 'node:repl compiles the next run with the tampered built-ins';
 const COMPILE_PENDING: Record<string, string> = {};
 for (const [format, names] of [
-  ['Node REPL', ['Array.prototype.push', 'Function.prototype.apply, call and bind', 'Set.prototype methods', 'String.prototype methods', 'String.prototype symbol hooks', 'Symbol.hasInstance']],
+  ['Node REPL', [
+    'Array.prototype.push', 'Function.prototype.apply, call and bind', 'Set.prototype methods', 'String.prototype methods', 'String.prototype symbol hooks',
+    'Symbol.hasInstance', 'Object.prototype setters', 'RegExp.prototype methods', 'Object.defineProperty and friends', 'globalThis.Promise', 'the global constructors',
+  ]],
 ] as const) {
   for (const name of names) COMPILE_PENDING[`${format}: ${name}`] = COMPILE;
 }
+// The tampered run itself hangs or changes shape in these: the retained evaluators' own paths
+// (not the control channel, which the per-call rows prove) still meet the carrier realm's then.
+COMPILE_PENDING['vm-script: Promise.prototype methods'] = "the tampered run hangs in the vm-script evaluator's path (the carrier realm's then)";
+COMPILE_PENDING['scoped REPL: Promise.prototype methods'] = "the tampered run hangs in the scoped REPL evaluator's path (the carrier realm's then)";
+COMPILE_PENDING['Node REPL: Promise.prototype methods'] = "node:repl awaits the program's promise through the carrier realm's then";
+COMPILE_PENDING['Node REPL: Object.prototype.then'] = "node:repl boxes a top-level-await completion in an object, which that then adopts";
 
 for (const [format, config] of RETAINED) {
   const runtime = createTestRuntime({ ...config, timeoutMs: 10_000 });
