@@ -63,7 +63,15 @@ export class Image {
       // Kept open until the host answers, so the inode it checks cannot be freed and reused meanwhile.
       // The size is read here too, under the sandbox: a remote host cannot read this machine's file,
       // and a local one checks the same inode itself.
-      const { width, height } = await sizeFromReads((buffer, offset, length, position, done) => readFile(fd, buffer, offset, length, position, (error, bytesRead) => done(error, bytesRead)), label);
+      let pixels: ImagePixels;
+      try {
+        pixels = await sizeFromReads((buffer, offset, length, position, done) => readFile(fd, buffer, offset, length, position, (error, bytesRead) => done(error, bytesRead)), label);
+      } catch (error) {
+        // Made again here, after the await, so the stack (and the failure's location) leads to the program's call.
+        const message = (error as Error).message;
+        throw error instanceof TypeErrorCtor ? new TypeErrorCtor(message) : new ErrorCtor(message, { __proto__: null, cause: (error as Error).cause } as ErrorOptions);
+      }
+      const { width, height } = pixels;
       const identity = { __proto__: null, dev: file.dev, ino: file.ino } as FileIdentity;
       return createImage(await register(absolute, identity, { __proto__: null, width, height } as ImagePixels));
     } finally {
