@@ -28,7 +28,7 @@ const rate = (value: number): string => `${Math.round(value).toLocaleString('en-
 
 /** 9 and 10: the Python client through a warm `ptc serve` against a raw stdio ping-pong. */
 export async function served(): Promise<void> {
-  console.log('\n9. Python client: a `run` on a warm `ptc serve` (`1` for a retained owner, `return 1` per-call) vs a raw stdio JSON-line ping-pong Python <-> Node (median / p90 of 30)');
+  console.log('\n11. Python client: a `run` on a warm `ptc serve` (`1` for a retained owner, `return 1` per-call) vs a raw stdio JSON-line ping-pong Python <-> Node (median / p90 of 30)');
   if (!existsSync(BIN)) return console.log('  skipped: dist/ptc is missing (npm run build)');
   if (!existsSync(PYTHON)) return console.log(`  skipped: ${PYTHON} is missing`);
   const { stdout } = await promisify(execFile)(PYTHON, [join(import.meta.dirname, 'serve_driver.py'), BIN, process.execPath, join(ROOT, 'clients', 'python', 'src')], { maxBuffer: 1 << 20 });
@@ -38,7 +38,7 @@ export async function served(): Promise<void> {
   console.log(`${pad('run, retained owner')}${ms(figures.retainedMs, 3)}${ms(figures.retainedP90Ms, 3)}   ${verdict(warm, warm <= 3, '≤ 3')}`);
   // per-call starts a fresh carrier for every run (from the spare): a process start, not a round trip.
   console.log(`${pad('run, per-call')}${ms(figures.runMs, 3)}${ms(figures.runP90Ms, 3)}   ratio ${(figures.runMs / figures.rawMs).toFixed(2).padStart(5)}  (reference, no target)`);
-  console.log('\n10. Python client: sequential `await ping(i)` calls/s through `ptc serve` vs the same raw ping-pong (median of 5)');
+  console.log('\n12. Python client: sequential `await ping(i)` calls/s through `ptc serve` vs the same raw ping-pong (median of 5)');
   const calls = figures.ptcRate / figures.rawRate;
   console.log(`${pad('floor: raw ping-pong')}${rate(figures.rawRate)}  N=${figures.sizes.raw}`);
   console.log(`${pad('ptc serve binding calls')}${rate(figures.ptcRate)}  N=${String(figures.sizes.ptc).padEnd(6)}   ${verdict(calls, calls >= 1 / 3, '≥ 0.33')}`);

@@ -45,7 +45,7 @@ function echo(args: string[], destination: string): { child: ChildProcessWithout
 }
 
 export async function remote(): Promise<void> {
-  console.log('\n9. remote carriers over SSH (loopback sshd; floors through the same kind of shared connection)');
+  console.log('\n10. remote carriers over SSH (loopback sshd; floors through the same kind of shared connection)');
   const server = sshServer();
   if (server === undefined) return console.log('  skipped: no sshd (eval "$(bash test/helpers/sshd.sh start)")');
   const dir = mkdtempSync(join(tmpdir(), 'ptc-bench-ssh-'));
