@@ -8,11 +8,12 @@
 // host asks (K), when the host's stream ends (connection dropped, host killed), and when the host
 // has been silent past the watchdog (a frozen host, or a connection that died without an EOF).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { PROTOCOL_REVISION } from '../protocol/revision.ts';
 import { createMuxReader, muxChunks, muxFrame, type MuxType, type RelayHello, type RelayStart } from '../protocol/mux.ts';
 import { killGroup } from '../protocol/process-tree.ts';
+import { pipeDrainer } from '../protocol/pipe-drain.ts';
 import { carrierLaunch, type CarrierLaunch } from './launch.ts';
 
 /** Exit status of a relay that could not do its job; the host reads the reason from its F frame or stderr. */
@@ -75,11 +76,12 @@ export function runRelay(bootstrapPath: string): void {
     };
     stdout.on('data', forward('O'));
     stderr.on('data', forward('E'));
-    const drainStdio = [drainer(stdout, forward('O')), drainer(stderr, forward('E'))];
+    const drainStdio = [pipeDrainer(stdout), pipeDrainer(stderr)];
+    const forwards = [forward('O'), forward('E')];
     control.on('data', (chunk: Buffer) => {
       // Bytes a child process wrote before the carrier sent this are already in the stdio pipes:
       // they go first, so the host sees them in the order they were written.
-      for (const drain of drainStdio) drain();
+      drainStdio.forEach((drain, index) => drain(forwards[index]!));
       for (const frame of muxChunks('C', chunk)) process.stdout.write(frame);
     });
     control.on('error', () => {});
@@ -134,21 +136,3 @@ export function runRelay(bootstrapPath: string): void {
   });
 }
 
-/** Reads what is waiting in a pipe right now without blocking (libuv keeps pipes non-blocking). */
-function drainer(stream: Socket, accept: (chunk: Buffer) => void): () => void {
-  const buffer = Buffer.allocUnsafe(64 * 1024);
-  return () => {
-    const fd = (stream as unknown as { _handle?: { fd?: number } })._handle?.fd;
-    if (typeof fd !== 'number' || fd < 0) return;
-    for (;;) {
-      let bytes: number;
-      try {
-        bytes = readSync(fd, buffer, 0, buffer.length, null);
-      } catch {
-        return;
-      }
-      if (bytes === 0) return;
-      accept(Buffer.from(buffer.subarray(0, bytes)));
-    }
-  };
-}

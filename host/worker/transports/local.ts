@@ -2,8 +2,8 @@
 // at fd 3, stdout and stderr on pipes of their own. Killing it kills the whole tree.
 import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
-import { readSync } from 'node:fs';
 import { killGroup } from '../../../carrier/protocol/process-tree.ts';
+import { pipeDrainer } from '../../../carrier/protocol/pipe-drain.ts';
 import type { LaunchCommand } from '../../sandbox/index.ts';
 import type { CarrierConnection, StdioStream } from './connection.ts';
 
@@ -35,7 +35,7 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
   child.once('exit', (code, signal) => {
     for (const listener of exitListeners) listener(code, signal);
   });
-  const drains = { stdout: drainer(stdout), stderr: drainer(stderr) };
+  const drains = { stdout: pipeDrainer(stdout), stderr: pipeDrainer(stderr) };
   return {
     control,
     stdout,
@@ -64,22 +64,3 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
   };
 }
 
-/** Reads whatever is waiting in a pipe right now, without blocking, and hands it to `accept`.
- * libuv keeps pipes non-blocking, so an empty pipe answers EAGAIN at once. */
-function drainer(stream: Socket): (accept: (chunk: Buffer) => void) => void {
-  const buffer = Buffer.allocUnsafe(64 * 1024);
-  return (accept) => {
-    const fd = (stream as unknown as { _handle?: { fd?: number } })._handle?.fd;
-    if (typeof fd !== 'number' || fd < 0) return;
-    for (;;) {
-      let bytes: number;
-      try {
-        bytes = readSync(fd, buffer, 0, buffer.length, null);
-      } catch {
-        return; // EAGAIN: nothing waiting (or the pipe is gone)
-      }
-      if (bytes === 0) return;
-      accept(Buffer.from(buffer.subarray(0, bytes)));
-    }
-  };
-}
