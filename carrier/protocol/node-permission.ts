@@ -1,6 +1,7 @@
 // Node's permission model as a partial backend: reads anywhere but /proc and /dev, writes only under the
-// granted directories, no child processes, no worker threads, no addons, no inspector. It does not
-// confine the network, and it checks path strings, not what the kernel opens: a symlink that
+// granted directories, no child processes, no worker threads, no addons, no inspector, and from
+// Node 25 on no network unless the policy grants it (--allow-net, all or nothing; older Nodes have
+// no network rule and leave it open). It checks path strings, not what the kernel opens: a symlink that
 // already exists inside a writable root is followed out of it (Node documents this limitation).
 // The carrier shares the host's user and pid namespace, so /proc would hand the program the
 // host's environment, command line and open files; its signals are kept in by the carrier itself.
@@ -15,9 +16,19 @@ const HIDDEN_ROOTS = new Set(['proc', 'dev']);
 /** The devices a program may read in place of /dev: the ones with nothing of the host's in them. */
 const DEVICES = ['/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero'];
 
-/** Node options granting reads under `readable`, writes under `writable` (real paths). */
-export function permissionArgs(flag: PermissionFlag, writable: string[], readable: string[]): string[] {
+/** Whether a Node of this version has a network rule in its permission model (--allow-net, Node 25). */
+export function hasNetworkRule(nodeVersion: string): boolean {
+  const major = Number(/^v?(\d+)\./.exec(nodeVersion)?.[1] ?? 0);
+  return major >= 25;
+}
+
+/**
+ * Node options granting reads under `readable`, writes under `writable` (real paths), and the
+ * network when `allowNet` (pass it only to a Node with a network rule: older ones reject the flag).
+ */
+export function permissionArgs(flag: PermissionFlag, writable: string[], readable: string[], allowNet = false): string[] {
   const args: string[] = [flag];
+  if (allowNet) args.push('--allow-net');
   for (const path of new Set(readable)) args.push(`--allow-fs-read=${path}`);
   // One flag per path: Node 24 no longer splits on commas, and a grant for a directory covers
   // everything under it.

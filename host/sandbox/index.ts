@@ -4,7 +4,7 @@ export { resolveSandboxOptions, type BackendChoice, type Enforcement, type Resol
 export { availableBackends, bwrapUnavailable, locateBwrap, permissionFlag, type PermissionFlag } from './detect.ts';
 export { planSandbox, type MachineFacts, type SandboxPlan, type SandboxUnavailable } from './plan.ts';
 export { bwrapArgs, type BwrapLayout } from './bwrap.ts';
-export { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';
+export { appendNodeOptions, hasNetworkRule, permissionArgs, readableRoots } from './node-permission.ts';
 export { wrapLaunch, type SandboxSetup, type WrapOptions, type WrappedLaunch } from './wrap.ts';
 export { isDenial } from './denial.ts';
 export type { LaunchCommand } from './command.ts';

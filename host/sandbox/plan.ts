@@ -1,13 +1,23 @@
 // Chooses the backend for one resolved policy. Fails closed: when the required enforcement cannot
 // be had the answer is `{ unavailable }`, saying what is missing, never a weaker backend.
 import { bwrapUnavailable, locateBwrap, permissionFlag, type PermissionFlag } from './detect.ts';
+import { hasNetworkRule } from './node-permission.ts';
 import { ENFORCEMENT_RANK, resolveSandboxOptions, type Enforcement, type SandboxOptions } from './options.ts';
 import type { ResolvedPolicy } from './policy.ts';
 
 export type SandboxPlan =
   | { backend: 'none'; enforcement: 'none'; policy: ResolvedPolicy }
   | { backend: 'bwrap'; enforcement: 'full'; policy: ResolvedPolicy; bwrapPath: string }
-  | { backend: 'node-permission'; enforcement: 'partial'; policy: ResolvedPolicy; permissionFlag: PermissionFlag; /** Why auto did not pick bwrap. */ bwrapUnavailable?: string };
+  | {
+    backend: 'node-permission';
+    enforcement: 'partial';
+    policy: ResolvedPolicy;
+    permissionFlag: PermissionFlag;
+    /** Whether the carrier's Node can take the network away (Node 25 and later). */
+    networkRule: boolean;
+    /** Why auto did not pick bwrap. */
+    bwrapUnavailable?: string;
+  };
 
 /** The reason for a `sandbox-unavailable` failure. */
 export interface SandboxUnavailable {
@@ -41,11 +51,11 @@ export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions 
   const flag = permissionFlag(options.carrierNodeVersion);
   const why = [bwrapReason, typeof flag === 'string' ? undefined : flag.unavailable].filter((reason) => reason !== undefined);
   if (!satisfies('partial', require)) {
-    why.push(`Node's permission model (backend "node-permission") enforces only file rules, not network or process isolation, and require is "full"`);
+    why.push(`Node's permission model (backend "node-permission") enforces file rules (and on Node 25 or later network: all or nothing), not process isolation, and require is "full"`);
     return { unavailable: why.join('; ') };
   }
   if (typeof flag !== 'string') return { unavailable: why.join('; ') };
-  const plan: SandboxPlan = { backend: 'node-permission', enforcement: 'partial', policy, permissionFlag: flag };
+  const plan: SandboxPlan = { backend: 'node-permission', enforcement: 'partial', policy, permissionFlag: flag, networkRule: hasNetworkRule(options.carrierNodeVersion) };
   if (bwrapReason !== undefined) plan.bwrapUnavailable = bwrapReason;
   return plan;
 }

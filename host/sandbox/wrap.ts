@@ -17,7 +17,7 @@ export interface SandboxSetup {
   mode: SandboxMode;
   backend: SandboxBackend;
   enforcement: Enforcement;
-  /** Whether the program can reach the network: node-permission cannot take it away. */
+  /** Whether the program can reach the network: node-permission takes it away only on Node 25 and later. */
   network: boolean;
   /** Present for a remote launch: the far side enforced this, with its own bubblewrap or Node. */
   location?: 'remote';
@@ -48,7 +48,7 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
     mode: policy.mode,
     backend: plan.backend,
     enforcement: plan.enforcement,
-    network: plan.backend === 'bwrap' ? policy.network : true,
+    network: plan.backend === 'bwrap' || (plan.backend === 'node-permission' && plan.networkRule) ? policy.network : true,
   };
   if (plan.backend === 'none') return { command, report, privateTmp: undefined, cleanup: async () => {} };
 
@@ -61,7 +61,7 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   const writable = [...writablePaths(policy), privateTmp];
 
   if (plan.backend === 'node-permission') {
-    const flags = permissionArgs(plan.permissionFlag, writable, readableRoots());
+    const flags = permissionArgs(plan.permissionFlag, writable, readableRoots(), plan.networkRule && policy.network);
     // A single-executable app reads its argv as its own; Node options reach it only through NODE_OPTIONS.
     const wrapped: LaunchCommand = command.kind === 'embedded'
       ? { ...command, env: { ...env, NODE_OPTIONS: appendNodeOptions(env.NODE_OPTIONS, flags) } }

@@ -150,7 +150,7 @@ function relaySandbox(plan: SandboxPlan): RelaySandbox {
   if (plan.backend === 'bwrap') {
     return { backend: 'bwrap', bwrapPath: plan.bwrapPath, mode: policy.mode, network: policy.network, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots };
   }
-  return { backend: 'node-permission', permissionFlag: plan.permissionFlag, mode: policy.mode, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots };
+  return { backend: 'node-permission', permissionFlag: plan.permissionFlag, mode: policy.mode, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots, network: policy.network };
 }
 
 function failedCarrier(config: CarrierSettings, message: string): Carrier {

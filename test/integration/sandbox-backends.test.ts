@@ -211,7 +211,7 @@ async function probe(planned: SandboxPlan, name: string, kind: LaunchCommand['ki
 const E = 'EROFS';
 const D = 'ERR_ACCESS_DENIED';
 const SKIP = '-';
-type Column = 'bwrap read-only' | 'bwrap workspace' | 'bwrap workspace +net' | 'node-permission read-only' | 'node-permission workspace' | 'unconfined';
+type Column = 'bwrap read-only' | 'bwrap workspace' | 'bwrap workspace +net' | 'node-permission read-only' | 'node-permission workspace' | 'node-permission workspace +net' | 'unconfined';
 
 const COLUMNS: Record<Column, [Backend, SandboxPolicy]> = {
   'bwrap read-only': ['bwrap', { mode: 'read-only' }],
@@ -219,29 +219,32 @@ const COLUMNS: Record<Column, [Backend, SandboxPolicy]> = {
   'bwrap workspace +net': ['bwrap', { mode: 'workspace-write', network: true }],
   'node-permission read-only': ['node-permission', { mode: 'read-only' }],
   'node-permission workspace': ['node-permission', { mode: 'workspace-write' }],
+  'node-permission workspace +net': ['node-permission', { mode: 'workspace-write', network: true }],
   unconfined: ['none', { mode: 'full-access' }],
 };
 
-// Outcomes in COLUMNS order: bwrap ro, bwrap ws, bwrap ws+net, node-permission ro, node-permission ws, unconfined.
+// Outcomes in COLUMNS order: bwrap ro, bwrap ws, bwrap ws+net, node-permission ro, node-permission ws,
+// node-permission ws+net, unconfined.
 const TABLE: Array<[string, string[]]> = [
-  ['read /etc/hostname', ['ok', 'ok', 'ok', 'ok', 'ok', 'ok']],
+  ['read /etc/hostname', ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok']],
   // bwrap's /tmp is private: the host's is not denied but absent.
-  ['read a file in the host /tmp', ['ENOENT', 'ENOENT', SKIP, 'ok', 'ok', 'ok']],
-  ['write in the workspace', [E, 'ok', SKIP, D, 'ok', 'ok']],
-  ['write outside', [E, E, E, D, D, 'ok']],
+  ['read a file in the host /tmp', ['ENOENT', 'ENOENT', SKIP, 'ok', 'ok', SKIP, 'ok']],
+  ['write in the workspace', [E, 'ok', SKIP, D, 'ok', SKIP, 'ok']],
+  ['write outside', [E, E, E, D, D, SKIP, 'ok']],
   // Node checks path strings and follows a symlink that already exists: a known escape.
-  ['write through a symlink out of the workspace', [E, E, SKIP, D, 'ok', 'ok']],
-  ['write through ..', [E, E, SKIP, D, D, 'ok']],
-  ['write through /proc/self/root', [E, E, SKIP, D, D, 'ok']],
-  ['write the private temp dir', ['ok', 'ok', SKIP, 'ok', 'ok', SKIP]],
-  ['write the shared /tmp', [E, E, SKIP, D, D, SKIP]],
+  ['write through a symlink out of the workspace', [E, E, SKIP, D, 'ok', SKIP, 'ok']],
+  ['write through ..', [E, E, SKIP, D, D, SKIP, 'ok']],
+  ['write through /proc/self/root', [E, E, SKIP, D, D, SKIP, 'ok']],
+  ['write the private temp dir', ['ok', 'ok', SKIP, 'ok', 'ok', SKIP, SKIP]],
+  ['write the shared /tmp', [E, E, SKIP, D, D, SKIP, SKIP]],
   // The shell's redirection fails on the read-only mount; Node refuses to spawn at all.
-  ['write from a child process', ['sh: Read-only file system', 'sh: Read-only file system', SKIP, D, D, 'ok']],
-  // Node's permission model has no network rule: partial enforcement.
-  ['connect to 127.0.0.1 (a host TCP server)', ['ECONNREFUSED', 'ECONNREFUSED', 'ok', 'ok', 'ok', 'ok']],
-  // Known gap: a path socket on the read-only host is still connectable without a network namespace's help.
-  ['connect to a host Unix socket', ['ok', 'ok', SKIP, 'ok', 'ok', 'ok']],
-  ['write the control channel, fd 3', ['ok', 'ok', 'ok', 'ok', 'ok', 'ok']],
+  ['write from a child process', ['sh: Read-only file system', 'sh: Read-only file system', SKIP, D, D, SKIP, 'ok']],
+  // Node's permission model (Node 25 and later) denies the network unless the policy grants it, all or nothing.
+  ['connect to 127.0.0.1 (a host TCP server)', ['ECONNREFUSED', 'ECONNREFUSED', 'ok', D, D, 'ok', 'ok']],
+  // Known gap: a path socket on the read-only host is still connectable without a network namespace's help
+  // (bwrap); Node's network rule covers Unix sockets too.
+  ['connect to a host Unix socket', ['ok', 'ok', SKIP, D, D, 'ok', 'ok']],
+  ['write the control channel, fd 3', ['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok']],
 ];
 
 const plans = new Map<Column, Promise<SandboxPlan>>();

@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LaunchCommand } from '../../host/worker/launch.ts';
-import { appendNodeOptions, bwrapArgs, permissionArgs, readableRoots, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
+import { appendNodeOptions, bwrapArgs, hasNetworkRule, permissionArgs, readableRoots, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
 
 const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
 /** Without network, the host's /run (service sockets) is replaced as well. */
@@ -60,6 +60,26 @@ test('permissionArgs: one read grant per root, one write grant per path, the Nod
   assert.equal(permissionArgs('--experimental-permission', [], ['/usr']), ['--experimental-permission', '--allow-fs-read=/usr', '--disable-warning=ExperimentalWarning']);
 });
 
+test('permissionArgs grants the network only when asked; hasNetworkRule: Node 25 and later have one', () => {
+  assert.equal(permissionArgs('--permission', [], ['/usr'], true), ['--permission', '--allow-net', '--allow-fs-read=/usr']);
+  assert.equal(permissionArgs('--permission', [], ['/usr'], false), ['--permission', '--allow-fs-read=/usr']);
+  assert.equal(['v20.12.0', 'v24.22.3', 'v25.0.0', 'v26.10.0', '27.1.0'].map(hasNetworkRule), [false, false, true, true, true]);
+});
+
+test('wrapLaunch under node-permission reports the network it leaves: the policy\'s where Node has a network rule, open where not', async () => {
+  for (const [networkRule, network, flag, reported] of [[true, true, true, true], [true, false, false, false], [false, false, false, true], [false, true, false, true]] as const) {
+    const base = plan('node-permission');
+    const planned = { ...base, policy: { ...base.policy, network }, networkRule } as SandboxPlan;
+    const wrapped = wrapLaunch(command('node-script'), planned, { tmpdir: dir });
+    try {
+      assert.is(wrapped.command.args.includes('--allow-net'), flag, `networkRule ${networkRule}, network ${network}`);
+      assert.is(wrapped.report.network, reported, `networkRule ${networkRule}, network ${network}`);
+    } finally {
+      await wrapped.cleanup();
+    }
+  }
+});
+
 test('readableRoots: every entry of / but /proc and /dev (the host\'s processes and terminals), plus the plain devices', () => {
   const devices = ['/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero'];
   assert.equal(readableRoots(['usr', 'proc', 'etc', 'dev', 'tmp', 'sys']), ['/etc', '/sys', '/tmp', '/usr', ...devices]);
@@ -95,7 +115,7 @@ function command(kind: LaunchCommand['kind']): LaunchCommand {
 function plan(backend: SandboxPlan['backend'], mode: ResolvedPolicy['mode'] = 'workspace-write'): SandboxPlan {
   const resolved = { mode, network: false, workspaceRoot: ws, writableRoots: [] };
   if (backend === 'bwrap') return { backend, enforcement: 'full', policy: resolved, bwrapPath: '/usr/bin/bwrap' };
-  if (backend === 'node-permission') return { backend, enforcement: 'partial', policy: resolved, permissionFlag: '--permission' };
+  if (backend === 'node-permission') return { backend, enforcement: 'partial', policy: resolved, permissionFlag: '--permission', networkRule: true };
   return { backend, enforcement: 'none', policy: { ...resolved, mode: 'full-access', network: true } };
 }
 
@@ -134,7 +154,7 @@ test('wrapLaunch under node-permission: flags before the script for a Node, in N
   const reads = readableRoots().map((root) => `--allow-fs-read=${root}`);
   assert.equal(script.command.args, ['--permission', ...reads, `--allow-fs-write=${ws}`, `--allow-fs-write=${tmp}`, '--max-old-space-size=64', join(dir, 'bootstrap.mjs')]);
   assert.is(script.command.executable, join(dir, 'node-link'));
-  assert.equal(script.report, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: true });
+  assert.equal(script.report, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: false });
 
   const embedded = wrapLaunch(command('embedded'), plan('node-permission', 'read-only'), { tmpdir: dir });
   const embeddedTmp = embedded.privateTmp!;

@@ -116,7 +116,7 @@ test('planSandbox: an explicit bwrap that does not exist is unavailable, never a
   const missing = join(dir, 'no-such-bwrap');
   for (const backend of ['bwrap', 'auto'] as const) {
     const plan = await planSandbox(policy('read-only'), { backend, require: 'full', bwrapPath: missing });
-    assert.equal(plan, { unavailable: `bubblewrap is not installed (${missing} not found)` + (backend === 'auto' ? `; Node's permission model (backend "node-permission") enforces only file rules, not network or process isolation, and require is "full"` : '') });
+    assert.equal(plan, { unavailable: `bubblewrap is not installed (${missing} not found)` + (backend === 'auto' ? `; Node's permission model (backend "node-permission") enforces file rules (and on Node 25 or later network: all or nothing), not process isolation, and require is "full"` : '') });
   }
 });
 
@@ -128,10 +128,13 @@ test('planSandbox: auto falls back to node-permission only when partial enforcem
     enforcement: 'partial',
     policy: policy('workspace-write'),
     permissionFlag: '--permission',
+    networkRule: false,
     bwrapUnavailable: `bubblewrap is not installed (${missing} not found)`,
   });
   const chosen = await planSandbox(policy('workspace-write'), { backend: 'node-permission', carrierNodeVersion: 'v20.12.0' });
-  assert.equal(chosen, { backend: 'node-permission', enforcement: 'partial', policy: policy('workspace-write'), permissionFlag: '--experimental-permission' });
+  assert.equal(chosen, { backend: 'node-permission', enforcement: 'partial', policy: policy('workspace-write'), permissionFlag: '--experimental-permission', networkRule: false });
+  const current = await planSandbox(policy('workspace-write'), { backend: 'node-permission', carrierNodeVersion: 'v26.10.0' });
+  assert.equal(current, { backend: 'node-permission', enforcement: 'partial', policy: policy('workspace-write'), permissionFlag: '--permission', networkRule: true });
 });
 
 test('planSandbox: bwrap that cannot create namespaces is unavailable with its stderr', async () => {
@@ -151,7 +154,7 @@ test('planSandbox: a bwrapPath that is not executable is unavailable', async () 
 
 test('planSandbox: node-permission cannot meet require "full", nor an old Node', async () => {
   assert.equal(await planSandbox(policy('read-only'), { backend: 'node-permission', require: 'full' }), {
-    unavailable: `Node's permission model (backend "node-permission") enforces only file rules, not network or process isolation, and require is "full"`,
+    unavailable: `Node's permission model (backend "node-permission") enforces file rules (and on Node 25 or later network: all or nothing), not process isolation, and require is "full"`,
   });
   assert.equal(await planSandbox(policy('read-only'), { backend: 'node-permission', carrierNodeVersion: 'v18.20.0' }), {
     unavailable: 'Node v18.20.0 has no permission model (it needs Node 20 or later)',
