@@ -132,7 +132,7 @@ for (const node of NODES) {
     ]);
   });
 
-  test(`the installed ptc bin on ${node.version}: version, a program from stdin, a failure`, () => {
+  test(`the installed ptc bin on ${node.version}: version, a program from stdin, a failure, ptc mcp`, () => {
     const dir = projects.get(node.version)!;
     const bin = join(dir, 'node_modules/.bin/ptc');
     const version = sh(bin, ['version'], { cwd: dir, node: node.path });
@@ -146,6 +146,12 @@ for (const node of NODES) {
     const failed = sh(bin, ['run', '-'], { cwd: dir, node: node.path, input: 'throw new RangeError("too far")' });
     assert.is(failed.code, 1);
     assert.match(failed.stderr, /RangeError: too far/);
+    // `ptc mcp` loads the MCP SDK's chunk only for that command: it answers initialize.
+    writeFileSync(join(dir, 'servers.json'), '{"mcpServers":{}}');
+    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'test', version: '1' } } };
+    const mcp = sh(bin, ['mcp', '--config', 'servers.json'], { cwd: dir, node: node.path, input: `${JSON.stringify(initialize)}\n` });
+    assert.is(mcp.code, 0, mcp.stderr);
+    assert.equal(JSON.parse(mcp.stdout).result.serverInfo, { name: 'ptc', version: root.version });
   });
 
   test(`the README's library snippet runs as written on ${node.version}`, () => {
