@@ -202,6 +202,16 @@ test("the README's first set-up command, npm ci, on the machine's Node: no warni
   assert.equal(`${ci.stdout}\n${ci.stderr}`.split('\n').filter((line) => /warn|EBADENGINE/i.test(line)), []);
 });
 
+test("npm pack at the root refuses, since the root's manifest describes the checkout, and names npm run package", () => {
+  const dir = join(work, 'root-pack');
+  mkdirSync(dir);
+  cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
+  const pack = sh('npm', ['pack'], { cwd: dir, node: PINNED.path });
+  assert.is(pack.code, 1);
+  assert.match(pack.stderr, /^ptc: this package\.json describes the checkout, not the library package; run: npm run package$/m);
+  assert.equal(execFileSync('ls', [dir], { encoding: 'utf8' }).trim().split('\n'), ['package.json']);
+});
+
 /** The first ts block of README.md's "The library" section, as a user would copy it. */
 function readmeSnippet(): string {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
