@@ -16,6 +16,7 @@ const FRAME = /^\s+at /;
 const LOCATION = /^:(\d+):(\d+)/;
 const SYNTAX_HEADER = /^(.*):(\d+)$/;
 const CARET_LINE = /^\s*\^+\s*$/;
+const PROXY_WRAPPER = /^Proxy\(([\s\S]*)\)$/;
 const inspectOptions = { __proto__: null, depth: 4, customInspect: false, getters: false, showProxy: false } as const;
 
 /** The Error constructors whose prepareStackTrace could format a program's error: this realm's and each evaluator's. */
@@ -203,9 +204,14 @@ function describeValue(value: unknown, filename: string): string {
     const line = lines[index]!;
     if (regexpExec(FRAME, line) === null || stringIncludes(line, filename)) append(kept, line);
   }
-  const text = join(kept, '\n');
+  let text = join(kept, '\n');
   const proxy = (typeof value === 'object' || typeof value === 'function') && value !== null && isProxy(value);
-  return proxy && text !== '<Revoked Proxy>' ? `Proxy ${text}` : text;
+  if (!proxy || text === '<Revoked Proxy>') return text;
+  // Node 26's inspect wraps a Proxy's target as `Proxy(...)` even with showProxy off; the message
+  // reads the same on every carrier Node.
+  const wrapped = regexpExec(PROXY_WRAPPER, text);
+  if (wrapped !== null) text = wrapped[1]!;
+  return `Proxy ${text}`;
 }
 
 function safeInspect(value: unknown): string {

@@ -101,7 +101,11 @@ export function createNodeReplEvaluator(): Evaluator {
     }
   };
   if (replDomain === undefined) {
-    reportError = onDomainError;
+    reportError = (error) => {
+      const evaluation = current.getStore();
+      if (evaluation !== undefined) dropReplSyntaxFrames(error, evaluation.filename);
+      onDomainError(error);
+    };
   } else {
     replDomain.prependListener('error', onDomainError);
     replDomain.on('error', afterReplReport);
@@ -198,6 +202,22 @@ function guardDomainMarking(replDomain: domain.Domain, report: (error: unknown) 
       return true;
     },
   } as PropertyDescriptor);
+}
+
+/**
+ * What Node's own report did to a SyntaxError V8 raised while running the input (a let, const or
+ * class redeclared): its frames are the REPL's, not the program's, so they go. One whose stack
+ * names the program file keeps it.
+ */
+function dropReplSyntaxFrames(error: unknown, filename: string): void {
+  if (!types.isNativeError(error)) return;
+  try {
+    const stack = error.stack;
+    if (error.name !== 'SyntaxError' || typeof stack !== 'string' || stack.includes(filename)) return;
+    error.stack = stack.replace(/^REPL\d+:\d+\r?\n/, '').replace(/^\s+at\s.*\n?/gm, '');
+  } catch {
+    // A stack the program made unreadable or unwritable stays as it is.
+  }
 }
 
 /**
