@@ -52,6 +52,7 @@ function parseList(list: unknown, field: 'allow' | 'deny'): Rule[] {
 function parseRule(text: string): Rule {
   if (text === '') throw new Error('is empty');
   if (/\s/.test(text)) throw new Error('contains white space');
+  if (text.includes('://')) throw new Error('is a URL; write the host and an optional port, as in api.example.com:443');
   const lower = text.toLowerCase();
   let host: string;
   let portText: string | undefined;
