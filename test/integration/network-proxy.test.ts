@@ -30,7 +30,8 @@ let other: HttpServer; // HTTP on a port no rule names
 let secure: Server; // HTTPS
 let echo: Server; // raw TCP echo, allowed
 let closed: Server; // raw TCP, denied
-const ports = { web: 0, other: 0, secure: 0, echo: 0, closed: 0 };
+let streamed: HttpServer; // an endless response, written as fast as the reader takes it
+const ports = { web: 0, other: 0, secure: 0, echo: 0, closed: 0, stream: 0 };
 const proxies: NetworkProxy[] = [];
 
 async function listen<T extends Server>(server: T): Promise<number> {
@@ -57,11 +58,21 @@ test.before(async () => {
   ports.secure = await listen(secure);
   ports.echo = await listen(echo);
   ports.closed = await listen(closed);
+  streamed = createHttpServer((_req, res) => {
+    const chunk = Buffer.alloc(64 * 1024, 'z');
+    const pump = (): void => {
+      while (res.write(chunk));
+    };
+    res.on('drain', pump);
+    res.on('close', () => streamed.emit('response-closed'));
+    pump();
+  });
+  ports.stream = await listen(streamed);
 });
 
 test.after(async () => {
   for (const proxy of proxies) await proxy.close();
-  for (const server of [web, other, secure, echo, closed]) server.close();
+  for (const server of [web, other, secure, echo, closed, streamed]) server.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -499,9 +510,37 @@ test('close() ends open tunnels and forwarded connections on both sides and remo
   await proxy.close(); // idempotent
 });
 
+test('a client that goes away mid-response ends the upstream response too', async () => {
+  const proxy = await proxyWith({ allow: [`127.0.0.1:${ports.stream}`] });
+  const ended = once(streamed, 'response-closed');
+  const client = connect(proxy.socketPath);
+  await once(client, 'connect');
+  client.write(`GET http://127.0.0.1:${ports.stream}/forever HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+  await readUntil(client, (data) => data.length > 64 * 1024);
+  client.destroy();
+  await ended;
+});
+
+test('a SOCKS4 client is rejected (0x5b) and an HTTP upgrade gets 501 pointing at CONNECT', async () => {
+  const proxy = await proxyWith({ allow: [`127.0.0.1:${ports.web}`] });
+  const socks4 = connect(proxy.socketPath);
+  await once(socks4, 'connect');
+  socks4.write(Buffer.from([0x04, 0x01, 0x00, 0x50, 127, 0, 0, 1, 0x00]));
+  assert.equal([...(await readUntil(socks4, () => false))], [0x00, 0x5b, 0, 0, 0, 0, 0, 0]);
+  socks4.destroy();
+  const upgrade = connect(proxy.socketPath);
+  await once(upgrade, 'connect');
+  upgrade.write(`GET http://127.0.0.1:${ports.web}/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
+  const answer = (await readUntil(upgrade, () => false)).toString();
+  assert.ok(answer.startsWith('HTTP/1.1 501 Not Implemented\r\n'), answer);
+  assert.ok(answer.endsWith('\r\n\r\nptc network proxy: protocol upgrades are not forwarded; connect with CONNECT instead\n'), answer);
+  upgrade.destroy();
+  assert.equal(proxy.report(), { mode: 'allowlist', allowed: [], denied: [] });
+});
+
 test('no connection is left open on any server', async () => {
   for (const proxy of proxies.splice(0)) await proxy.close();
-  for (const [name, server] of Object.entries({ web, other, secure, echo, closed })) await drained(server, name);
+  for (const [name, server] of Object.entries({ web, other, secure, echo, closed, streamed })) await drained(server, name);
 });
 
 test.run();

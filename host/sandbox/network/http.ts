@@ -41,6 +41,8 @@ export function createHttpFront(gate: Gate, options: { connectTimeoutMs: number;
       req.resume();
       return void respond(res, passage.kind === 'denied' ? 403 : 502, passage.message);
     }
+    // The client gave up while the name resolved: nothing to forward to.
+    if (res.destroyed) return;
     const path = target[2] === '' ? '/' : target[2]!.startsWith('/') ? target[2]! : `/${target[2]}`;
     const upstream = request({ host: passage.host, port: passage.port, method: req.method, path, headers: endToEnd(req.rawHeaders), agent, lookup: passage.lookup, setHost: false });
     upstream.on('socket', (socket: Socket) => {
