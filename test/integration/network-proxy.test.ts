@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { Agent, createServer as createHttpServer, request, type Server as HttpServer } from 'node:http';
+import { Agent, createServer as createHttpServer, request, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { connect, createServer as createTcpServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -40,8 +40,12 @@ async function listen<T extends Server>(server: T): Promise<number> {
   return (server.address() as { port: number }).port;
 }
 
-function serve(req: { url?: string; headers: Record<string, unknown> }, res: { setHeader(k: string, v: string): void; end(body: string | Buffer): void }): void {
-  if (req.url === '/big') return res.end(BIG);
+function serve(req: IncomingMessage, res: ServerResponse): void {
+  if (req.url === '/big') return void res.end(BIG);
+  if (req.method === 'POST') {
+    res.setHeader('x-seen-encoding', String(req.headers['transfer-encoding'] ?? req.headers['content-length']));
+    return void req.pipe(res);
+  }
   res.setHeader('x-seen-host', String(req.headers.host));
   res.end(`hello ${req.url}`);
 }
@@ -217,6 +221,27 @@ test('HTTP forward: keep-alive holds one client connection and one upstream conn
   assert.is(clientSockets.size, 1);
   assert.is(upstreamConnections, 1);
   assert.equal(proxy.report().allowed, [{ host: '127.0.0.1', port: ports.web, count: 3 }]);
+});
+
+test('HTTP forward: a request body goes through, chunked or with a length', async () => {
+  const proxy = await proxyWith({ allow: [`127.0.0.1:${ports.web}`] });
+  for (const [framing, body] of [['chunked', ['part one, ', 'part two']], ['11', ['eleven char']]] as const) {
+    const answer = await new Promise<Answer>((resolve, reject) => {
+      const headers: Record<string, string> = { host: `127.0.0.1:${ports.web}` };
+      if (framing !== 'chunked') headers['content-length'] = framing;
+      const req = request({ socketPath: proxy.socketPath, method: 'POST', path: `http://127.0.0.1:${ports.web}/post`, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      });
+      req.on('error', reject);
+      for (const part of body) req.write(part);
+      req.end();
+    });
+    assert.is(answer.status, 200);
+    assert.is(answer.headers['x-seen-encoding'], framing);
+    assert.is(answer.body.toString(), body.join(''));
+  }
 });
 
 test('HTTP forward: a 4 MB body arrives whole', async () => {
