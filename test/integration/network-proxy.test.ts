@@ -81,7 +81,7 @@ test.after(async () => {
 });
 
 let serial = 0;
-async function proxyWith(rules: NetworkRules, options: { resolve?: (host: string) => Promise<string[]>; headTimeoutMs?: number } = {}): Promise<NetworkProxy> {
+async function proxyWith(rules: NetworkRules, options: { resolve?: (host: string) => Promise<string[]>; headTimeoutMs?: number; maxConnections?: number } = {}): Promise<NetworkProxy> {
   const proxy = await startNetworkProxy({ rules: parseNetworkRules(rules), socketPath: join(dir, `proxy-${serial++}.sock`), ...options });
   proxies.push(proxy);
   return proxy;
@@ -512,6 +512,44 @@ test('startNetworkProxy rejects a socket path already in use, naming it', async 
   assert.is(error.message, `ptc network proxy: cannot listen on ${proxy.socketPath}: listen EADDRINUSE: address already in use ${proxy.socketPath}`);
   assert.is(error.cause.code, 'EADDRINUSE');
 });
+
+test('connections past maxConnections are closed on arrival; the ones before stay served', async () => {
+  const proxy = await proxyWith({ allow: [] }, { maxConnections: 2 });
+  const open: Socket[] = [];
+  for (let i = 0; i < 2; i++) {
+    const socket = connect(proxy.socketPath);
+    socket.write(Buffer.from([0x05, 0x01, 0x00]));
+    assert.equal([...(await readUntil(socket, (data) => data.length >= 2))], [0x05, 0x00]);
+    open.push(socket);
+  }
+  const third = connect(proxy.socketPath);
+  third.on('error', () => {});
+  const received: Buffer[] = [];
+  third.on('data', (chunk: Buffer) => received.push(chunk));
+  await once(third, 'close');
+  assert.equal(received, []);
+  for (const socket of open) assert.not.ok(socket.destroyed);
+  for (const socket of open) socket.destroy();
+});
+
+const BAD_OPTIONS: Array<[string, (socketPath: string) => unknown, string]> = [
+  ['no options', () => undefined, 'startNetworkProxy: options must be an object, got undefined'],
+  ['raw rules', (socketPath) => ({ rules: { allow: ['a.com'] }, socketPath }), 'startNetworkProxy: rules must come from parseNetworkRules(), got {"allow":["a.com"]}'],
+  ['no socket path', () => ({ rules: parseNetworkRules({ allow: [] }) }), 'startNetworkProxy: socketPath must be a non-empty path, got undefined'],
+  ['resolve not a function', (socketPath) => ({ rules: parseNetworkRules({ allow: [] }), socketPath, resolve: 'dns' }), `startNetworkProxy: resolve must be a function, got 'dns'`],
+  ['zero timeout', (socketPath) => ({ rules: parseNetworkRules({ allow: [] }), socketPath, headTimeoutMs: 0 }), 'startNetworkProxy: headTimeoutMs must be a positive integer, got 0'],
+  ['fractional cap', (socketPath) => ({ rules: parseNetworkRules({ allow: [] }), socketPath, maxConnections: 1.5 }), 'startNetworkProxy: maxConnections must be a positive integer, got 1.5'],
+];
+
+for (const [name, options, message] of BAD_OPTIONS) {
+  test(`startNetworkProxy rejects bad options: ${name}`, async () => {
+    const socketPath = join(dir, `bad-${serial++}.sock`);
+    const error = await rejection(startNetworkProxy(options(socketPath) as Parameters<typeof startNetworkProxy>[0]));
+    assert.instance(error, TypeError);
+    assert.is(error.message, message);
+    assert.not.ok(existsSync(socketPath));
+  });
+}
 
 test('close() ends open tunnels and forwarded connections on both sides and removes the socket file', async () => {
   // The earlier proxies' keep-alive connections would otherwise stay open on the servers.
