@@ -90,9 +90,9 @@ async function proxyWith(rules: NetworkRules, options: { resolve?: (host: string
 type Answer = { status: number; headers: Record<string, string | string[] | undefined>; body: Buffer };
 
 /** One absolute-form request to the proxy's Unix socket, as an HTTP client configured with the proxy sends it. */
-function forward(proxy: NetworkProxy, url: string, agent?: Agent): Promise<Answer> {
+function forward(proxy: NetworkProxy, url: string, agent?: Agent, host = /^\w+:\/\/([^/]*)/.exec(url)?.[1] ?? 'none'): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request({ socketPath: proxy.socketPath, path: url, headers: { host: /^\w+:\/\/([^/]*)/.exec(url)?.[1] ?? 'none' }, agent }, (res) => {
+    const req = request({ socketPath: proxy.socketPath, path: url, headers: { host }, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
@@ -202,6 +202,13 @@ test('HTTP forward: the allowed port answers, the denied port gets 403 naming th
     allowed: [{ host: '127.0.0.1', port: ports.web, count: 1 }],
     denied: [{ host: '127.0.0.1', port: ports.other, count: 2 }],
   });
+});
+
+test('HTTP forward: the Host sent upstream is the URL\'s, not a Host header the client made up', async () => {
+  const proxy = await proxyWith({ allow: [`localhost:${ports.web}`] });
+  const answer = await forward(proxy, `http://LocalHost:${ports.web}/fronted`, undefined, 'other-site.example');
+  assert.is(answer.status, 200);
+  assert.is(answer.headers['x-seen-host'], `LocalHost:${ports.web}`);
 });
 
 test('HTTP forward: keep-alive holds one client connection and one upstream connection for several requests', async () => {
