@@ -87,7 +87,7 @@ async function proxyWith(rules: NetworkRules, options: { resolve?: (host: string
   return proxy;
 }
 
-type Answer = { status: number; headers: Record<string, string | string[] | undefined>; body: Buffer };
+type Answer = { status: number; reason: string; headers: Record<string, string | string[] | undefined>; body: Buffer };
 
 /** One absolute-form request to the proxy's Unix socket, as an HTTP client configured with the proxy sends it. */
 function forward(proxy: NetworkProxy, url: string, agent?: Agent, host = /^\w+:\/\/([^/]*)/.exec(url)?.[1] ?? 'none'): Promise<Answer> {
@@ -95,7 +95,7 @@ function forward(proxy: NetworkProxy, url: string, agent?: Agent, host = /^\w+:\
     const req = request({ socketPath: proxy.socketPath, path: url, headers: { host }, agent }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('end', () => resolve({ status: res.statusCode!, reason: res.statusMessage!, headers: res.headers, body: Buffer.concat(chunks) }));
     });
     req.on('error', reject);
     req.end();
@@ -196,6 +196,7 @@ test('HTTP forward: the allowed port answers, the denied port gets 403 naming th
     assert.is(denied.status, 403);
     assert.is(denied.body.toString(), `${message}\n`);
     assert.is(denied.headers['x-ptc-network'], message);
+    assert.is(denied.reason, message);
   }
   assert.equal(proxy.report(), {
     mode: 'allowlist',
@@ -239,7 +240,7 @@ test('HTTP forward: a request body goes through, chunked or with a length', asyn
       const req = request({ socketPath: proxy.socketPath, method: 'POST', path: `http://127.0.0.1:${ports.web}/post`, headers }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('end', () => resolve({ status: res.statusCode!, reason: res.statusMessage!, headers: res.headers, body: Buffer.concat(chunks) }));
       });
       req.on('error', reject);
       for (const part of body) req.write(part);
@@ -300,6 +301,33 @@ test('HTTP forward: a request head over 16 KiB gets 431', async () => {
   socket.destroy();
 });
 
+test("Node's own clients behind the env proxy see the reason: fetch() in the status text and body, https in its error", async () => {
+  const proxy = await proxyWith({ allow: [`127.0.0.1:${ports.web}`] });
+  const front = await tcpFront(proxy);
+  const program = `
+    const plain = await fetch('http://169.254.169.254/latest/meta-data/');
+    console.log(plain.status, plain.statusText, '|', (await plain.text()).trim());
+    const https = await import('node:https');
+    await new Promise((done) => https.get('https://127.0.0.1:${ports.other}/', () => done()).on('error', (error) => done(console.log(error.code, error.message))));
+    console.log((await (await fetch('http://127.0.0.1:${ports.web}/node')).text()));
+  `;
+  try {
+    const proxyUrl = `http://127.0.0.1:${front.port}`;
+    const printed = await new Promise<string>((resolve, reject) => {
+      execFile(process.execPath, ['--input-type=module', '-e', program], { env: { PATH: process.env.PATH, NODE_USE_ENV_PROXY: '1', HTTP_PROXY: proxyUrl, HTTPS_PROXY: proxyUrl } }, (error, stdout, stderr) => (error ? reject(new Error(stderr, { cause: error })) : resolve(stdout)));
+    });
+    const metadata = 'blocked by ptc network policy: 169.254.169.254:80 is not allowed (default: link-local and metadata addresses are denied unless named)';
+    assert.equal(printed.split('\n'), [
+      `403 ${metadata} | ${metadata}`,
+      `ERR_PROXY_TUNNEL Failed to establish tunnel to 127.0.0.1:${ports.other} via ${proxyUrl}: HTTP/1.1 403 blocked by ptc network policy: 127.0.0.1:${ports.other} is not allowed (${LOOPBACK})`,
+      'hello /node',
+      '',
+    ]);
+  } finally {
+    front.close();
+  }
+});
+
 test('CONNECT: HTTPS to a local TLS server with the fixture certificate; a denied port gets 403', async () => {
   const proxy = await proxyWith({ allow: [`localhost:${ports.secure}`] });
   const { socket, head } = await connectTunnel(proxy, `localhost:${ports.secure}`);
@@ -314,7 +342,7 @@ test('CONNECT: HTTPS to a local TLS server with the fixture certificate; a denie
 
   const denied = await connectTunnel(proxy, `localhost:${ports.closed}`);
   const message = `blocked by ptc network policy: localhost:${ports.closed} is not allowed (${LOOPBACK})`;
-  assert.ok(denied.head.startsWith('HTTP/1.1 403 Forbidden\r\n'), denied.head);
+  assert.ok(denied.head.startsWith(`HTTP/1.1 403 ${message}\r\n`), denied.head);
   assert.ok(denied.head.includes(`\r\nx-ptc-network: ${message}\r\n`), denied.head);
   const rest = denied.after + (await readUntil(denied.socket, () => false)).toString();
   assert.is(rest, `${message}\n`);
@@ -602,7 +630,7 @@ test('a SOCKS4 client is rejected (0x5b) and an HTTP upgrade gets 501 pointing a
   await once(upgrade, 'connect');
   upgrade.write(`GET http://127.0.0.1:${ports.web}/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n`);
   const answer = (await readUntil(upgrade, () => false)).toString();
-  assert.ok(answer.startsWith('HTTP/1.1 501 Not Implemented\r\n'), answer);
+  assert.ok(answer.startsWith('HTTP/1.1 501 ptc network proxy: protocol upgrades are not forwarded; connect with CONNECT instead\r\n'), answer);
   assert.ok(answer.endsWith('\r\n\r\nptc network proxy: protocol upgrades are not forwarded; connect with CONNECT instead\n'), answer);
   upgrade.destroy();
   assert.equal(proxy.report(), { mode: 'allowlist', allowed: [], denied: [] });

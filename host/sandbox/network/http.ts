@@ -122,12 +122,14 @@ function unreachable(passage: Passage, error: unknown): string {
   return `ptc network proxy: cannot reach ${hostPort(passage.host, passage.port)}${typeof code === 'string' ? ` (${code})` : ''}`;
 }
 
-const REASONS: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidden', 501: 'Not Implemented', 502: 'Bad Gateway' };
+// The message is also the status line's reason phrase: clients that report only the status line
+// (Node's https through a proxy: "Failed to establish tunnel ...: HTTP/1.1 403 blocked by ...")
+// still tell the program why.
 
-/** A plain-text answer on a forwarding connection; the message also goes in X-Ptc-Network for clients that drop bodies. */
+/** A plain-text answer on a forwarding connection; the message is the reason phrase, the body and the x-ptc-network header. */
 function respond(res: ServerResponse, status: number, message: string): void {
   const body = `${message}\n`;
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-ptc-network': message });
+  res.writeHead(status, message, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-ptc-network': message });
   res.end(body);
 }
 
@@ -135,7 +137,7 @@ function respond(res: ServerResponse, status: number, message: string): void {
 function reply(socket: Socket, status: number, message: string): void {
   socket.resume();
   const body = `${message}\n`;
-  socket.end(`HTTP/1.1 ${status} ${REASONS[status]}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-ptc-network: ${message}\r\nconnection: close\r\n\r\n${body}`);
+  socket.end(`HTTP/1.1 ${status} ${message}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-ptc-network: ${message}\r\nconnection: close\r\n\r\n${body}`);
 }
 
 function quote(text: unknown): string {
