@@ -277,7 +277,15 @@ test('HTTP forward: the metadata address is denied with the message the program 
   const answer = await forward(proxy, 'http://169.254.169.254/latest/meta-data/');
   assert.is(answer.status, 403);
   assert.is(answer.body.toString(), 'blocked by ptc network policy: 169.254.169.254:80 is not allowed (default: link-local and metadata addresses are denied unless named)\n');
-  assert.equal(proxy.report().denied, [{ host: '169.254.169.254', port: 80, count: 1 }]);
+  // The same address in IPv6 clothing is the same destination; IPv6 loopback is named in brackets.
+  const mapped = await forward(proxy, 'http://[::ffff:169.254.169.254]/');
+  assert.is(mapped.reason, 'blocked by ptc network policy: 169.254.169.254:80 is not allowed (default: link-local and metadata addresses are denied unless named)');
+  const v6 = await forward(proxy, 'http://[0:0::1]:8080/');
+  assert.is(v6.reason, `blocked by ptc network policy: [::1]:8080 is not allowed (${LOOPBACK})`);
+  assert.equal(proxy.report().denied, [
+    { host: '169.254.169.254', port: 80, count: 2 },
+    { host: '::1', port: 8080, count: 1 },
+  ]);
 });
 
 test('HTTP forward: requests that are not absolute http:// URLs get 400 naming the problem', async () => {
