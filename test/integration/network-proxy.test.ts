@@ -115,6 +115,7 @@ function readUntil(socket: Socket, done: (data: Buffer) => boolean): Promise<Buf
       }
     };
     const onEnd = (): void => resolve(data);
+    if (socket.readableEnded) return resolve(data);
     socket.on('data', onData).once('end', onEnd).once('error', reject);
     socket.resume();
   });
@@ -375,7 +376,7 @@ test('SOCKS5: raw TCP to an allowed port echoes; a denied port is refused with 0
     allowed.socket.destroy();
     const denied = await socks(proxy, { type: 1, host: '127.0.0.1' }, ports.closed);
     assert.is(denied.code, 0x02);
-    await once(denied.socket, 'end');
+    assert.is((await readUntil(denied.socket, () => false)).length, 0); // then the proxy closes
     denied.socket.destroy();
     const byName = await socks(proxy, { type: 3, host: 'localhost' }, ports.echo);
     assert.is(byName.code, 0x02);
@@ -396,6 +397,21 @@ test('SOCKS5: raw TCP to an allowed port echoes; a denied port is refused with 0
       { host: '::1', port: ports.echo, count: 1 },
     ],
   });
+});
+
+test('tunnels keep half-closed connections: a client that ends its side still gets the whole answer', async () => {
+  const proxy = await proxyWith({ allow: [`127.0.0.1:${ports.echo}`] });
+  const viaConnect = await connectTunnel(proxy, `127.0.0.1:${ports.echo}`);
+  const viaSocks = await socks(proxy, { type: 1, host: '127.0.0.1' }, ports.echo);
+  for (const socket of [viaConnect.socket, viaSocks.socket]) {
+    const payload = Buffer.alloc(1024 * 1024, 'q');
+    const closed = once(socket, 'close');
+    socket.end(payload);
+    const echoed = await readUntil(socket, () => false);
+    assert.is(echoed.length, payload.length);
+    assert.ok(echoed.equals(payload));
+    await closed;
+  }
 });
 
 test('SOCKS5: BIND and UDP ASSOCIATE are refused with 0x07; a client that offers no "no authentication" method gets 0xff', async () => {
