@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { parseNetworkRules, startNetworkProxy, type NetworkProxy, type NetworkRules } from '../../host/sandbox/network/index.ts';
+import { createGate } from '../../host/sandbox/network/gate.ts';
 import { rejection } from '../helpers/assert.ts';
 
 const FIXTURES = join(import.meta.dirname, '..', 'fixtures', 'network');
@@ -491,6 +492,28 @@ test('names resolve on the host: one that resolves to a denied address is refuse
   deniedByRule.socket.destroy();
   // Denied names are never looked up: a DNS query is itself a way out.
   assert.equal(asked, ['rebind.example.com', 'api.test', 'a.svc.test']);
+});
+
+test('at most two lookups run at once, the rest wait their turn, and every request is answered', async () => {
+  const started: string[] = [];
+  const release: Array<() => void> = [];
+  const resolve = (host: string): Promise<string[]> => {
+    started.push(host);
+    return new Promise((done) => release.push(() => done(['127.0.0.1'])));
+  };
+  const gate = createGate(parseNetworkRules({ allow: ['*.test', `127.0.0.1:${ports.web}`] }), resolve, () => {});
+  const passages = ['a', 'b', 'c', 'd', 'e'].map((name) => gate({ host: `${name}.test`, port: ports.web }));
+  await new Promise((next) => setImmediate(next));
+  assert.equal(started, ['a.test', 'b.test']);
+  release.shift()!();
+  await new Promise((next) => setImmediate(next));
+  assert.equal(started, ['a.test', 'b.test', 'c.test']);
+  while (release.length > 0) {
+    release.shift()!();
+    await new Promise((next) => setImmediate(next));
+  }
+  assert.equal(started, ['a.test', 'b.test', 'c.test', 'd.test', 'e.test']);
+  assert.equal((await Promise.all(passages)).map((passage) => passage.kind), ['allowed', 'allowed', 'allowed', 'allowed', 'allowed']);
 });
 
 test('a name that does not resolve gets 502 naming it, and SOCKS replies 0x04', async () => {
