@@ -298,6 +298,14 @@ test('HTTP forward: requests that are not absolute http:// URLs get 400 naming t
   const tls = await forward(proxy, `https://127.0.0.1:${ports.secure}/`);
   assert.is(tls.status, 400);
   assert.is(tls.headers['x-ptc-network'], `ptc network proxy: cannot forward "https://127.0.0.1:${ports.secure}/": https goes through CONNECT`);
+  const badPort = await forward(proxy, 'http://127.0.0.1:99999/');
+  assert.is(badPort.status, 400);
+  assert.is(badPort.reason, 'ptc network proxy: "127.0.0.1:99999" is not a valid host and port');
+  const withUser = await forward(proxy, `http://user:secret@127.0.0.1:${ports.web}/`);
+  assert.is(withUser.reason, `ptc network proxy: "user:secret@127.0.0.1:${ports.web}" is not a valid host and port`);
+  const noPort = await connectTunnel(proxy, '127.0.0.1');
+  assert.ok(noPort.head.startsWith('HTTP/1.1 400 ptc network proxy: CONNECT needs host:port, got "127.0.0.1"\r\n'), noPort.head);
+  noPort.socket.destroy();
   assert.equal(proxy.report(), { mode: 'allowlist', allowed: [], denied: [] });
 });
 
