@@ -81,6 +81,21 @@ test('at most two lookups run at once, the rest wait their turn, and every reque
   assert.equal((await Promise.all(passages)).map((passage) => passage.kind), ['allowed', 'allowed', 'allowed', 'allowed', 'allowed']);
 });
 
+test('a resolver that breaks fails that request (502, SOCKS 0x01) and the proxy goes on', async () => {
+  const resolve = async (): Promise<string[]> => 'not a list' as unknown as string[];
+  const proxy = await proxyWith({ allow: ['broken.test', `127.0.0.1:${ports.web}`] }, { resolve });
+  const answer = await forward(proxy, 'http://broken.test/');
+  assert.is(answer.status, 502);
+  assert.match(answer.reason, /^ptc network proxy: cannot forward "http:\/\/broken\.test\/": /);
+  const tunnel = await connectTunnel(proxy, 'broken.test:443');
+  assert.match(tunnel.head, /^HTTP\/1\.1 502 ptc network proxy: cannot connect to "broken\.test:443": /);
+  tunnel.socket.destroy();
+  const { code, socket } = await socks(proxy, { type: 3, host: 'broken.test' }, 80);
+  assert.is(code, 0x01);
+  socket.destroy();
+  assert.is((await forward(proxy, `http://127.0.0.1:${ports.web}/still`)).body.toString(), 'hello /still');
+});
+
 test('a client that never sends a request is disconnected after headTimeoutMs', async () => {
   const proxy = await proxyWith({ allow: [] }, { headTimeoutMs: 200 });
   const silent = connect(proxy.socketPath);
@@ -191,7 +206,5 @@ test('no connection is left open on any server', async () => {
   for (const proxy of proxies.splice(0)) await proxy.close();
   for (const [name, server] of Object.entries(servers)) await drained(server, name);
 });
-
-test.run();
 
 test.run();

@@ -17,8 +17,17 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'pro
 
 export function createHttpFront(gate: Gate, options: { connectTimeoutMs: number; track: Track }): HttpFront {
   const agent = new Agent({ keepAlive: true });
-  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false }, (req, res) => void forward(req, res));
-  server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => void tunnel(req, socket as Socket, head));
+  // Whatever goes wrong in handling one request (a resolver that returns garbage, a request Node's
+  // client refuses) fails that request; an unhandled rejection would take the host down.
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false }, (req, res) => {
+    forward(req, res).catch((error: unknown) => {
+      if (res.headersSent) res.destroy();
+      else respond(res, 502, `ptc network proxy: cannot forward ${quote(req.url)}: ${(error as Error).message}`);
+    });
+  });
+  server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    tunnel(req, socket as Socket, head).catch((error: unknown) => reply(socket as Socket, 502, `ptc network proxy: cannot connect to ${quote(req.url)}: ${(error as Error).message}`));
+  });
   server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => {
     reply(socket as Socket, 501, 'ptc network proxy: protocol upgrades are not forwarded; connect with CONNECT instead');
   });
