@@ -16,10 +16,13 @@ import { stripTypes } from './typescript.ts';
 import { discardedExpressionHint } from './completion-hint.ts';
 import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
+import { cpuMessage, memoryMessage, ResourceGuard, type MemoryEnforcement, type Overrun } from '../worker/resources/index.ts';
 
 /** The confinement a run had, and whether the program met a denial (independent of its outcome). */
 export interface SandboxReport extends SandboxSetup {
   denied: boolean;
+  /** What bounds the memory of the carrier's process tree (maxMemoryMb): none when nothing does. */
+  memory: MemoryEnforcement;
 }
 
 /** What a retained run says about the environment it ran in. */
@@ -43,6 +46,8 @@ export interface Execution {
   discardCompletion: boolean;
   display?: { colors: boolean };
   timeoutMs: number | null;
+  /** CPU budget of this run, ms of the whole process tree; null for none. */
+  cpuTimeMs: number | null;
   signal?: AbortSignal;
   onOutput?: (entry: OutputEntry) => void;
   nextAttachmentId(): string;
@@ -67,6 +72,7 @@ export class Environment {
   readonly retained: boolean;
   readonly report: SandboxSetup;
   readonly #config: ResolvedConfig;
+  readonly #resources: ResourceGuard;
   /** Images registered with this process; they stay valid while it lives (the reference's rule). */
   readonly #images = new Map<string, ImageDescriptor>();
   #hooks: RunHooks | undefined;
@@ -83,6 +89,8 @@ export class Environment {
     this.#config = config;
     this.format = format;
     this.retained = retained;
+    // Before the carrier's first run, so the cgroup holds everything the program will start.
+    this.#resources = new ResourceGuard(carrier.pid, config.maxMemoryMb);
     carrier.attach({
       onProtocolError: (message, betweenRuns) => (this.#hooks && !betweenRuns ? this.#hooks.protocol(message) : this.#loseIdle(`protocol failure while idle: ${message}`)),
       onSpawnError: (message) => {
@@ -108,7 +116,7 @@ export class Environment {
 
   /** Kills the process group and waits for the pipes (idempotent). */
   terminate(): Promise<void> {
-    this.#terminated ??= this.carrier.terminate(this.#config.graceMs);
+    this.#terminated ??= this.carrier.terminate(this.#config.graceMs).then(() => this.#resources.release());
     return this.#terminated;
   }
 
@@ -158,7 +166,7 @@ export class Environment {
   async run(execution: Execution, initializer?: string): Promise<{ result: RunResult; usable: boolean }> {
     const config = this.#config;
     const ledger = new OutputLedger(config.maxOutputBytes);
-    const sandbox: SandboxReport = { ...this.report, denied: false };
+    const sandbox: SandboxReport = { ...this.report, denied: false, memory: this.#resources.memory };
     this.#nextAttachmentId = execution.nextAttachmentId;
     if (execution.signal?.aborted) {
       if (!this.retained) await this.terminate();
@@ -273,11 +281,20 @@ export class Environment {
     const onAbort = (): void => stop(abortFailure(execution.signal!.reason));
     execution.signal?.addEventListener('abort', onAbort, { once: true });
 
+    // The CPU budget counts from here: start-up and the handshake are not the program's.
+    let resources: ReturnType<ResourceGuard['watch']> | undefined;
+    const overrun = (over: Overrun): void => {
+      // Killed at once: a hot loop cannot take a cooperative stop, and a child burning CPU or
+      // memory would outlive one.
+      this.carrier.connection.kill();
+      stop(overrunFailure(over));
+    };
     const running = (async () => {
       await this.carrier.handshake();
       if (settled) return;
       this.#connect();
       codeStarted = true;
+      resources = this.#resources.watch(execution.cpuTimeMs, overrun);
       const result = await this.carrier.run({
         format: this.format,
         retain: this.retained,
@@ -301,12 +318,16 @@ export class Environment {
     running.catch(() => {});
 
     await stopped;
+    const late = failure === undefined ? resources?.check() : undefined;
+    if (late !== undefined) overrun(late);
+    resources?.stop();
     clearTimeout(timer);
     execution.signal?.removeEventListener('abort', onAbort);
 
     let usable = this.retained;
     if (failure !== undefined && this.retained) {
-      const stoppable = (failure.kind === 'timeout' || failure.kind === 'abort') && codeStarted && !initializing;
+      // A CPU overrun has killed the tree already (see overrun()).
+      const stoppable = ((failure.kind === 'timeout' && failure.cpuTimeMs === undefined) || failure.kind === 'abort') && codeStarted && !initializing;
       const preserved = stoppable && this.lost === undefined && (await this.#revoke(running));
       failure.state = preserved ? 'preserved' : 'cleared';
       usable = preserved;
@@ -330,6 +351,7 @@ export class Environment {
       const exit = this.#exit;
       if (failure.kind === 'worker-exit' && exit !== undefined && failure.message === '') {
         Object.assign(failure, describeExit(exit.code, exit.signal, this.carrier.stderrTail));
+        if (this.#resources.oomKilled) Object.assign(failure, { message: memoryMessage(config.maxMemoryMb!), maxMemoryMb: config.maxMemoryMb! });
       } else if (failure.message === CONTROL_LOST && exit !== undefined) {
         // The transport diagnostic stays; the exit status is what was observed after the kill.
         Object.assign(failure, { exitCode: exit.code, signal: exit.signal, stderrTail: this.carrier.stderrTail });
@@ -423,6 +445,12 @@ function fitDiagnostic(failure: Failure, ledger: OutputLedger, fields: Array<'me
   ledger.charge(used);
 }
 
+function overrunFailure(over: Overrun): Failure {
+  return over.resource === 'cpu'
+    ? { kind: 'timeout', message: cpuMessage(over.usedMs, over.budgetMs), cpuTimeMs: over.budgetMs, cpuUsedMs: over.usedMs }
+    : { kind: 'worker-exit', message: memoryMessage(over.limitMb, over.usedBytes), exitCode: null, signal: 'SIGKILL', maxMemoryMb: over.limitMb };
+}
+
 function outputLimit(limit: number, what = 'captured output'): Failure {
   return { kind: 'output-limit', message: `${what} exceeded maxOutputBytes (${limit} bytes); the output that fit is kept` };
 }
@@ -443,12 +471,12 @@ function describeExit(code: number | null, signal: NodeJS.Signals | null, stderr
 
 /** The result of a run whose signal was aborted before it was admitted: no process is started. */
 export function abortedBeforeStart(reason: unknown): RunResult {
-  return { status: 'failed', failure: abortFailure(reason), output: [], sandbox: { ...UNCONFINED, denied: false } };
+  return { status: 'failed', failure: abortFailure(reason), output: [], sandbox: { ...UNCONFINED, denied: false, memory: 'none' } };
 }
 
 /** The result of a run whose required confinement cannot be had: it never runs unconfined. */
 export function sandboxUnavailable(message: string, report: SandboxSetup): RunResult {
-  return { status: 'failed', failure: { kind: 'sandbox-unavailable', message }, output: [], sandbox: { ...report, denied: false } };
+  return { status: 'failed', failure: { kind: 'sandbox-unavailable', message }, output: [], sandbox: { ...report, denied: false, memory: 'none' } };
 }
 
 function failed(failure: Failure, ledger: OutputLedger, sandbox: SandboxReport): RunResult {
