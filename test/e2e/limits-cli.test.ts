@@ -1,7 +1,7 @@
 // --cpu-time-ms and --max-memory-mb through the built binary, its embedded carrier confined by
 // bubblewrap: the host measures the whole tree under bwrap's pid namespace (bwrap, its init and
 // the carrier are all below the pid it started). Assumes `npm run build` has run.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -65,6 +65,52 @@ test('a run within both limits succeeds, and bad values are usage errors that qu
   assert.equal([word.code, word.stdout, word.stderr], [2, '', 'ptc: --cpu-time-ms must be a number, got "abc"\n']);
   const small = ptc(['--max-memory-mb', '10'], 'return 1');
   assert.equal([small.code, small.stdout, small.stderr], [2, '', 'ptc: config: maxMemoryMb must be at least 64 (a carrier needs that much to start), got 10\n']);
+});
+
+/** One `ptc serve` process: sends requests as lines and resolves each with its reply. */
+function serve() {
+  const child = spawn(BIN, ['serve'], { cwd: repoRoot, env: { PATH: '/usr/bin:/bin' } });
+  const replies = new Map<number, (message: any) => void>();
+  let pending = '';
+  let nextId = 0;
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    pending += chunk;
+    for (let newline = pending.indexOf('\n'); newline !== -1; newline = pending.indexOf('\n')) {
+      const message = decodeJson(pending.slice(0, newline)) as any;
+      pending = pending.slice(newline + 1);
+      replies.get(message.id)?.(message);
+    }
+  });
+  return {
+    request(method: string, params: unknown): Promise<any> {
+      const id = ++nextId;
+      const reply = new Promise((resolve) => replies.set(id, resolve));
+      child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id, method, params })}\n`);
+      return reply;
+    },
+    close: () => new Promise<number | null>((resolve) => {
+      child.once('exit', resolve);
+      child.stdin.end();
+    }),
+  };
+}
+
+test('ptc serve: the limits come with initialize\'s config, and a run may set its own cpuTimeMs', async () => {
+  const server = serve();
+  try {
+    const init = await server.request('initialize', { protocolVersion: 1, config: { cpuTimeMs: 300, maxMemoryMb: 256 } });
+    assert.ok(init.result !== undefined, JSON.stringify(init));
+    const hot = await server.request('run', { program: '{ const end = Date.now() + 10_000; while (Date.now() < end) {} } return 1' });
+    assert.is(hot.result.failure.kind, 'timeout');
+    assert.match(hot.result.failure.message, /over its cpuTimeMs budget of 300 ms$/);
+    assert.ok(['cgroup', 'watchdog'].includes(hot.result.sandbox.memory), JSON.stringify(hot.result.sandbox));
+    const free = await server.request('run', { program: '{ const s = process.cpuUsage(); for (;;) { const u = process.cpuUsage(s); if ((u.user + u.system) / 1000 >= 500) break; } } return 2', cpuTimeMs: null });
+    assert.is(free.result?.value, 2, JSON.stringify(free));
+    const bad = await server.request('run', { program: '1', cpuTimeMs: 'x' });
+    assert.equal(bad.error, { code: -32602, message: "run: ptc request: cpuTimeMs must be a positive integer or null for none, got 'x'" });
+  } finally {
+    assert.is(await server.close(), 0);
+  }
 });
 
 test.run();
