@@ -46,8 +46,9 @@ function assertCpuTimeout(result: RunResult, budget: number): void {
   assert.match(failed.message, new RegExp(`^the program used [\\d,]+ ms of CPU time, over its cpuTimeMs budget of ${budget.toLocaleString('en-US')} ms$`));
   assert.is(failed.cpuTimeMs, budget);
   assert.ok(failed.cpuUsedMs! > budget, `used ${failed.cpuUsedMs}`);
-  // Stopped close to the budget: one sample (at most 100 ms of wall time) per core past it.
-  assert.ok(failed.cpuUsedMs! < budget + 1_000, `used ${failed.cpuUsedMs}`);
+  // Stopped close to the budget: one sample (at most 100 ms of wall time) per core past it, with
+  // room for a host that the machine's load keeps from its timer for a while.
+  assert.ok(failed.cpuUsedMs! < budget + 1_500, `used ${failed.cpuUsedMs}`);
   assert.is(failed.timeoutMs, undefined);
   assert.is(result.sandbox.memory, 'none');
 }
