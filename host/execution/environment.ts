@@ -16,7 +16,7 @@ import { stripTypes } from './typescript.ts';
 import { discardedExpressionHint } from './completion-hint.ts';
 import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
-import { cpuMessage, memoryMessage, ResourceGuard, type MemoryEnforcement, type Overrun } from '../worker/resources/index.ts';
+import { cpuMessage, ResourceGuard, type CpuOverrun, type MemoryEnforcement } from '../worker/resources/index.ts';
 
 /** The confinement a run had, and whether the program met a denial (independent of its outcome). */
 export interface SandboxReport extends SandboxSetup {
@@ -89,8 +89,14 @@ export class Environment {
     this.#config = config;
     this.format = format;
     this.retained = retained;
-    // Before the carrier's first run, so the cgroup holds everything the program will start.
-    this.#resources = new ResourceGuard(carrier.pid, config.maxMemoryMb);
+    // Before the carrier's first run, so the cgroup holds everything the program will start. Over
+    // the memory limit the watchdog kills the tree; the exit that follows says why (overLimit).
+    // An idle environment is lost at that moment, so a run that starts before the exit arrives
+    // does not land in a dying process.
+    this.#resources = new ResourceGuard(carrier.pid, config.maxMemoryMb, () => {
+      if (this.#hooks) carrier.connection.kill();
+      else this.#loseIdle(overLimit(this.#resources)!);
+    });
     carrier.attach({
       onProtocolError: (message, betweenRuns) => (this.#hooks && !betweenRuns ? this.#hooks.protocol(message) : this.#loseIdle(`protocol failure while idle: ${message}`)),
       onSpawnError: (message) => {
@@ -101,7 +107,7 @@ export class Environment {
       onExit: (code, signal) => {
         this.#exit = { code, signal };
         if (this.#hooks) this.#hooks.exited(code, signal);
-        else this.#lost ??= `its process ${describeHow(code, signal)} while idle${tail(carrier.stderrTail)}`;
+        else this.#lost ??= overLimit(this.#resources) ?? `its process ${describeHow(code, signal)} while idle${tail(carrier.stderrTail)}`;
       },
       // Idle stdout is discarded; stderr is kept by the carrier as the bounded tail.
       onStdio: (text) => this.#hooks?.stdio(text),
@@ -283,9 +289,8 @@ export class Environment {
 
     // The CPU budget counts from here: start-up and the handshake are not the program's.
     let resources: ReturnType<ResourceGuard['watch']> | undefined;
-    const overrun = (over: Overrun): void => {
-      // Killed at once: a hot loop cannot take a cooperative stop, and a child burning CPU or
-      // memory would outlive one.
+    const overrun = (over: CpuOverrun): void => {
+      // Killed at once: a hot loop cannot take a cooperative stop, and a busy child would outlive one.
       this.carrier.connection.kill();
       stop(overrunFailure(over));
     };
@@ -351,7 +356,8 @@ export class Environment {
       const exit = this.#exit;
       if (failure.kind === 'worker-exit' && exit !== undefined && failure.message === '') {
         Object.assign(failure, describeExit(exit.code, exit.signal, this.carrier.stderrTail));
-        if (this.#resources.oomKilled) Object.assign(failure, { message: memoryMessage(config.maxMemoryMb!), maxMemoryMb: config.maxMemoryMb! });
+        const over = this.#resources.overLimit();
+        if (over !== undefined) Object.assign(failure, { message: over, maxMemoryMb: config.maxMemoryMb! });
       } else if (failure.message === CONTROL_LOST && exit !== undefined) {
         // The transport diagnostic stays; the exit status is what was observed after the kill.
         Object.assign(failure, { exitCode: exit.code, signal: exit.signal, stderrTail: this.carrier.stderrTail });
@@ -445,10 +451,13 @@ function fitDiagnostic(failure: Failure, ledger: OutputLedger, fields: Array<'me
   ledger.charge(used);
 }
 
-function overrunFailure(over: Overrun): Failure {
-  return over.resource === 'cpu'
-    ? { kind: 'timeout', message: cpuMessage(over.usedMs, over.budgetMs), cpuTimeMs: over.budgetMs, cpuUsedMs: over.usedMs }
-    : { kind: 'worker-exit', message: memoryMessage(over.limitMb, over.usedBytes), exitCode: null, signal: 'SIGKILL', maxMemoryMb: over.limitMb };
+function overrunFailure(over: CpuOverrun): Failure {
+  return { kind: 'timeout', message: cpuMessage(over.usedMs, over.budgetMs), cpuTimeMs: over.budgetMs, cpuUsedMs: over.usedMs };
+}
+
+function overLimit(resources: ResourceGuard): string | undefined {
+  const reason = resources.overLimit();
+  return reason === undefined ? undefined : `${reason} while idle`;
 }
 
 function outputLimit(limit: number, what = 'captured output'): Failure {

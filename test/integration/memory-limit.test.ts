@@ -139,6 +139,25 @@ for (const [name, config] of RETAINED) {
   });
 }
 
+test('scoped REPL: memory a timer grows between runs ends the idle environment, and the next run says why', async () => {
+  const runtime = runtimeWith({ executionMode: 'persistent-in-memory', maxMemoryMb: LIMIT, maxOldGenerationSizeMb: 2048 });
+  const owner = {};
+  const run = (program: string) => runtime.run(runtime.resolve({ program, stateOwner: owner }));
+  // The run returns at once; its timer keeps growing native memory after it (to 640 MiB, then stops).
+  const carrier = value(await run("const kept = []; const grow = setInterval(() => { kept.push(Buffer.alloc(16 * 1024 * 1024, 1)); if (kept.length === 40) clearInterval(grow); }, 20); process.pid")) as number;
+  const gone = await waitUntil(() => !liveProcesses().some((entry) => entry.pid === carrier), 30_000);
+  assert.ok(gone, `the idle carrier ${carrier} grew past the limit and was not killed`);
+  const next = await run('typeof kept');
+  assert.is(value(next), 'undefined');
+  assert.is(next.environment?.fresh, true);
+  const replaced = next.environment?.replaced ?? '';
+  if (MECHANISM === 'watchdog') {
+    assert.match(replaced, new RegExp(`^the previous environment was lost: the carrier's process tree used \\d+ MiB of resident memory, over its maxMemoryMb limit of ${LIMIT} MiB, and was killed while idle$`));
+  } else {
+    assert.is(replaced, `the previous environment was lost: the carrier's process tree reached its maxMemoryMb limit of ${LIMIT} MiB and the kernel killed it (cgroup memory.max) while idle`);
+  }
+});
+
 test('vm-script without persistence: each run gets the limit', async () => {
   const runtime = runtimeWith({ executionMode: 'vm-script', maxMemoryMb: LIMIT, maxOldGenerationSizeMb: 2048 });
   assertOverLimit(await runtime.run(runtime.resolve({ program: `${NATIVE_GROWTH} kept.length` })));

@@ -9,8 +9,10 @@ import { treeUsage } from './proc.ts';
 /** How a carrier's memory is bounded: reported on every result as `sandbox.memory`. */
 export type MemoryEnforcement = 'cgroup' | 'watchdog' | 'none';
 
-/** The memory watchdog samples this often; a burst between two samples can overshoot the limit. */
+/** The memory watchdog samples this often while a run is in progress; a burst between two samples can overshoot the limit. */
 export const MEMORY_SAMPLE_MS = 50;
+/** And this often while a retained carrier idles: only timers the program left behind can grow it then. */
+export const IDLE_MEMORY_SAMPLE_MS = 1_000;
 /**
  * The CPU sampler looks again when the remaining budget could be spent if every core ran the
  * tree, so a hot loop is caught close to its budget; never more often than this (a /proc walk
@@ -19,9 +21,10 @@ export const MEMORY_SAMPLE_MS = 50;
 const MIN_CPU_SAMPLE_MS = 10;
 const MAX_CPU_SAMPLE_MS = 100;
 
-export type Overrun =
-  | { resource: 'cpu'; usedMs: number; budgetMs: number }
-  | { resource: 'memory'; usedBytes: number; limitMb: number };
+export interface CpuOverrun {
+  usedMs: number;
+  budgetMs: number;
+}
 
 /** One carrier's resource limits, from its start to its end. */
 export class ResourceGuard {
@@ -29,11 +32,18 @@ export class ResourceGuard {
   readonly #pid: number | undefined;
   readonly #limitMb: number | null;
   readonly #cgroup: CarrierCgroup | undefined;
-  /** Why the cgroup could not be had, when the watchdog stands in for it. */
-  readonly fallback: string | undefined;
+  #memoryTimer: NodeJS.Timeout | undefined;
+  #sampleMemory: (() => void) | undefined;
+  #busy = false;
+  #released = false;
+  /** What the watchdog saw when it killed the tree. */
+  #overBytes: number | undefined;
 
-  /** `maxMemoryMb` null: no memory limit. The carrier must be idle (no program started yet). */
-  constructor(pid: number | undefined, maxMemoryMb: number | null) {
+  /**
+   * `maxMemoryMb` null: no memory limit. The carrier must be idle (no program started yet). Over
+   * the limit the watchdog calls `kill`; the exit that follows is explained by overLimit().
+   */
+  constructor(pid: number | undefined, maxMemoryMb: number | null, kill: () => void) {
     this.#pid = pid;
     this.#limitMb = maxMemoryMb;
     if (maxMemoryMb === null || pid === undefined) {
@@ -41,45 +51,63 @@ export class ResourceGuard {
       return;
     }
     const cgroup = confineMemory(pid, maxMemoryMb * 1024 * 1024);
-    if ('unavailable' in cgroup) {
-      this.memory = 'watchdog';
-      this.fallback = cgroup.unavailable;
-    } else {
+    if (!('unavailable' in cgroup)) {
       this.memory = 'cgroup';
       this.#cgroup = cgroup;
+      return;
     }
+    // Where no cgroup can be had (cgroup.unavailable says why), the watchdog stands in.
+    this.memory = 'watchdog';
+    const limitBytes = maxMemoryMb * 1024 * 1024;
+    const tick = (): void => {
+      this.#memoryTimer = undefined;
+      if (this.#released) return;
+      const { rssBytes, processes } = treeUsage(pid);
+      if (processes === 0) return; // the tree is gone: nothing left to watch
+      if (rssBytes > limitBytes) {
+        this.#overBytes = rssBytes;
+        return kill();
+      }
+      this.#schedule();
+    };
+    this.#sampleMemory = tick;
+    tick();
+  }
+
+  #schedule(): void {
+    clearTimeout(this.#memoryTimer);
+    this.#memoryTimer = setTimeout(this.#sampleMemory!, this.#busy ? MEMORY_SAMPLE_MS : IDLE_MEMORY_SAMPLE_MS);
+    this.#memoryTimer.unref();
   }
 
   /**
-   * Starts watching one run: CPU from this moment against `cpuTimeMs` (null: no budget), and the
-   * tree's resident memory when the watchdog enforces it. `onOverrun` is called once; sampling
-   * stops then, or at the returned function.
+   * Starts one run: memory is sampled more often until stop(), and CPU time counts from this
+   * moment against `cpuTimeMs` (null: no budget). `onOverrun` is called once, then sampling of
+   * CPU stops; check() takes a last look when the run has ended.
    */
-  watch(cpuTimeMs: number | null, onOverrun: (overrun: Overrun) => void): { stop(): void; check(): Overrun | undefined } {
+  watch(cpuTimeMs: number | null, onOverrun: (overrun: CpuOverrun) => void): { stop(): void; check(): CpuOverrun | undefined } {
     const pid = this.#pid;
-    const watchMemory = this.memory === 'watchdog';
-    if (pid === undefined || (cpuTimeMs === null && !watchMemory)) return { stop() {}, check: () => undefined };
+    this.#busy = true;
+    // From the idle pace to the busy one at once.
+    if (this.#memoryTimer !== undefined) this.#schedule();
+    const stopBusy = (): void => {
+      this.#busy = false;
+    };
+    if (pid === undefined || cpuTimeMs === null) return { stop: stopBusy, check: () => undefined };
     const start = treeUsage(pid).cpuMs;
     // A process that leaves the tree takes its time along; the highest total seen stands.
     let highest = start;
     let timer: NodeJS.Timeout | undefined;
     let done = false;
     const cores = Math.max(1, availableParallelism());
-    const sample = (): Overrun | undefined => {
-      const usage = treeUsage(pid);
-      highest = Math.max(highest, usage.cpuMs);
+    const sample = (): CpuOverrun | undefined => {
+      highest = Math.max(highest, treeUsage(pid).cpuMs);
       const usedMs = Math.round(highest - start);
-      if (cpuTimeMs !== null && usedMs > cpuTimeMs) return { resource: 'cpu', usedMs, budgetMs: cpuTimeMs };
-      if (watchMemory && usage.rssBytes > this.#limitMb! * 1024 * 1024) return { resource: 'memory', usedBytes: usage.rssBytes, limitMb: this.#limitMb! };
-      return undefined;
+      return usedMs > cpuTimeMs ? { usedMs, budgetMs: cpuTimeMs } : undefined;
     };
     const schedule = (): void => {
-      let delay = watchMemory ? MEMORY_SAMPLE_MS : MAX_CPU_SAMPLE_MS;
-      if (cpuTimeMs !== null) {
-        const remaining = cpuTimeMs - (highest - start);
-        delay = Math.min(delay, Math.max(MIN_CPU_SAMPLE_MS, Math.min(MAX_CPU_SAMPLE_MS, remaining / cores)));
-      }
-      timer = setTimeout(tick, delay);
+      const remaining = cpuTimeMs - (highest - start);
+      timer = setTimeout(tick, Math.max(MIN_CPU_SAMPLE_MS, Math.min(MAX_CPU_SAMPLE_MS, remaining / cores)));
       timer.unref();
     };
     const tick = (): void => {
@@ -94,19 +122,23 @@ export class ResourceGuard {
       stop() {
         done = true;
         clearTimeout(timer);
+        stopBusy();
       },
-      // A last look when the run has ended, so a budget spent between two samples still counts.
       check: () => (done ? undefined : sample()),
     };
   }
 
-  /** True when the kernel killed inside this carrier's cgroup for its memory limit. */
-  get oomKilled(): boolean {
-    return this.#cgroup?.oomKilled() ?? false;
+  /** Why the tree died, when it died for the memory limit (the watchdog's kill, or the kernel's in the cgroup). */
+  overLimit(): string | undefined {
+    if (this.#limitMb === null) return undefined;
+    if (this.#overBytes !== undefined) return memoryMessage(this.#limitMb, this.#overBytes);
+    return this.#cgroup?.oomKilled() ? memoryMessage(this.#limitMb) : undefined;
   }
 
-  /** Removes the cgroup; call once the process tree is gone. */
+  /** Stops the watchdog and removes the cgroup; call once the process tree is gone. */
   release(): void {
+    this.#released = true;
+    clearTimeout(this.#memoryTimer);
     this.#cgroup?.remove();
   }
 }
