@@ -71,7 +71,8 @@ export class ResourceGuard {
       this.#schedule();
     };
     this.#sampleMemory = tick;
-    tick();
+    // Not synchronously: `kill` may reach into an owner that is still being constructed.
+    this.#schedule();
   }
 
   #schedule(): void {
