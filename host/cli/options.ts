@@ -24,6 +24,8 @@ export const LIMIT_FLAGS = {
   'max-timeout-ms': 'maxTimeoutMs',
   'max-output-bytes': 'maxOutputBytes',
   'max-old-generation-size-mb': 'maxOldGenerationSizeMb',
+  'cpu-time-ms': 'cpuTimeMs',
+  'max-memory-mb': 'maxMemoryMb',
   'max-message-bytes': 'maxMessageBytes',
   'max-pending-calls': 'maxPendingCalls',
   'grace-ms': 'graceMs',

@@ -16,10 +16,13 @@ import { stripTypes } from './typescript.ts';
 import { discardedExpressionHint } from './completion-hint.ts';
 import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
+import { cpuMessage, ResourceGuard, type CpuOverrun, type MemoryEnforcement } from '../worker/resources/index.ts';
 
 /** The confinement a run had, and whether the program met a denial (independent of its outcome). */
 export interface SandboxReport extends SandboxSetup {
   denied: boolean;
+  /** What bounds the memory of the carrier's process tree (maxMemoryMb): none when nothing does. */
+  memory: MemoryEnforcement;
 }
 
 /** What a retained run says about the environment it ran in. */
@@ -43,6 +46,8 @@ export interface Execution {
   discardCompletion: boolean;
   display?: { colors: boolean };
   timeoutMs: number | null;
+  /** CPU budget of this run, ms of the whole process tree; null for none. */
+  cpuTimeMs: number | null;
   signal?: AbortSignal;
   onOutput?: (entry: OutputEntry) => void;
   nextAttachmentId(): string;
@@ -67,6 +72,7 @@ export class Environment {
   readonly retained: boolean;
   readonly report: SandboxSetup;
   readonly #config: ResolvedConfig;
+  readonly #resources: ResourceGuard;
   /** Images registered with this process; they stay valid while it lives (the reference's rule). */
   readonly #images = new Map<string, ImageDescriptor>();
   #hooks: RunHooks | undefined;
@@ -83,6 +89,14 @@ export class Environment {
     this.#config = config;
     this.format = format;
     this.retained = retained;
+    // Before the carrier's first run, so the cgroup holds everything the program will start. Over
+    // the memory limit the watchdog kills the tree; the exit that follows says why (overLimit).
+    // An idle environment is lost at that moment, so a run that starts before the exit arrives
+    // does not land in a dying process.
+    this.#resources = new ResourceGuard(carrier.pid, config.maxMemoryMb, () => {
+      if (this.#hooks) carrier.connection.kill();
+      else this.#loseIdle(overLimit(this.#resources)!);
+    });
     carrier.attach({
       onProtocolError: (message, betweenRuns) => (this.#hooks && !betweenRuns ? this.#hooks.protocol(message) : this.#loseIdle(`protocol failure while idle: ${message}`)),
       onSpawnError: (message) => {
@@ -93,7 +107,7 @@ export class Environment {
       onExit: (code, signal) => {
         this.#exit = { code, signal };
         if (this.#hooks) this.#hooks.exited(code, signal);
-        else this.#lost ??= `its process ${describeHow(code, signal)} while idle${tail(carrier.stderrTail)}`;
+        else this.#lost ??= overLimit(this.#resources) ?? `its process ${describeHow(code, signal)} while idle${tail(carrier.stderrTail)}`;
       },
       // Idle stdout is discarded; stderr is kept by the carrier as the bounded tail.
       onStdio: (text) => this.#hooks?.stdio(text),
@@ -108,7 +122,7 @@ export class Environment {
 
   /** Kills the process group and waits for the pipes (idempotent). */
   terminate(): Promise<void> {
-    this.#terminated ??= this.carrier.terminate(this.#config.graceMs);
+    this.#terminated ??= this.carrier.terminate(this.#config.graceMs).then(() => this.#resources.release());
     return this.#terminated;
   }
 
@@ -158,7 +172,7 @@ export class Environment {
   async run(execution: Execution, initializer?: string): Promise<{ result: RunResult; usable: boolean }> {
     const config = this.#config;
     const ledger = new OutputLedger(config.maxOutputBytes);
-    const sandbox: SandboxReport = { ...this.report, denied: false };
+    const sandbox: SandboxReport = { ...this.report, denied: false, memory: this.#resources.memory };
     this.#nextAttachmentId = execution.nextAttachmentId;
     if (execution.signal?.aborted) {
       if (!this.retained) await this.terminate();
@@ -273,11 +287,19 @@ export class Environment {
     const onAbort = (): void => stop(abortFailure(execution.signal!.reason));
     execution.signal?.addEventListener('abort', onAbort, { once: true });
 
+    // The CPU budget counts from here: start-up and the handshake are not the program's.
+    let resources: ReturnType<ResourceGuard['watch']> | undefined;
+    const overrun = (over: CpuOverrun): void => {
+      // Killed at once: a hot loop cannot take a cooperative stop, and a busy child would outlive one.
+      this.carrier.connection.kill();
+      stop(overrunFailure(over));
+    };
     const running = (async () => {
       await this.carrier.handshake();
       if (settled) return;
       this.#connect();
       codeStarted = true;
+      resources = this.#resources.watch(execution.cpuTimeMs, overrun);
       const result = await this.carrier.run({
         format: this.format,
         retain: this.retained,
@@ -301,12 +323,16 @@ export class Environment {
     running.catch(() => {});
 
     await stopped;
+    const late = failure === undefined ? resources?.check() : undefined;
+    if (late !== undefined) overrun(late);
+    resources?.stop();
     clearTimeout(timer);
     execution.signal?.removeEventListener('abort', onAbort);
 
     let usable = this.retained;
     if (failure !== undefined && this.retained) {
-      const stoppable = (failure.kind === 'timeout' || failure.kind === 'abort') && codeStarted && !initializing;
+      // A CPU overrun has killed the tree already (see overrun()).
+      const stoppable = ((failure.kind === 'timeout' && failure.cpuTimeMs === undefined) || failure.kind === 'abort') && codeStarted && !initializing;
       const preserved = stoppable && this.lost === undefined && (await this.#revoke(running));
       failure.state = preserved ? 'preserved' : 'cleared';
       usable = preserved;
@@ -330,6 +356,8 @@ export class Environment {
       const exit = this.#exit;
       if (failure.kind === 'worker-exit' && exit !== undefined && failure.message === '') {
         Object.assign(failure, describeExit(exit.code, exit.signal, this.carrier.stderrTail));
+        const over = this.#resources.overLimit();
+        if (over !== undefined) Object.assign(failure, { message: over, maxMemoryMb: config.maxMemoryMb! });
       } else if (failure.message === CONTROL_LOST && exit !== undefined) {
         // The transport diagnostic stays; the exit status is what was observed after the kill.
         Object.assign(failure, { exitCode: exit.code, signal: exit.signal, stderrTail: this.carrier.stderrTail });
@@ -423,6 +451,15 @@ function fitDiagnostic(failure: Failure, ledger: OutputLedger, fields: Array<'me
   ledger.charge(used);
 }
 
+function overrunFailure(over: CpuOverrun): Failure {
+  return { kind: 'timeout', message: cpuMessage(over.usedMs, over.budgetMs), cpuTimeMs: over.budgetMs, cpuUsedMs: over.usedMs };
+}
+
+function overLimit(resources: ResourceGuard): string | undefined {
+  const reason = resources.overLimit();
+  return reason === undefined ? undefined : `${reason} while idle`;
+}
+
 function outputLimit(limit: number, what = 'captured output'): Failure {
   return { kind: 'output-limit', message: `${what} exceeded maxOutputBytes (${limit} bytes); the output that fit is kept` };
 }
@@ -443,12 +480,12 @@ function describeExit(code: number | null, signal: NodeJS.Signals | null, stderr
 
 /** The result of a run whose signal was aborted before it was admitted: no process is started. */
 export function abortedBeforeStart(reason: unknown): RunResult {
-  return { status: 'failed', failure: abortFailure(reason), output: [], sandbox: { ...UNCONFINED, denied: false } };
+  return { status: 'failed', failure: abortFailure(reason), output: [], sandbox: { ...UNCONFINED, denied: false, memory: 'none' } };
 }
 
 /** The result of a run whose required confinement cannot be had: it never runs unconfined. */
 export function sandboxUnavailable(message: string, report: SandboxSetup): RunResult {
-  return { status: 'failed', failure: { kind: 'sandbox-unavailable', message }, output: [], sandbox: { ...report, denied: false } };
+  return { status: 'failed', failure: { kind: 'sandbox-unavailable', message }, output: [], sandbox: { ...report, denied: false, memory: 'none' } };
 }
 
 function failed(failure: Failure, ledger: OutputLedger, sandbox: SandboxReport): RunResult {

@@ -25,6 +25,11 @@ export interface Failure {
   code?: string;
   /** timeout: the deadline that elapsed, in ms. */
   timeoutMs?: number;
+  /** timeout of the CPU budget: the budget (cpuTimeMs) and the CPU time the run had used, in ms. */
+  cpuTimeMs?: number;
+  cpuUsedMs?: number;
+  /** worker-exit over the memory limit: the limit, in MiB. */
+  maxMemoryMb?: number;
   /** worker-exit: how the carrier ended and the end of its stderr. */
   exitCode?: number | null;
   signal?: string | null;

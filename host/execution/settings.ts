@@ -13,6 +13,10 @@ export interface ResolvedConfig {
   maxTimeoutMs: number;
   maxOutputBytes: number;
   maxOldGenerationSizeMb: number;
+  /** Default CPU budget of a run, ms; null for none. */
+  cpuTimeMs: number | null;
+  /** Resident memory limit of a carrier's process tree, MiB; null for none. */
+  maxMemoryMb: number | null;
   maxMessageBytes: number;
   maxPendingCalls: number;
   stopGraceMs: number;

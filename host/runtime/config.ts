@@ -7,6 +7,7 @@ import { resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type Sandbox
 import type { LaunchConfig } from '../worker/launch.ts';
 import type { ExecutionMode, ResolvedConfig } from '../execution/settings.ts';
 import { show } from '../execution/show.ts';
+import { resourceLimit } from './resource-limits.ts';
 
 export type { ExecutionMode, LaunchConfig, ResolvedConfig };
 export { show };
@@ -26,6 +27,10 @@ export interface RuntimeConfig {
   maxOutputBytes?: number;
   /** V8 old-generation heap limit of the carrier, MiB. @default 512 */
   maxOldGenerationSizeMb?: number;
+  /** CPU time of a run, ms, of the carrier and every process it started (waiting is free); a request may set its own. Linux, local carriers. @default null (none) */
+  cpuTimeMs?: number | null;
+  /** Resident memory of the carrier's whole process tree, MiB (a cgroup where the host can make one, else a /proc watchdog). Linux, local carriers. @default null (none) */
+  maxMemoryMb?: number | null;
   /** Limit for one control message, outstanding binding-argument bytes and queued writes. @default 134217728 */
   maxMessageBytes?: number;
   /** Simultaneous binding calls. @default 128 */
@@ -44,7 +49,7 @@ export interface RuntimeConfig {
   policy?: SandboxPolicy;
 }
 
-export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy'> = {
+export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'cpuTimeMs' | 'maxMemoryMb'> = {
   executionMode: 'per-call',
   scriptPersistence: false,
   replScoped: false,
@@ -63,7 +68,7 @@ export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy'> = {
 export const MAX_TIMER_MS = 2_147_483_647;
 
 const EXECUTION_MODES: readonly string[] = ['per-call', 'vm-script', 'persistent-in-memory'];
-const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy']);
+const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy', 'cpuTimeMs', 'maxMemoryMb']);
 
 /** Validates a configuration object and fills defaults; throws TypeError/RangeError naming the field. */
 export function resolveConfig(input: unknown): ResolvedConfig {
@@ -88,6 +93,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     throw new RangeError(`ptc config: replScoped: true requires executionMode "persistent-in-memory", got executionMode ${show(executionMode)}`);
   }
 
+  const launch = launchConfig(config.launch);
   const resolved: ResolvedConfig = {
     executionMode: executionMode as ExecutionMode,
     scriptPersistence,
@@ -100,7 +106,9 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     maxPendingCalls: positiveInteger(config, 'maxPendingCalls'),
     stopGraceMs: timerDelay(config, 'stopGraceMs', 0),
     graceMs: timerDelay(config, 'graceMs', 0),
-    launch: launchConfig(config.launch),
+    cpuTimeMs: resourceLimit(config.cpuTimeMs, 'cpuTimeMs', 'ptc config', launch),
+    maxMemoryMb: resourceLimit(config.maxMemoryMb, 'maxMemoryMb', 'ptc config', launch),
+    launch,
     prestartCarrier: boolean(config, 'prestartCarrier'),
     sandbox: sandboxOptions(config.sandbox),
     policy: policyShape(config.policy ?? { mode: 'workspace-write' }, 'policy'),

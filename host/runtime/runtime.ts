@@ -9,6 +9,7 @@ import { confine, releaseRemote } from '../worker/confinement.ts';
 import { holdSpares } from '../worker/spare.ts';
 import type { SandboxPolicy } from '../sandbox/index.ts';
 import { executionInstructions, type ProgramFormat } from './instructions.ts';
+import { resourceLimit } from './resource-limits.ts';
 
 export interface RunRequest {
   /** The program: an async function body in erasable TypeScript. */
@@ -19,6 +20,8 @@ export interface RunRequest {
   cwd?: string;
   /** Elapsed deadline: omitted for the default, a number (capped at maxTimeoutMs), or null for none. */
   timeoutMs?: number | null;
+  /** CPU budget of this run in ms (the carrier and every process it started; waiting is free), or null for none. @default the runtime's cpuTimeMs */
+  cpuTimeMs?: number | null;
   /** Omit the completion value without serializing it. @default false */
   discardCompletion?: boolean;
   /**
@@ -43,6 +46,7 @@ export interface RunSpec {
   readonly bindings: Bindings;
   readonly cwd: string;
   readonly timeoutMs: number | null;
+  readonly cpuTimeMs?: number | null;
   readonly discardCompletion: boolean;
   readonly display?: { readonly colors: boolean };
   readonly filename: string;
@@ -77,7 +81,7 @@ export interface Runtime {
   dispose(): Promise<void>;
 }
 
-const REQUEST_FIELDS = new Set(['program', 'bindings', 'cwd', 'timeoutMs', 'discardCompletion', 'display', 'filename', 'stateOwner', 'policy', 'oneTime']);
+const REQUEST_FIELDS = new Set(['program', 'bindings', 'cwd', 'timeoutMs', 'cpuTimeMs', 'discardCompletion', 'display', 'filename', 'stateOwner', 'policy', 'oneTime']);
 
 /** The program format and retention of a configuration. */
 export function executionShape(config: ResolvedConfig): { format: ProgramFormat; retains: boolean } {
@@ -146,6 +150,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
         bindings: request.bindings ?? {},
         cwd,
         timeoutMs: resolveTimeout(request.timeoutMs, config),
+        cpuTimeMs: request.cpuTimeMs === undefined ? config.cpuTimeMs : resourceLimit(request.cpuTimeMs, 'cpuTimeMs', 'ptc request', config.launch),
         discardCompletion,
         ...(display !== undefined ? { display } : {}),
         // A bracketed label such as "[stdin]" names no file, as in Node's own stacks; it stays as given.
@@ -174,6 +179,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
           discardCompletion: spec.discardCompletion,
           ...(spec.display !== undefined ? { display: { colors: spec.display.colors } } : {}),
           timeoutMs: spec.timeoutMs,
+          cpuTimeMs: spec.cpuTimeMs === undefined ? config.cpuTimeMs : resourceLimit(spec.cpuTimeMs, 'cpuTimeMs', 'ptc run(): spec', config.launch),
           signal,
           ...(options.onOutput ? { onOutput: options.onOutput } : {}),
           nextAttachmentId: () => `img-${++attachments}`,

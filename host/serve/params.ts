@@ -11,6 +11,7 @@ export interface RunParams {
   owner?: string;
   runId?: string;
   timeoutMs?: number | null;
+  cpuTimeMs?: number | null;
   policy?: SandboxPolicy;
   cwd?: string;
   discardCompletion?: boolean;
@@ -39,9 +40,9 @@ export function initializeParams(params: Record<string, unknown>): { protocolVer
   return { ...(protocolVersion !== undefined ? { protocolVersion } : {}), ...(config !== undefined ? { config: config as RuntimeConfig } : {}) };
 }
 
-/** Checks `run`; the library checks the values it owns (timeoutMs, policy, cwd) when it resolves them. */
+/** Checks `run`; the library checks the values it owns (timeoutMs, cpuTimeMs, policy, cwd) when it resolves them. */
 export function runParams(params: Record<string, unknown>): RunParams {
-  only('run', params, ['program', 'tools', 'owner', 'runId', 'timeoutMs', 'policy', 'cwd', 'discardCompletion']);
+  only('run', params, ['program', 'tools', 'owner', 'runId', 'timeoutMs', 'cpuTimeMs', 'policy', 'cwd', 'discardCompletion']);
   if (typeof params.program !== 'string') throw invalid('run', `program must be a string, got ${show(params.program)}`);
   const owner = name('run', params, 'owner', false);
   const runId = name('run', params, 'runId', false);

@@ -147,6 +147,7 @@ export class Server {
         bindings: toolBindings(request.tools, (name, args) => this.#invoke(run, runId, name, args)),
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
         ...('timeoutMs' in request ? { timeoutMs: request.timeoutMs } : {}),
+        ...('cpuTimeMs' in request ? { cpuTimeMs: request.cpuTimeMs } : {}),
         ...(request.policy !== undefined ? { policy: request.policy } : {}),
         ...(request.discardCompletion !== undefined ? { discardCompletion: request.discardCompletion } : {}),
         ...(owner !== undefined ? { stateOwner: this.#ownerObject(owner) } : {}),

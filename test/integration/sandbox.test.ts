@@ -54,7 +54,7 @@ test('bwrap: the default policy writes the workspace and nothing outside it, and
     [join(workspace, '..', 'outside', 'c.txt')]: 'EROFS',
     [`/proc/self/root${outside}/d.txt`]: 'EROFS',
   });
-  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true, ...reportLocation() });
+  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true, memory: 'none', ...reportLocation() });
   assert.ok(existsSync(inside));
   assert.not.ok(existsSync(join(outside, 'a.txt')));
 });
@@ -151,7 +151,7 @@ test('unconfined: a child that moved to its own session still dies with the run'
   // The child is still the carrier's child when the run ends, so the kill reaches it by the tree.
   const result = await run(startDetached(marker, 'sleep'), { mode: 'full-access' });
   assert.is(value(result), true, 'the child was running');
-  assert.equal(result.sandbox, { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, ...reportLocation() });
+  assert.equal(result.sandbox, { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', ...reportLocation() });
   const gone = await waitUntil(() => !liveProcesses().some(({ pid }) => commandLine(pid).includes(marker)), 5_000);
   assert.ok(gone, 'the detached child survived');
 });
@@ -160,7 +160,7 @@ test('node-permission: partial enforcement denies outside writes and child proce
   const config: RuntimeConfig = { sandbox: { backend: 'node-permission' } };
   const writes = await run(tryWrites([join(workspace, 'np.txt'), join(outside, 'np.txt')]), undefined, config);
   assert.equal(value(writes), { [join(workspace, 'np.txt')]: 'ok', [join(outside, 'np.txt')]: 'ERR_ACCESS_DENIED' });
-  assert.equal(writes.sandbox, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: true, denied: true, ...reportLocation() });
+  assert.equal(writes.sandbox, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: true, denied: true, memory: 'none', ...reportLocation() });
   const child = await run(`const { execSync } = await import('node:child_process'); try { execSync('true'); return 'spawned' } catch (error) { return error.code }`, undefined, config);
   assert.is(value(child), 'ERR_ACCESS_DENIED');
 });
