@@ -112,6 +112,22 @@ for (const [label, config, setup, program] of RETAINED) {
   });
 }
 
+for (const backend of ['bwrap', 'node-permission'] as const) {
+  test(`never settles and keeps waiting under the ${backend} sandbox`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ptc-stall-ws-'));
+    try {
+      const runtime = runtimeWith({ sandbox: { backend, require: 'partial' }, policy: { mode: 'workspace-write', workspaceRoot: dir } });
+      const run = (program: string) => guarded(backend, runtime.run(runtime.resolve({ program, cwd: dir, bindings: echo })));
+      const failed = await run('await echo(1); await new Promise(() => {});');
+      stalled(backend, failed);
+      assert.is(failed.sandbox.backend, backend);
+      assert.is(valueOf(backend, await run('return await new Promise((resolve) => setTimeout(() => resolve("timer"), 200))')), 'timer');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
+
 // Each case settles later through the one thing that kept it waiting; `later` is a binding the
 // host answers after a pause, `served` reports where the program's server listens.
 interface Fixtures {
