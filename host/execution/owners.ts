@@ -108,7 +108,8 @@ export class Executor {
     clearTimeout(owned.idleTimer);
     owned.idleTimer = undefined;
     owned.environment = undefined;
-    owned.replaced = reason;
+    // A process that died while idle is the better reason: it was gone before the limit applied.
+    owned.replaced = environment.lost !== undefined ? `the previous environment was lost: ${environment.lost}` : reason;
     const ending = environment.terminate();
     this.#releasing.add(ending);
     try {
