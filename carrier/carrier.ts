@@ -32,6 +32,8 @@ interface Run {
   readonly filename: string;
   settled: boolean;
   revoked: boolean;
+  /** The environment initializer is running, not the program: a stall is the initializer's failure. */
+  initializing: boolean;
   /** Rejecters of binding calls in flight, called on revoke. */
   readonly pending: InstanceType<typeof SafeSet<(error: Error) => void>>;
   settle(outcome: RunOutcome): void;
@@ -185,6 +187,7 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
     filename: request.filename,
     settled: false,
     revoked: false,
+    initializing: false,
     pending: new SafeSet(),
     settle(result) {
       if (run.settled) return;
@@ -203,7 +206,7 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
   };
   active = run;
   // It is the run that cannot finish, not the environment: a retained one stays for the next run.
-  stalls.arm(() => run.settle({ status: 'exception', error: { name: 'Error', message: STALL_MESSAGE } }));
+  stalls.arm(() => run.settle({ status: 'exception', error: { name: 'Error', message: STALL_MESSAGE }, ...(run.initializing ? { initializer: true } : {}) }));
   takeDenied(); // whatever earlier runs' callbacks met is not this run's
   then(
     environmentFor(request),
@@ -235,10 +238,12 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
 
 /** Inside the run's scope: the initializer when there is one, then the program. */
 function execute(run: Run, evaluator: Evaluator, request: RunRequest, host: HostLink): void {
+  run.initializing = request.initializer !== undefined;
   const started = request.initializer === undefined ? resolved(true) : initialize(evaluator, request, host);
   then(
     started,
     (proceed: boolean) => {
+      run.initializing = false;
       if (!proceed || run.revoked) return run.settle({ status: 'stopped' });
       then(
         start(evaluator, request.program, request),

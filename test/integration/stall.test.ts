@@ -128,6 +128,18 @@ for (const backend of ['bwrap', 'node-permission'] as const) {
   });
 }
 
+test('never settles (environment initializer): the initializer failed, so the environment ends before the program', async () => {
+  const runtime = runtimeWith({ executionMode: 'persistent-in-memory' });
+  runtime.registerEnvironmentInitializer('globalThis.ready = false; await new Promise(() => {}); globalThis.ready = true');
+  const owner = {};
+  const result = await guarded('initializer', runtime.run(runtime.resolve({ program: 'inspect("never")', stateOwner: owner })));
+  assert.is(result.status, 'failed', show(result));
+  const failure = (result as Extract<RunResult, { status: 'failed' }>).failure;
+  assert.is(failure.kind, 'exception');
+  assert.is(failure.message, `the environment initializer failed: ${STALL}`);
+  assert.equal(result.output, []);
+});
+
 // Each case settles later through the one thing that kept it waiting; `later` is a binding the
 // host answers after a pause, `served` reports where the program's server listens.
 interface Fixtures {
