@@ -161,6 +161,8 @@ function keepWaiting(fixtures: Fixtures): Array<[string, string, unknown]> {
     ['a worker thread', 'const { Worker } = await import("node:worker_threads"); const worker = new Worker("setTimeout(() => require(\'node:worker_threads\').parentPort.postMessage(\'from the worker\'), 200)", { eval: true }); return await new Promise((resolve) => worker.once("message", (message) => { worker.terminate(); resolve(message); }))', 'from the worker'],
     ['a listening MessagePort', 'const { port1, port2 } = new MessageChannel(); const got = new Promise((resolve) => { port1.onmessage = (event) => { port1.close(); resolve(event.data); }; }); port2.postMessage("posted"); return await got', 'posted'],
     ['Atomics.waitAsync with a timeout', 'const cell = new Int32Array(new SharedArrayBuffer(4)); return await Atomics.waitAsync(cell, 0, 0, 200).value', 'timed-out'],
+    ['a thread-pool job (crypto.pbkdf2)', 'const crypto = await import("node:crypto"); return await new Promise((resolve, reject) => crypto.pbkdf2("secret", "salt", 200_000, 16, "sha256", (error, key) => (error ? reject(error) : resolve(key.length))))', 16],
+    ['an off-thread WebAssembly compile', 'const module = await WebAssembly.compile(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0])); return module instanceof WebAssembly.Module', true],
     ['a resolved chain after a pending binding call', 'const first = later(1); await null; return [await first, await echo(2)]', [1, 2]],
   ];
 }
