@@ -24,6 +24,7 @@ import { createEvaluator } from './evaluators/index.ts';
 import type { Completion, Evaluator } from './evaluators/types.ts';
 import { encodeJson, LossyValueError, trustRealm } from './protocol/json.ts';
 import { fitOutcome, REPLY_ENVELOPE } from './outcome-fit.ts';
+import { holdWaitAsync, STALL_MESSAGE, type StallWatch } from './stall.ts';
 import type { InvokeResult, RunOutcome, RunRequest } from './protocol/messages.ts';
 
 /** One run: settles once; a revoke rejects its pending binding calls and silences it. */
@@ -31,6 +32,8 @@ interface Run {
   readonly filename: string;
   settled: boolean;
   revoked: boolean;
+  /** The environment initializer is running, not the program: a stall is the initializer's failure. */
+  initializing: boolean;
   /** Rejecters of binding calls in flight, called on revoke. */
   readonly pending: InstanceType<typeof SafeSet<(error: Error) => void>>;
   settle(outcome: RunOutcome): void;
@@ -49,6 +52,7 @@ const storeOf = (): Run | undefined => apply(getStore, scope, []) as Run | undef
 const isPromise = types.isPromise;
 let active: Run | undefined;
 let environment: Environment | undefined;
+let stalls: StallWatch;
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
@@ -64,6 +68,8 @@ export function runCarrier(): void {
     { run: ownApply((request: RunRequest) => evaluate(request, channel.host)), revoke: ownApply(revoke) },
     ['async-function', 'vm-script', 'scoped-repl', 'repl', 'images', 'revoke'],
   );
+  stalls = channel.stalls;
+  holdWaitAsync(globalThis);
   saveCompileCache();
   setImageRegistrar((path, identity, pixels) => {
     if (currentRun() === undefined) return rejected(new Error('Image.fromFile: the evaluation that made this call has ended'));
@@ -155,6 +161,7 @@ async function environmentFor(request: RunRequest): Promise<Environment> {
   const realm = realmGlobal(evaluator.globalObject);
   trustRealm(realm);
   trustErrorRealm(realm);
+  holdWaitAsync(realm);
   defineGlobals(evaluator.globalObject);
   // No prototype: this async function resolves with it, which must not find a program's `then`.
   const fresh: Environment = unthenable({ evaluator, uninstall: () => {} });
@@ -180,11 +187,15 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
     filename: request.filename,
     settled: false,
     revoked: false,
+    initializing: false,
     pending: new SafeSet(),
     settle(result) {
       if (run.settled) return;
       run.settled = true;
-      if (active === run) active = undefined;
+      if (active === run) {
+        active = undefined;
+        stalls.disarm();
+      }
       endOutput();
       // A null prototype keeps a program's Object.prototype.then from adopting the outcome, and
       // its setters from seeing `denied`.
@@ -194,6 +205,8 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
     },
   };
   active = run;
+  // It is the run that cannot finish, not the environment: a retained one stays for the next run.
+  stalls.arm(() => run.settle({ status: 'exception', error: { name: 'Error', message: STALL_MESSAGE }, ...(run.initializing ? { initializer: true } : {}) }));
   takeDenied(); // whatever earlier runs' callbacks met is not this run's
   then(
     environmentFor(request),
@@ -225,10 +238,12 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
 
 /** Inside the run's scope: the initializer when there is one, then the program. */
 function execute(run: Run, evaluator: Evaluator, request: RunRequest, host: HostLink): void {
+  run.initializing = request.initializer !== undefined;
   const started = request.initializer === undefined ? resolved(true) : initialize(evaluator, request, host);
   then(
     started,
     (proceed: boolean) => {
+      run.initializing = false;
       if (!proceed || run.revoked) return run.settle({ status: 'stopped' });
       then(
         start(evaluator, request.program, request),

@@ -12,6 +12,7 @@ import { cutToEscapedBytes, escapedBytes } from './protocol/limits.ts';
 import { CONTROL_FD, PROTOCOL_REVISION } from './protocol/revision.ts';
 import type { CarrierMethods, Handshake, HostMethods, RunRequest } from './protocol/messages.ts';
 import { createRpc } from './rpc.ts';
+import { createStallWatch, type StallWatch } from './stall.ts';
 import { append, apply, byteLength, defineProperty, ErrorCtor, ownKeys, StringCtor } from './intrinsics.ts';
 
 /** The host's methods the carrier calls. */
@@ -37,6 +38,8 @@ const isNativeError = types.isNativeError;
 
 export interface Channel {
   host: HostLink;
+  /** Notices a run that nothing can settle any more (stall.ts). */
+  stalls: StallWatch;
 }
 
 /** Adopts the inherited control socket, sends the handshake and starts RPC. */
@@ -91,15 +94,24 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
       write(`${mac.sign(seq++, body)} ${body}\n`);
     },
   );
-  deliver = (line) => rpc.receive(decodeHostFrame(line));
+  const stalls = createStallWatch(socket, () => rpc.inFlight());
+  deliver = (line) => {
+    rpc.receive(decodeHostFrame(line));
+    stalls.update();
+  };
+  const call = (method: string, args: unknown[]): Promise<unknown> => {
+    const reply = rpc.call(method, args);
+    stalls.update();
+    return reply;
+  };
   const host: HostLink = {
     __proto__: null,
     output: (entry) => rpc.notify('output', [entry]),
-    initialized: () => rpc.call('initialized', []) as ReturnType<HostLink['initialized']>,
-    invoke: (name, args) => rpc.call('invoke', [name, args]) as ReturnType<HostLink['invoke']>,
-    registerImage: (path, identity, pixels) => rpc.call('registerImage', [path, identity, pixels]) as ReturnType<HostLink['registerImage']>,
+    initialized: () => call('initialized', []) as ReturnType<HostLink['initialized']>,
+    invoke: (name, args) => call('invoke', [name, args]) as ReturnType<HostLink['invoke']>,
+    registerImage: (path, identity, pixels) => call('registerImage', [path, identity, pixels]) as ReturnType<HostLink['registerImage']>,
   } as HostLink;
-  return { host };
+  return { host, stalls };
 }
 
 /** A host frame: the envelope, and the JSON text of a binding result after the separator. */

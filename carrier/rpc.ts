@@ -20,6 +20,8 @@ export interface Rpc {
   notify(method: string, args: unknown[]): void;
   /** Handles one decoded frame from the host. */
   receive(message: unknown): void;
+  /** How many calls wait for their reply. */
+  inFlight(): number;
 }
 
 interface Pending {
@@ -98,6 +100,9 @@ export function createRpc(methods: Record<string, Method>, post: (message: Outgo
     },
     notify(method, args) {
       post({ __proto__: null, t: 'q', m: method, a: args });
+    },
+    inFlight() {
+      return pending.size;
     },
     receive(message) {
       if (typeof message !== 'object' || message === null) return;

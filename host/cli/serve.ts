@@ -3,6 +3,7 @@ import type { Argv } from 'yargs';
 import { createRuntime } from '../index.ts';
 import { serve } from '../serve/index.ts';
 import { limitOptions, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
+import { applyRetentionFlags, retentionOptions } from './retention-flags.ts';
 
 export function serveOptions(command: Argv): Argv {
   command
@@ -11,12 +12,13 @@ export function serveOptions(command: Argv): Argv {
     .option('node', { type: 'string', describe: 'Run carriers with this Node executable (node-script launch)' })
     .option('bootstrap', { type: 'string', describe: 'Bootstrap file for --node (default: bootstrap.mjs next to ptc)' });
   sandboxOptions(command);
+  retentionOptions(command, (field) => `config ${field}`);
   return limitOptions(command);
 }
 
 /** Serves JSON-RPC on stdin/stdout until stdin ends or the client sends shutdown; exit code 0. */
 export async function serveCommand(args: RunArgs): Promise<number> {
-  const config = await loadConfig(args);
+  const config = applyRetentionFlags(await loadConfig(args), args);
   // A server runs many programs: unlike `ptc run`, it keeps a spare carrier booted for the next one.
   if (args.config === undefined) delete (config as { prestartCarrier?: boolean }).prestartCarrier;
   try {

@@ -2,7 +2,10 @@
 // without an owner) that ends with the run, or the owner's retained one. One run at a time per
 // owner: a second run for a busy owner is refused until the first and its cleanup finish;
 // distinct owners run concurrently. A retained environment lost while idle is replaced at the
-// next run, and the result says so.
+// next run, and the result says so. Retained environments do not pile up: one idle for
+// idleTimeoutMs is released, and past maxRetainedEnvironments the least recently used idle one
+// is; a busy one never is. When every one is busy, a new owner's environment starts anyway and
+// the excess is released as runs end (the least recently used idle one each time).
 import type { ProgramFormat } from '../../carrier/protocol/messages.ts';
 import type { ResolvedConfig } from './settings.ts';
 import { confine, type CarrierRecipe } from '../worker/confinement.ts';
@@ -20,6 +23,10 @@ interface Owned {
   busy: Promise<void> | undefined;
   /** Why the last environment was lost, reported by the next run. */
   replaced: string | undefined;
+  /** When the owner's last run began or ended, on the executor's use clock (least recently used first). */
+  used: number;
+  /** Releases the environment once it has been idle for idleTimeoutMs. */
+  idleTimer: ReturnType<typeof setTimeout> | undefined;
 }
 
 export class Executor {
@@ -29,6 +36,9 @@ export class Executor {
   readonly #owners = new Map<object, Owned>();
   readonly #temporary = new Set<Environment>();
   #initializer: string | undefined;
+  #clock = 0;
+  /** Releases under way (idle or evicted), which dispose() waits for. */
+  readonly #releasing = new Set<Promise<void>>();
 
   constructor(config: ResolvedConfig, format: ProgramFormat, retains: boolean) {
     this.#config = config;
@@ -54,7 +64,7 @@ export class Executor {
     if (!this.#retains || owner === undefined || oneTime) return this.#runTemporary(execution, recipe);
     let owned = this.#owners.get(owner);
     if (owned === undefined) {
-      owned = { environment: undefined, recipeKey: undefined, busy: undefined, replaced: undefined };
+      owned = { environment: undefined, recipeKey: undefined, busy: undefined, replaced: undefined, used: 0, idleTimer: undefined };
       this.#owners.set(owner, owned);
     }
     if (owned.busy !== undefined) {
@@ -64,12 +74,71 @@ export class Executor {
     owned.busy = new Promise((resolve) => {
       release = resolve;
     });
+    clearTimeout(owned.idleTimer);
+    owned.idleTimer = undefined;
+    owned.used = ++this.#clock;
     try {
       return await this.#runRetained(owned, execution, recipe);
     } finally {
       owned.busy = undefined;
+      owned.used = ++this.#clock;
       release();
+      if (owned.environment !== undefined && this.#owners.get(owner) === owned) this.#armIdle(owned);
+      // The finished run does not wait for an excess environment to end.
+      void this.#evictOverLimit(undefined);
     }
+  }
+
+  /** Starts the owner's idle clock: after idleTimeoutMs without a run, its environment is released. */
+  #armIdle(owned: Owned): void {
+    const idleMs = this.#config.idleTimeoutMs;
+    if (idleMs === undefined) return;
+    owned.idleTimer = setTimeout(() => {
+      owned.idleTimer = undefined;
+      if (owned.busy === undefined) void this.#releaseIdle(owned, `the previous environment was idle for ${idleMs} ms (idleTimeoutMs), so it was released`);
+    }, idleMs);
+    // An idle host still exits; a pending release is nothing to wait for.
+    owned.idleTimer.unref();
+  }
+
+  /** Ends an idle owner's environment; its next run starts fresh and reports `reason`. */
+  async #releaseIdle(owned: Owned, reason: string): Promise<void> {
+    const environment = owned.environment;
+    if (environment === undefined || owned.busy !== undefined) return;
+    clearTimeout(owned.idleTimer);
+    owned.idleTimer = undefined;
+    owned.environment = undefined;
+    // A process that died while idle is the better reason: it was gone before the limit applied.
+    owned.replaced = environment.lost !== undefined ? `the previous environment was lost: ${environment.lost}` : reason;
+    const ending = environment.terminate();
+    this.#releasing.add(ending);
+    try {
+      await ending;
+    } finally {
+      this.#releasing.delete(ending);
+    }
+  }
+
+  /**
+   * While more than maxRetainedEnvironments exist (counting one about to start for `incoming`),
+   * releases the least recently used idle one. A busy environment is never released.
+   */
+  async #evictOverLimit(incoming: Owned | undefined): Promise<void> {
+    const most = this.#config.maxRetainedEnvironments;
+    if (most === undefined) return;
+    const released: Promise<void>[] = [];
+    for (;;) {
+      let count = incoming === undefined ? 0 : 1;
+      let oldest: Owned | undefined;
+      for (const owned of this.#owners.values()) {
+        if (owned === incoming || owned.environment === undefined) continue;
+        count++;
+        if (owned.busy === undefined && (oldest === undefined || owned.used < oldest.used)) oldest = owned;
+      }
+      if (count <= most || oldest === undefined) break;
+      released.push(this.#releaseIdle(oldest, `the previous environment was the least recently used one past maxRetainedEnvironments (${most}), so it was released`));
+    }
+    await Promise.all(released);
   }
 
   async #runRetained(owned: Owned, execution: Execution, recipe: CarrierRecipe): Promise<RunResult> {
@@ -86,7 +155,10 @@ export class Executor {
       await current.terminate();
     }
     const fresh = owned.environment === undefined;
-    if (fresh) owned.recipeKey = recipe.key;
+    if (fresh) {
+      owned.recipeKey = recipe.key;
+      await this.#evictOverLimit(owned);
+    }
     const environment = (owned.environment ??= this.#newEnvironment(recipe, true));
     const initializer = fresh && this.#initializer !== undefined && !environment.initialized ? this.#initializer : undefined;
     const { result, usable } = await environment.run(execution, initializer);
@@ -121,13 +193,15 @@ export class Executor {
     if (owned === undefined) return;
     while (owned.busy !== undefined) await owned.busy;
     this.#owners.delete(owner);
+    clearTimeout(owned.idleTimer);
     await owned.environment?.terminate();
   }
 
   /** Terminates every environment, retained or temporary, without waiting for runs to finish. */
   async dispose(): Promise<void> {
+    for (const owned of this.#owners.values()) clearTimeout(owned.idleTimer);
     const all = [...this.#temporary, ...[...this.#owners.values()].flatMap((owned) => (owned.environment ? [owned.environment] : []))];
     this.#owners.clear();
-    await Promise.all(all.map((environment) => environment.terminate()));
+    await Promise.all([...all.map((environment) => environment.terminate()), ...this.#releasing]);
   }
 }

@@ -25,4 +25,8 @@ export interface ResolvedConfig {
   prestartCarrier: boolean;
   sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
   policy: SandboxPolicy;
+  /** Release a retained environment idle this long; undefined: never. */
+  idleTimeoutMs?: number;
+  /** Retained environments kept at once; undefined: no limit. */
+  maxRetainedEnvironments?: number;
 }

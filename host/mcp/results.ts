@@ -70,8 +70,12 @@ function parsedText(text: string): unknown {
  */
 export async function toolResult(result: RunResult): Promise<CallToolResult> {
   const content: CallToolResult['content'] = [];
+  // The model wrote this program against variables it no longer has; say so first (as `ptc repl` does).
+  const replaced = result.environment?.replaced;
+  if (replaced !== undefined) content.push({ type: 'text', text: `(${replaced}; this is a new environment and earlier variables are gone)` });
+  const notes = content.length;
   for (const entry of result.output) {
-    const last = content.at(-1);
+    const last = content.length > notes ? content.at(-1) : undefined;
     if (entry.type === 'text') {
       if (last?.type === 'text') last.text += entry.text;
       else content.push({ type: 'text', text: entry.text });
@@ -83,7 +87,7 @@ export async function toolResult(result: RunResult): Promise<CallToolResult> {
   const structuredContent = JSON.parse(lossless) as Record<string, unknown>;
   if (result.status === 'ok') {
     if ('value' in result && result.value !== undefined) content.push({ type: 'text', text: stringifyLossless(result.value) ?? 'null' });
-    if (content.length === 0) content.push({ type: 'text', text: 'ok (no output, no value)' });
+    if (content.length === notes) content.push({ type: 'text', text: 'ok (no output, no value)' });
     return { content, structuredContent };
   }
   const { failure } = result;

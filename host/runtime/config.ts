@@ -47,9 +47,13 @@ export interface RuntimeConfig {
   sandbox?: Omit<SandboxOptions, 'carrierNodeVersion'>;
   /** The policy of runs that name none. @default { mode: 'workspace-write' } (the cwd, no network) */
   policy?: SandboxPolicy;
+  /** Release an owner's retained environment after this many ms without a run; its next run starts fresh. @default none (kept until release) */
+  idleTimeoutMs?: number;
+  /** Retained environments kept at once; a new owner past it releases the least recently used idle one. @default none (no limit) */
+  maxRetainedEnvironments?: number;
 }
 
-export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'cpuTimeMs' | 'maxMemoryMb'> = {
+export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'cpuTimeMs' | 'maxMemoryMb' | 'idleTimeoutMs' | 'maxRetainedEnvironments'> = {
   executionMode: 'per-call',
   scriptPersistence: false,
   replScoped: false,
@@ -68,7 +72,8 @@ export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'c
 export const MAX_TIMER_MS = 2_147_483_647;
 
 const EXECUTION_MODES: readonly string[] = ['per-call', 'vm-script', 'persistent-in-memory'];
-const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy', 'cpuTimeMs', 'maxMemoryMb']);
+// The resource and retention limits have no default (none means unlimited), so they are not in DEFAULTS.
+const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy', 'cpuTimeMs', 'maxMemoryMb', 'idleTimeoutMs', 'maxRetainedEnvironments']);
 
 /** Validates a configuration object and fills defaults; throws TypeError/RangeError naming the field. */
 export function resolveConfig(input: unknown): ResolvedConfig {
@@ -112,6 +117,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     prestartCarrier: boolean(config, 'prestartCarrier'),
     sandbox: sandboxOptions(config.sandbox),
     policy: policyShape(config.policy ?? { mode: 'workspace-write' }, 'policy'),
+    ...retentionLimits(config),
   };
   if (resolved.timeoutMs > resolved.maxTimeoutMs) {
     throw new RangeError(`ptc config: timeoutMs (${resolved.timeoutMs}) must not exceed maxTimeoutMs (${resolved.maxTimeoutMs})`);
@@ -149,6 +155,26 @@ function timerDelay(config: Record<string, unknown>, field: NumericField, least:
     throw new RangeError(`ptc config: ${field} must be ${kind} of at most ${MAX_TIMER_MS} ms (Node's timer limit), got ${show(value)}`);
   }
   return value;
+}
+
+/** idleTimeoutMs (a timer delay) and maxRetainedEnvironments (a count), each only when given. */
+function retentionLimits(config: Record<string, unknown>): Pick<ResolvedConfig, 'idleTimeoutMs' | 'maxRetainedEnvironments'> {
+  const limits: Pick<ResolvedConfig, 'idleTimeoutMs' | 'maxRetainedEnvironments'> = {};
+  const idle = config.idleTimeoutMs;
+  if (idle !== undefined) {
+    if (typeof idle !== 'number' || !Number.isSafeInteger(idle) || idle < 1 || idle > MAX_TIMER_MS) {
+      throw new RangeError(`ptc config: idleTimeoutMs must be a positive integer of at most ${MAX_TIMER_MS} ms (Node's timer limit), got ${show(idle)}`);
+    }
+    limits.idleTimeoutMs = idle;
+  }
+  const most = config.maxRetainedEnvironments;
+  if (most !== undefined) {
+    if (typeof most !== 'number' || !Number.isSafeInteger(most) || most < 1) {
+      throw new RangeError(`ptc config: maxRetainedEnvironments must be a positive integer, got ${show(most)}`);
+    }
+    limits.maxRetainedEnvironments = most;
+  }
+  return limits;
 }
 
 const LAUNCH_FIELDS: Record<string, string[]> = {

@@ -383,9 +383,10 @@ async function interactive(command: string[]): Promise<void> {
     term.keys('S', 'Enter');
     await term.expect('S', ['ptc> x + 1', '42', 'ptc>']);
 
-    // A promise that never settles cannot acknowledge the stop; after stopGraceMs the process
-    // group is killed and the next submission starts a new environment.
-    term.type('S', 'inspect("wait" + "ing"); await new Promise(() => {})');
+    // A program that an interval keeps running cannot acknowledge the stop; after stopGraceMs the
+    // process group is killed and the next submission starts a new environment. (With nothing
+    // pending at all, the run would fail at once as a stall: test/integration/stall.test.ts.)
+    term.type('S', 'inspect("wait" + "ing"); setInterval(() => {}, 1000); await new Promise(() => {})');
     term.keys('S', 'Enter');
     await term.expect('S', ['waiting']);
     term.keys('S', 'C-c');

@@ -185,7 +185,8 @@ test('worker-exit: reaching the heap limit names it, and the host keeps working'
 });
 
 test('worker-exit: a carrier that closes its control channel but keeps running is not waited for', async () => {
-  const result = await runProgram(`inspect('closing'); (await import('node:fs')).closeSync(3); ${WAIT_FOREVER}`, { timeoutMs: 20_000 });
+  // The interval keeps it running: with nothing pending it would be a stall (stall.test.ts).
+  const result = await runProgram(`inspect('closing'); (await import('node:fs')).closeSync(3); setInterval(() => {}, 1000); ${WAIT_FOREVER}`, { timeoutMs: 20_000 });
   const reported = failure(result);
   assert.is(reported.kind, 'worker-exit');
   assert.is(reported.message, 'the carrier closed its control channel before the program finished');

@@ -226,7 +226,8 @@ test('timeout: a synchronous loop cannot acknowledge, so the environment is clea
 
 test('timeout: a program that ignores the stop past stopGraceMs is killed and cleared', async () => {
   const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', stopGraceMs: 300 }), {});
-  const reason = failure(await run('await new Promise(() => {})', { timeoutMs: 300 }));
+  // The interval keeps the run pending (a bare never-settling promise would be a stall, stall.test.ts).
+  const reason = failure(await run('setInterval(() => {}, 1000); await new Promise(() => {})', { timeoutMs: 300 }));
   assert.is(reason.kind, 'timeout');
   assert.is(reason.state, 'cleared');
 });

@@ -133,9 +133,14 @@ test('forged frames: fifty forged invokes never reach the binding', async () => 
 });
 
 // A program can reach the carrier's own socket (process._getActiveHandles) and see the frames the
-// carrier writes; it still cannot change, replay or withhold one without the host noticing.
-const INTERCEPT = `const socket = process._getActiveHandles().find((handle) => handle?._handle?.fd === 3);
+// carrier writes; it still cannot change, replay or withhold one without the host noticing. The
+// socket is among the active handles only while a host call is in flight (carrier/stall.ts), so
+// the frames count from 1: frame 0 is that call.
+const HOLD = { hold: async () => null };
+const INTERCEPT = `const held = hold();
+const socket = process._getActiveHandles().find((handle) => handle?._handle?.fd === 3);
 if (socket === undefined) throw new Error('no control socket found');
+await held;
 const original = socket._write;
 const seen = [];`;
 
@@ -147,8 +152,8 @@ await new Promise((resolve) => setTimeout(resolve, 50));
 (await import('node:fs')).writeSync(3, seen[0]);
 await new Promise((resolve) => setTimeout(resolve, 100));
 return seen.length;`;
-  const result = await runProgram(program, { timeoutMs: 10_000 });
-  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [{ type: 'text', text: 'once\n' }], sandbox: SANDBOX });
+  const result = await runProgram(program, { timeoutMs: 10_000, bindings: HOLD });
+  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(2) }, output: [{ type: 'text', text: 'once\n' }], sandbox: SANDBOX });
 });
 
 test('forged frames: a genuine frame the program rewrites on its way out is refused', async () => {
@@ -156,8 +161,8 @@ test('forged frames: a genuine frame the program rewrites on its way out is refu
 socket._write = function (chunk, encoding, callback) { return original.call(this, String(chunk).replace('genuine', 'altered'), encoding, callback); };
 inspect('genuine');
 await new Promise(() => {});`;
-  const result = await runProgram(program, { timeoutMs: 10_000 });
-  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(0) }, output: [], sandbox: SANDBOX });
+  const result = await runProgram(program, { timeoutMs: 10_000, bindings: HOLD });
+  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [], sandbox: SANDBOX });
 });
 
 test('forged frames: a genuine frame the program withholds breaks the sequence', async () => {
@@ -170,8 +175,8 @@ socket._write = function (chunk, encoding, callback) {
 inspect('dropped');
 inspect('kept');
 await new Promise(() => {});`;
-  const result = await runProgram(program, { timeoutMs: 10_000 });
-  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(0) }, output: [], sandbox: SANDBOX });
+  const result = await runProgram(program, { timeoutMs: 10_000, bindings: HOLD });
+  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [], sandbox: SANDBOX });
 });
 
 // ---------------------------------------------------------------- late binding replies
