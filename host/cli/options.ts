@@ -6,6 +6,7 @@ import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Argv } from 'yargs';
 import { defaultBootstrapPath, type Bindings, type RuntimeConfig } from '../index.ts';
+import { importFile } from './import-file.ts';
 
 /** A usage or configuration problem: exit code 2. */
 export class UsageError extends Error {
@@ -180,7 +181,7 @@ async function accessible(path: string, mode: number): Promise<boolean> {
 export async function loadBindings(path: string): Promise<Bindings> {
   let module: Record<string, unknown>;
   try {
-    module = await import(pathToFileURL(resolvePath(path)).href);
+    module = await importFile(pathToFileURL(resolvePath(path)).href);
   } catch (error) {
     throw new UsageError(`cannot load --bindings ${JSON.stringify(path)}: ${(error as Error).message}`);
   }
