@@ -1,6 +1,7 @@
 // Turning a copy of a Node binary into the ptc executable: inject the SEA blob where that
 // format's Node looks for it (postject: ELF note, PE resource NODE_SEA_BLOB, Mach-O segment
-// NODE_SEA) and flip the SEA fuse. A Mach-O binary loses its code signature first (build/macho.ts).
+// NODE_SEA) and flip the SEA fuse. Mach-O and PE binaries lose their signature first
+// (build/macho.ts, build/pe.ts): the injection makes it invalid, and it cannot be redone here.
 
 import { chmodSync, copyFileSync, openSync, readFileSync, readSync, closeSync, rmSync, writeFileSync } from 'node:fs';
 // @ts-expect-error postject ships no type declarations
@@ -8,6 +9,7 @@ import { inject as untypedInject } from 'postject';
 import { BuildError } from './errors.ts';
 import { executableKind, type ExecutableKind } from './executable-format.ts';
 import { stripCodeSignature } from './macho.ts';
+import { stripSignature } from './pe.ts';
 
 const inject = untypedInject as (
   file: string,
@@ -36,6 +38,7 @@ export async function makeExecutable(node: string, blob: string, out: string): P
   const kind = kindOf(node);
   rmSync(out, { force: true });
   if (kind.format === 'macho') writeFileSync(out, stripCodeSignature(readFileSync(node)));
+  else if (kind.format === 'pe') writeFileSync(out, stripSignature(readFileSync(node)));
   else copyFileSync(node, out);
   chmodSync(out, 0o755);
   // postject's ELF library warns "Can't find string offset for section name '.note...'"
