@@ -4,7 +4,7 @@
 // has the F flag (the interpreter is opened at registration, so it is found inside the sandbox's
 // mount namespace too).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -91,5 +91,7 @@ test('output past the budget is output-limit', () => {
   const result = json(stdout);
   assert.is(result.failure.kind, 'output-limit');
 });
+
+test.after(() => rmSync(work, { recursive: true, force: true }));
 
 test.run();
