@@ -25,11 +25,14 @@ export function pinnedNodeVersion(pkg: PackageJson): string {
 
 /** The `--version` of the Node binary at `path`, e.g. `v26.10.0`. */
 export function nodeVersionOf(path: string): string {
+  let printed: string;
   try {
-    return execFileSync(path, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 }).trim();
+    printed = execFileSync(path, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 }).trim();
   } catch (err) {
     throw new BuildError(`cannot run ${path} --version to check its Node version: ${(err as Error).message.split('\n')[0]}`, { cause: err });
   }
+  if (!/^v\d+\.\d+\.\d+$/.test(printed)) throw new BuildError(`${path} is not a Node binary: \`${path} --version\` printed ${JSON.stringify(printed.split('\n')[0].slice(0, 100))}`);
+  return printed;
 }
 
 /** Throws unless the Node at `path` reports exactly the pinned version; returns that version. */
