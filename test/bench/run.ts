@@ -14,6 +14,7 @@ import { sandboxed } from './sandbox.ts';
 import { mcp } from './mcp.ts';
 import { remote } from './ssh.ts';
 import { served } from './serve.ts';
+import { releaseStartup } from './release.ts';
 import { interleave, median, ms, p90, pad, ratio } from './stats.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -227,6 +228,7 @@ try {
   await remote();
   await served();
   await (await import('./network.ts')).network();
+  await releaseStartup();
   console.log(`\nbench took ${((performance.now() - started) / 1000).toFixed(1)} s`);
 } catch (error) {
   console.error('\nbench broke:', error);
