@@ -11,6 +11,8 @@ import * as assert from 'uvu/assert';
 import { killChildTree, treeKill, treeSpawnOptions } from '../../carrier/protocol/process-tree.ts';
 import { bwrapStatus, planSandbox, readableRoots, resolvePolicy } from '../../host/sandbox/index.ts';
 import { platformName } from '../../host/runtime/version.ts';
+import { isFileSystemRoot } from '../../host/sandbox/policy.ts';
+import { posix, win32 } from 'node:path';
 
 const NOT_LINUX = 'bubblewrap needs Linux; this is win32';
 
@@ -91,6 +93,14 @@ test('planSandbox on Windows: auto is node-permission with partial enforcement a
 test('readableRoots on Windows: every read granted (no /proc or /dev to hide; drives are not under /)', () => {
   assert.equal(readableRoots(['Users', 'Windows'], 'win32'), ['*']);
   assert.equal(readableRoots(['usr', 'proc'], 'linux'), ['/usr', '/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero']);
+});
+
+test('isFileSystemRoot: / on POSIX; a drive or share root on Windows, which a writable root must not be', () => {
+  assert.is(isFileSystemRoot('/', posix), true);
+  assert.is(isFileSystemRoot('/home', posix), false);
+  assert.is(isFileSystemRoot('C:\\', win32), true);
+  assert.is(isFileSystemRoot('\\\\server\\share\\', win32), true);
+  assert.is(isFileSystemRoot('C:\\Users\\me', win32), false);
 });
 
 test('platformName: the registry\'s and the release files\' spelling', () => {
