@@ -79,6 +79,13 @@ test('with PATH=/nonexistent, `auto` confines a run with bwrap (it used to fall 
   });
 });
 
+test('the bootstrap\'s --probe (how a remote launch learns the far side) finds and runs bwrap without PATH too', () => {
+  const node = existsSync('/usr/bin/node') ? '/usr/bin/node' : process.execPath;
+  const out = execFileSync(node, [BOOTSTRAP, '--probe'], { encoding: 'utf8', env: { PATH: '/nonexistent' }, cwd: cache });
+  const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+  assert.equal(JSON.parse(out), { revision: PROTOCOL_REVISION, node: version, bwrapPath: '/usr/bin/bwrap' });
+});
+
 test('from source, the bootstrap line names dist/bootstrap.mjs, the file a build embeds, with its SHA-256', () => {
   const out = execFileSync(process.execPath, [join(ROOT, 'host', 'cli', 'bin.ts'), 'version', '--json'], { encoding: 'utf8', env: { PATH: '/nonexistent', XDG_CACHE_HOME: join(cache, 'source') } });
   const report = JSON.parse(out);
