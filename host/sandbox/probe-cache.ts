@@ -55,8 +55,9 @@ export function cachedPass(file: string, key: string): boolean {
 /** Records a passing probe under `key`, replacing older entries for the same bwrap. Atomic (a
  * reader sees the old file or the new one), mode 0600; a cache that cannot be written is skipped. */
 export function recordPass(file: string, key: string): void {
-  const path = (JSON.parse(key) as { bwrap: { path: string } }).bwrap.path;
-  const kept = readEntries(file).filter((entry) => (JSON.parse(entry) as { bwrap: { path: string } }).bwrap.path !== path);
+  const path = bwrapPathOf(key);
+  // An entry of another shape (a hand-edited file) is dropped with the stale ones.
+  const kept = readEntries(file).filter((entry) => bwrapPathOf(entry) !== path && bwrapPathOf(entry) !== undefined);
   const text = `${JSON.stringify({ format: FORMAT, passes: [...kept, key].slice(-MAX_ENTRIES).map((entry) => JSON.parse(entry)) })}\n`;
   const dir = join(file, '..');
   const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
@@ -79,6 +80,11 @@ export function recordPass(file: string, key: string): void {
       // never created
     }
   }
+}
+
+function bwrapPathOf(entry: string): string | undefined {
+  const path = (JSON.parse(entry) as { bwrap?: { path?: unknown } }).bwrap?.path;
+  return typeof path === 'string' ? path : undefined;
 }
 
 function readEntries(file: string): string[] {

@@ -68,7 +68,7 @@ test('a different kernel (boot id or release in the key) is probed again', () =>
 
 test('a corrupt, truncated, oversized or foreign-format file means probe, and is replaced by a good one', () => {
   const good = readFileSync(cacheFile, 'utf8');
-  for (const bad of ['{"format":1,"passes":[{"bwr', 'not json at all', `{"format":2,"passes":${JSON.stringify(JSON.parse(good).passes)}}`, `${good.trimEnd()}${' '.repeat(70_000)}`, '{"format":1,"passes":"all"}']) {
+  for (const bad of ['{"format":1,"passes":[{"bwr', 'not json at all', `{"format":2,"passes":${JSON.stringify(JSON.parse(good).passes)}}`, `${good.trimEnd()}${' '.repeat(70_000)}`, '{"format":1,"passes":"all"}', '{"format":1,"passes":[{},{"bwrap":null},{"bwrap":{"path":7}}]}']) {
     writeFileSync(cacheFile, bad, { mode: 0o600 });
     assert.equal(status(), { source: 'probe', cacheFile }, `after ${JSON.stringify(bad.slice(0, 40))}`);
     assert.equal(status(), { source: 'cache', cacheFile }, `rewritten after ${JSON.stringify(bad.slice(0, 40))}`);
