@@ -11,6 +11,7 @@ import * as assert from 'uvu/assert';
 import { killChildTree, treeKill, treeSpawnOptions } from '../../carrier/protocol/process-tree.ts';
 import { bwrapStatus, planSandbox, readableRoots, resolvePolicy } from '../../host/sandbox/index.ts';
 import { platformName } from '../../host/runtime/version.ts';
+import { keptEnvironment } from '../../host/worker/launch.ts';
 import { isFileSystemRoot } from '../../host/sandbox/policy.ts';
 import { posix, win32 } from 'node:path';
 
@@ -101,6 +102,11 @@ test('isFileSystemRoot: / on POSIX; a drive or share root on Windows, which a wr
   assert.is(isFileSystemRoot('C:\\', win32), true);
   assert.is(isFileSystemRoot('\\\\server\\share\\', win32), true);
   assert.is(isFileSystemRoot('C:\\Users\\me', win32), false);
+});
+
+test('keptEnvironment: a carrier on Windows also inherits SystemRoot and the other variables Windows processes rely on', () => {
+  assert.equal(keptEnvironment('linux'), ['PATH', 'TMPDIR', 'TMP', 'TEMP']);
+  assert.equal(keptEnvironment('win32'), ['PATH', 'TMPDIR', 'TMP', 'TEMP', 'SystemRoot', 'SystemDrive', 'windir', 'PATHEXT', 'ComSpec']);
 });
 
 test('platformName: the registry\'s and the release files\' spelling', () => {
