@@ -10,6 +10,8 @@ import { pathToFileURL } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { probeCacheFile } from '../../host/sandbox/index.ts';
+import { probeKey, recordPass } from '../../host/sandbox/probe-cache.ts';
+import { createRuntime } from '../../host/index.ts';
 
 const DETECT = pathToFileURL(join(import.meta.dirname, '..', '..', 'host', 'sandbox', 'detect.ts')).href;
 
@@ -95,6 +97,29 @@ test('a failing bwrap is not cached, and a missing one needs no probe at all', (
   assert.equal(status(refusing), refused);
   const missing = join(dir, 'bin', 'missing-bwrap');
   assert.equal(status(missing), { unavailable: `bubblewrap is not installed (${missing} not found)`, source: 'none' });
+});
+
+test('a cached pass that went stale in a way the key does not see: the run fails as worker-exit with bwrap\'s message, as README says', async () => {
+  const broken = join(dir, 'bin', 'broken-bwrap');
+  writeFileSync(broken, '#!/bin/sh\necho "bwrap: No permissions to create new namespace" >&2\nexit 1\n', { mode: 0o755 });
+  const xdg = join(dir, 'stale-xdg');
+  recordPass(probeCacheFile({ XDG_CACHE_HOME: xdg }), probeKey(broken, statSync(broken)));
+  const saved = process.env.XDG_CACHE_HOME;
+  process.env.XDG_CACHE_HOME = xdg;
+  const runtime = createRuntime({ sandbox: { bwrapPath: broken } });
+  try {
+    const result = await runtime.run(runtime.resolve({ program: 'return 1' }));
+    assert.equal(result, {
+      status: 'failed',
+      failure: { kind: 'worker-exit', message: 'the carrier exited with code 1 before the program finished', exitCode: 1, signal: null, stderrTail: 'bwrap: No permissions to create new namespace\n' },
+      output: [{ type: 'text', text: 'bwrap: No permissions to create new namespace\n' }],
+      sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: false },
+    });
+  } finally {
+    await runtime.dispose();
+    if (saved === undefined) delete process.env.XDG_CACHE_HOME;
+    else process.env.XDG_CACHE_HOME = saved;
+  }
 });
 
 test('probeCacheFile: XDG_CACHE_HOME when absolute, else ~/.cache/ptc, else a per-uid directory in tmp', () => {
