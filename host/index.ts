@@ -13,7 +13,7 @@ export { image, type Bindings, type BindingFunction, type ImageRef } from './exe
 export type { JsonValue } from '../carrier/protocol/json.ts';
 export { PROTOCOL_REVISION } from '../carrier/protocol/revision.ts';
 // For the front ends: version, sandbox backends on this machine, the bootstrap file, type stripping.
-export { VERSION } from './runtime/version.ts';
+export { VERSION, versionReport, type VersionReport } from './runtime/version.ts';
 export { availableBackends } from './sandbox/index.ts';
 export { readBootstrap } from './worker/bootstrap-asset.ts';
 export { defaultBootstrapPath } from './worker/launch.ts';

@@ -38,9 +38,12 @@ export function permissionArgs(flag: PermissionFlag, writable: string[], readabl
   return args;
 }
 
-/** Every entry of `/` but /proc and /dev (plus the plain devices), as read grants: Node's model can only grant, never carve a hole. */
-export function readableRoots(entries: string[] = readdirSync('/')): string[] {
-  return [...entries.filter((name) => !HIDDEN_ROOTS.has(name)).sort().map((name) => `/${name}`), ...DEVICES];
+/** Every entry of `/` but /proc and /dev (plus the plain devices), as read grants: Node's model can
+ * only grant, never carve a hole. On Windows, everything: there is no /proc or /dev to hide, and a
+ * listing of `/` would name only the current drive's folders. */
+export function readableRoots(entries?: string[], platform: NodeJS.Platform = process.platform): string[] {
+  if (platform === 'win32') return ['*'];
+  return [...(entries ?? readdirSync('/')).filter((name) => !HIDDEN_ROOTS.has(name)).sort().map((name) => `/${name}`), ...DEVICES];
 }
 
 /** Appends options to a NODE_OPTIONS value, quoting them the way Node's parser reads them back. */

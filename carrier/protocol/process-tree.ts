@@ -1,22 +1,77 @@
 // Killing a carrier's whole tree. Shared by the host (local carriers) and the relay (carriers on
 // the far side of SSH), so it sits with the wire code that both sides already share.
+//
+// POSIX: the carrier starts in a session and process group of its own (detached), and one
+// SIGKILL to the group plus a walk of /proc's child lists reaches everything it started.
+// Windows has no process groups or signals to send them. There the carrier is not detached, so
+// libuv puts it in the kill-on-close job object it keeps for non-detached children: the tree dies
+// with the host however the host ends. An explicit kill runs `taskkill /T /F`, which ends the
+// carrier and every process below it, then terminates the carrier itself in case taskkill could
+// not (it is missing, or the carrier had already gone).
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import { win32 } from 'node:path';
+
+/** How a carrier is spawned so its tree can be killed as one: `detached` on POSIX only. */
+export function treeSpawnOptions(platform: NodeJS.Platform = process.platform): { detached: boolean } {
+  return { detached: platform !== 'win32' };
+}
+
+/** What killing the tree of `pid` does on `platform`: signals to a group and pids, or a taskkill command. */
+export type TreeKill =
+  | { kind: 'signal'; targets: number[] }
+  | { kind: 'taskkill'; executable: string; args: string[] };
+
+/** The kill for `pid`'s tree on `platform`. taskkill is named by absolute path: PATH may be anything. */
+export function treeKill(pid: number, platform: NodeJS.Platform = process.platform, env: NodeJS.ProcessEnv = process.env): TreeKill {
+  if (platform === 'win32') {
+    const systemRoot = env.SystemRoot ?? env.SYSTEMROOT ?? 'C:\\Windows';
+    return { kind: 'taskkill', executable: win32.join(systemRoot, 'System32', 'taskkill.exe'), args: ['/T', '/F', '/PID', String(pid)] };
+  }
+  return { kind: 'signal', targets: [-pid, ...descendantsOf(pid)] };
+}
 
 /**
- * Sends SIGKILL to a carrier's process group and to every process descended from it, so a child
- * that moved to a session of its own (setsid, detached) dies too while its parent still links it
- * to the carrier. (A bubblewrap pid namespace catches even orphaned ones.) Gone is fine.
+ * Kills a carrier's tree: on POSIX a SIGKILL to its process group and to every process descended
+ * from it, so a child that moved to a session of its own (setsid, detached) dies too while its
+ * parent still links it to the carrier (a bubblewrap pid namespace catches even orphaned ones);
+ * on Windows taskkill's tree kill. Gone is fine.
  */
 export function killGroup(pid: number | undefined): void {
   if (pid === undefined) return;
-  const targets = [-pid, ...descendantsOf(pid)];
-  for (const target of targets) {
+  const kill = treeKill(pid);
+  if (kill.kind === 'taskkill') return killTreeOnWindows(pid, kill);
+  for (const target of kill.targets) {
     try {
       process.kill(target, 'SIGKILL');
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ESRCH') throw error;
     }
   }
+}
+
+/** killGroup for a child this process spawned. On Windows a pid is free for reuse once the child
+ * has exited (libuv closes its handle), so a tree kill then could hit a stranger: it is skipped.
+ * True when a kill was sent. */
+export function killChildTree(child: { pid?: number | undefined; exitCode: number | null; signalCode: NodeJS.Signals | null }, platform: NodeJS.Platform = process.platform): boolean {
+  if (child.pid === undefined || (platform === 'win32' && (child.exitCode !== null || child.signalCode !== null))) return false;
+  killGroup(child.pid);
+  return true;
+}
+
+function killTreeOnWindows(pid: number, kill: { executable: string; args: string[] }): void {
+  const terminate = (): void => {
+    try {
+      process.kill(pid); // TerminateProcess on Windows, whatever the signal
+    } catch {
+      // already gone
+    }
+  };
+  // taskkill walks the tree from the root, so the root must still be alive when it looks.
+  const taskkill = spawn(kill.executable, kill.args, { stdio: 'ignore', windowsHide: true });
+  taskkill.once('error', terminate);
+  taskkill.once('exit', terminate);
+  taskkill.unref();
 }
 
 /** Pids below `root` in the process tree, from each thread's /proc children list (Linux; empty elsewhere). */

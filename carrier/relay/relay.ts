@@ -12,7 +12,7 @@ import { rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { PROTOCOL_REVISION } from '../protocol/revision.ts';
 import { createMuxReader, muxChunks, muxFrame, type MuxType, type RelayHello, type RelayStart } from '../protocol/mux.ts';
-import { killGroup } from '../protocol/process-tree.ts';
+import { killChildTree, treeSpawnOptions } from '../protocol/process-tree.ts';
 import { pipeDrainer } from '../protocol/pipe-drain.ts';
 import { carrierLaunch, type CarrierLaunch } from './launch.ts';
 
@@ -40,7 +40,7 @@ export function runRelay(bootstrapPath: string): void {
     process.exit(type === 'X' ? 0 : RELAY_FAILED);
   };
   const fail = (message: string): void => {
-    if (child?.pid !== undefined) killGroup(child.pid);
+    if (child?.pid !== undefined) killChildTree(child);
     finish('F', message);
   };
   const armWatchdog = (): void => {
@@ -48,7 +48,7 @@ export function runRelay(bootstrapPath: string): void {
     if (watchdogMs > 0) watchdog = setTimeout(() => kill(), watchdogMs);
   };
   const kill = (): void => {
-    if (child?.pid !== undefined) killGroup(child.pid);
+    if (child?.pid !== undefined) killChildTree(child);
     else if (launch === undefined) process.exit(0);
   };
 
@@ -60,7 +60,7 @@ export function runRelay(bootstrapPath: string): void {
     } catch (error) {
       return fail((error as Error).message);
     }
-    const started = spawn(launch.executable, launch.args, { cwd: launch.cwd, env: launch.env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: true });
+    const started = spawn(launch.executable, launch.args, { cwd: launch.cwd, env: launch.env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], ...treeSpawnOptions(), windowsHide: true });
     child = started;
     const control = started.stdio[3] as Socket;
     const stdout = started.stdout as Socket;
@@ -90,7 +90,7 @@ export function runRelay(bootstrapPath: string): void {
     started.once('close', (code, signal) => finish('X', JSON.stringify({ code, signal })));
     started.once('exit', (code, signal) => {
       // What the program left running in the carrier's group goes with it, as the host does locally.
-      killGroup(started.pid);
+      killChildTree(started);
       // A descendant that escaped the kill can hold the pipes open; the exit status is what counts.
       setTimeout(() => finish('X', JSON.stringify({ code, signal })), EXIT_DRAIN_MS).unref();
     });

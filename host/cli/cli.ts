@@ -3,9 +3,10 @@
 import { readFile, writeFile, chmod } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import yargs, { type Argv } from 'yargs';
-import { availableBackends, createRuntime, PROTOCOL_REVISION, readBootstrap, VERSION } from '../index.ts';
+import { createRuntime, readBootstrap, VERSION, versionReport } from '../index.ts';
 import { limitOptions, loadBindings, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
 import { HumanPrinter, resultJson } from './print.ts';
+import { versionText } from './version.ts';
 import { replCommand, replOptions, type ReplArgs } from './repl.ts';
 import { mcpCommand, mcpOptions } from './mcp.ts';
 import { serveCommand, serveOptions } from './serve.ts';
@@ -56,11 +57,15 @@ export async function main(argv: string[]): Promise<number> {
         exitCode = await serveCommand(args as unknown as RunArgs);
       },
     )
-    .command('version', 'Print the ptc version, the embedded Node version, the protocol revision and which sandbox backends work here', {}, async () => {
-      process.stdout.write(`ptc ${VERSION}\nnode ${process.version}\nprotocol ${PROTOCOL_REVISION}\n`);
-      const backends = await availableBackends();
-      for (const [name, problem] of [['bwrap', backends.bwrap], ['node-permission', backends.nodePermission]]) process.stdout.write(`sandbox ${name}: ${problem === undefined ? 'works' : `unavailable (${problem})`}\n`);
-    })
+    .command(
+      'version',
+      'Print the ptc version, the Node inside, the protocol revision, the platform, the SHA-256 of the embedded bootstrap and which sandbox backends work here',
+      (command: Argv) => command.option('json', { type: 'boolean', default: false, describe: 'Print it as one JSON object' }),
+      async (args) => {
+        const report = await versionReport();
+        process.stdout.write(args.json ? `${JSON.stringify(report)}\n` : versionText(report));
+      },
+    )
     .command(
       'bootstrap',
       'Write the carrier bootstrap that a remote Node (>= 20.12) runs for node-script launches',

@@ -1,44 +1,59 @@
-// What this machine can enforce. bubblewrap is probed once per executable by running a sandbox
-// shaped like a real launch; the answer (a reason it cannot work, or undefined) is cached for the
-// life of the process. Node's permission model depends only on the carrier Node's version.
+// What this machine can enforce. bubblewrap is probed by running a sandbox shaped like a real
+// launch; a pass is kept in a per-user cache across processes (probe-cache.ts) and every answer
+// for the life of the process. Node's permission model depends only on the carrier Node's version.
+// Windows has no bubblewrap: there the answer is known without looking.
 import { spawn } from 'node:child_process';
-import { accessSync, constants, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { statSync } from 'node:fs';
+import { bwrapProbeArgs, isExecutableFile, locateBwrap as locateOnDisk } from '../../carrier/protocol/bwrap-probe.ts';
+import { cachedPass, probeCacheFile, probeKey, recordPass } from './probe-cache.ts';
 
 /** bwrap prints its error and exits at once; a probe this slow means something is wedged. */
 const PROBE_TIMEOUT_MS = 10_000;
-const DEFAULT_BWRAP = '/usr/bin/bwrap';
 const STDERR_LIMIT = 2_000;
 
 export type { PermissionFlag } from '../../carrier/protocol/node-permission.ts';
 import type { PermissionFlag } from '../../carrier/protocol/node-permission.ts';
 
-/** The same namespaces and mounts a launch uses, so a probe that passes means launches can start. */
-const PROBE_ARGS = [
-  '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp',
-  '--unshare-pid', '--unshare-net', '--unshare-ipc', '--cap-drop', 'ALL', '--die-with-parent', '--new-session',
-  '--', 'true',
-];
+/** Where an answer about bwrap came from: a test sandbox run now, the cache of an earlier one, or no probe at all (missing, or not Linux). */
+export type BwrapAnswerSource = 'probe' | 'cache' | 'none';
 
-const probes = new Map<string, Promise<string | undefined>>();
+export interface BwrapStatus {
+  /** Why bubblewrap cannot confine a carrier here; undefined when it can. */
+  unavailable: string | undefined;
+  source: BwrapAnswerSource;
+  /** The cache file consulted, when one was. */
+  cacheFile?: string;
+}
 
-/** The bwrap to use: the configured path, else the first `bwrap` on PATH, else /usr/bin/bwrap. */
+export interface DetectOptions {
+  /** @default process.platform */
+  platform?: NodeJS.Platform;
+  /** @default probeCacheFile() */
+  cacheFile?: string;
+}
+
+const probes = new Map<string, Promise<BwrapStatus>>();
+
+/** The bwrap to use: the configured path, else one found on PATH or in the usual places (never needing PATH). */
 export function locateBwrap(configured: string | undefined): string {
-  if (configured !== undefined) return configured;
-  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
-    if (dir === '') continue;
-    const candidate = join(dir, 'bwrap');
-    if (isExecutableFile(candidate)) return candidate;
-  }
-  return DEFAULT_BWRAP;
+  return locateOnDisk(configured);
 }
 
 /** Why bubblewrap cannot confine a carrier here, or undefined when it can. Cached per path. */
-export function bwrapUnavailable(bwrapPath: string): Promise<string | undefined> {
-  let probe = probes.get(bwrapPath);
+export async function bwrapUnavailable(bwrapPath: string, options: DetectOptions = {}): Promise<string | undefined> {
+  return (await bwrapStatus(bwrapPath, options)).unavailable;
+}
+
+/** bwrapUnavailable with where the answer came from (for `ptc version`). */
+export function bwrapStatus(bwrapPath: string, options: DetectOptions = {}): Promise<BwrapStatus> {
+  const platform = options.platform ?? process.platform;
+  // bubblewrap is built on Linux namespaces; nothing else has them.
+  if (platform !== 'linux') return Promise.resolve({ unavailable: `bubblewrap needs Linux; this is ${platform}`, source: 'none' });
+  const memo = `${bwrapPath}\0${options.cacheFile ?? ''}`;
+  let probe = probes.get(memo);
   if (probe === undefined) {
-    probe = probeBwrap(bwrapPath);
-    probes.set(bwrapPath, probe);
+    probe = probeOrRecall(bwrapPath, options.cacheFile ?? probeCacheFile());
+    probes.set(memo, probe);
   }
   return probe;
 }
@@ -64,16 +79,26 @@ export async function availableBackends(options: { bwrapPath?: string; carrierNo
   };
 }
 
-async function probeBwrap(bwrapPath: string): Promise<string | undefined> {
+async function probeOrRecall(bwrapPath: string, cacheFile: string): Promise<BwrapStatus> {
   let stats;
   try {
     stats = statSync(bwrapPath);
   } catch {
-    return `bubblewrap is not installed (${bwrapPath} not found)`;
+    return { unavailable: `bubblewrap is not installed (${bwrapPath} not found)`, source: 'none' };
   }
-  if (!stats.isFile() || !isExecutableFile(bwrapPath)) return `bubblewrap at ${bwrapPath} is not an executable file`;
+  if (!stats.isFile() || !isExecutableFile(bwrapPath)) return { unavailable: `bubblewrap at ${bwrapPath} is not an executable file`, source: 'none' };
+  const key = probeKey(bwrapPath, stats);
+  if (cachedPass(cacheFile, key)) return { unavailable: undefined, source: 'cache', cacheFile };
+  const unavailable = await probeBwrap(bwrapPath);
+  // Only a pass is kept: a failure may be passing (namespaces used up, a wedged probe), and a
+  // machine without working bwrap loses little by asking again.
+  if (unavailable === undefined) recordPass(cacheFile, key);
+  return { unavailable, source: 'probe', cacheFile };
+}
+
+function probeBwrap(bwrapPath: string): Promise<string | undefined> {
   return new Promise((resolve) => {
-    const child = spawn(bwrapPath, PROBE_ARGS, { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    const child = spawn(bwrapPath, bwrapProbeArgs(bwrapPath), { stdio: ['ignore', 'ignore', 'pipe'], env: {} });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (text: string) => {
       if (stderr.length < STDERR_LIMIT) stderr += text;
@@ -91,13 +116,4 @@ async function probeBwrap(bwrapPath: string): Promise<string | undefined> {
       resolve(`bubblewrap at ${bwrapPath} cannot create a sandbox here (user namespaces refused or restricted): ${detail}`);
     });
   });
-}
-
-function isExecutableFile(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK);
-    return statSync(path).isFile();
-  } catch {
-    return false;
-  }
 }

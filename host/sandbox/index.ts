@@ -1,7 +1,8 @@
 // The sandbox layer: policy -> plan (backend) -> wrapped launch and report.
 export { resolvePolicy, writablePaths, SANDBOX_MODES, type SandboxMode, type SandboxPolicy, type ResolvedPolicy } from './policy.ts';
 export { resolveSandboxOptions, type BackendChoice, type Enforcement, type ResolvedSandboxOptions, type SandboxBackend, type SandboxOptions } from './options.ts';
-export { availableBackends, bwrapUnavailable, locateBwrap, permissionFlag, type PermissionFlag } from './detect.ts';
+export { availableBackends, bwrapStatus, bwrapUnavailable, locateBwrap, permissionFlag, type BwrapStatus, type DetectOptions, type PermissionFlag } from './detect.ts';
+export { probeCacheFile } from './probe-cache.ts';
 export { planSandbox, type MachineFacts, type SandboxPlan, type SandboxUnavailable } from './plan.ts';
 export { bwrapArgs, type BwrapLayout } from './bwrap.ts';
 export { appendNodeOptions, hasNetworkRule, permissionArgs, readableRoots } from './node-permission.ts';

@@ -1,6 +1,6 @@
 // Chooses the backend for one resolved policy. Fails closed: when the required enforcement cannot
 // be had the answer is `{ unavailable }`, saying what is missing, never a weaker backend.
-import { bwrapUnavailable, locateBwrap, permissionFlag, type PermissionFlag } from './detect.ts';
+import { bwrapUnavailable, locateBwrap, permissionFlag, type DetectOptions, type PermissionFlag } from './detect.ts';
 import { hasNetworkRule } from './node-permission.ts';
 import { ENFORCEMENT_RANK, resolveSandboxOptions, type Enforcement, type SandboxOptions } from './options.ts';
 import type { ResolvedPolicy } from './policy.ts';
@@ -30,8 +30,10 @@ export interface MachineFacts {
   bwrapUnavailable: string | undefined;
 }
 
-/** Picks the backend that confines `policy` with at least the required enforcement, on this machine or the one `facts` describe. */
-export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions = {}, facts?: MachineFacts): Promise<SandboxPlan | SandboxUnavailable> {
+/** Picks the backend that confines `policy` with at least the required enforcement, on this machine
+ * or the one `facts` describe. `detect` overrides what is known of this machine (its platform: on
+ * Windows, only node-permission). */
+export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions = {}, facts?: MachineFacts, detect: DetectOptions = {}): Promise<SandboxPlan | SandboxUnavailable> {
   const options = resolveSandboxOptions(input);
   // full-access has nothing to enforce, so no requirement can go unmet.
   if (policy.mode === 'full-access') return { backend: 'none', enforcement: 'none', policy };
@@ -44,7 +46,7 @@ export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions 
   let bwrapReason: string | undefined;
   if (backend === 'bwrap' || backend === 'auto') {
     const bwrapPath = facts?.bwrapPath ?? locateBwrap(options.bwrapPath);
-    bwrapReason = facts !== undefined ? facts.bwrapUnavailable : await bwrapUnavailable(bwrapPath);
+    bwrapReason = facts !== undefined ? facts.bwrapUnavailable : await bwrapUnavailable(bwrapPath, detect);
     if (bwrapReason === undefined) return { backend: 'bwrap', enforcement: 'full', policy, bwrapPath };
     if (backend === 'bwrap') return { unavailable: bwrapReason };
   }

@@ -4,6 +4,7 @@
 // Synchronous on purpose: a few path lookups on every run cost microseconds this way, and a
 // fraction of a millisecond through the libuv thread pool, which a retained round trip notices.
 import { realpathSync, statSync } from 'node:fs';
+import * as nodePath from 'node:path';
 import { resolve } from 'node:path';
 import { inspect } from 'node:util';
 
@@ -83,11 +84,16 @@ async function resolveRoot(field: string, value: unknown, cwd: string, mode: unk
     throw new RangeError(`ptc sandbox policy: ${field} ${show(value)} ${reason}`, { cause: error });
   }
   if (mode === 'workspace-write') {
-    if (real === '/') throw new RangeError(`ptc sandbox policy: ${field} ${show(value)} would make every path writable; use mode "full-access"`);
+    if (isFileSystemRoot(real)) throw new RangeError(`ptc sandbox policy: ${field} ${show(value)} would make every path writable; use mode "full-access"`);
     const inside = PRIVATE_MOUNTS.find((mount) => real === mount || real.startsWith(`${mount}/`));
     if (inside !== undefined) throw new RangeError(`ptc sandbox policy: ${field} ${show(value)} (${real}) is under ${inside}, which the sandbox replaces`);
   }
   return real;
+}
+
+/** True for `/`, and on Windows for a drive or share root (`C:\`, `\\server\share\`): a writable root there grants a whole file system. */
+export function isFileSystemRoot(real: string, paths: typeof nodePath.posix = nodePath): boolean {
+  return paths.parse(real).root === real;
 }
 
 function show(value: unknown): string {

@@ -31,6 +31,14 @@ export function isRemoteLaunch(launch: LaunchConfig | undefined): launch is Remo
 
 
 const KEPT_ENV = ['PATH', 'TMPDIR', 'TMP', 'TEMP'];
+/** Windows processes need these from any parent: without SystemRoot, Winsock cannot load its
+ * providers (WSAStartup fails with WSAEPROVIDERFAILEDINIT), so a program could not use the network. */
+const KEPT_ENV_WINDOWS = ['SystemRoot', 'SystemDrive', 'windir', 'PATHEXT', 'ComSpec'];
+
+/** The host variables a local carrier inherits on `platform`. */
+export function keptEnvironment(platform: NodeJS.Platform = process.platform): string[] {
+  return platform === 'win32' ? [...KEPT_ENV, ...KEPT_ENV_WINDOWS] : KEPT_ENV;
+}
 
 /** The launch used when the configuration names none: this binary, or carrier/main.ts from source. */
 export function defaultLaunch(): LocalLaunch | { kind: 'source' } {
@@ -41,7 +49,7 @@ export function defaultLaunch(): LocalLaunch | { kind: 'source' } {
 export function launchCommand(launch: LocalLaunch | undefined, maxOldGenerationSizeMb: number): LaunchCommand {
   const chosen = launch ?? defaultLaunch();
   const env: Record<string, string> = {};
-  for (const name of KEPT_ENV) {
+  for (const name of keptEnvironment()) {
     const value = process.env[name];
     if (value !== undefined) env[name] = value;
   }

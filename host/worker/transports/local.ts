@@ -2,7 +2,7 @@
 // at fd 3, stdout and stderr on pipes of their own. Killing it kills the whole tree.
 import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
-import { killGroup } from '../../../carrier/protocol/process-tree.ts';
+import { killChildTree, treeSpawnOptions } from '../../../carrier/protocol/process-tree.ts';
 import { pipeDrainer } from '../../../carrier/protocol/pipe-drain.ts';
 import type { LaunchCommand } from '../../sandbox/index.ts';
 import type { CarrierConnection, StdioStream } from './connection.ts';
@@ -13,8 +13,9 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
     cwd,
     env: command.env,
     stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-    // Its own session and process group, so one signal reaches everything the program starts.
-    detached: true,
+    // POSIX: its own session and process group, so one signal reaches everything the program
+    // starts. Windows: not detached, so it stays in libuv's kill-on-close job (process-tree.ts).
+    ...treeSpawnOptions(),
     windowsHide: true,
   });
   const control = child.stdio[3] as Socket;
@@ -45,7 +46,7 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
     onExit: (listener) => void exitListeners.push(listener),
     onStartFailure: (listener) => void failureListeners.push(listener),
     settled,
-    kill: () => killGroup(child.pid),
+    kill: () => killChildTree(child),
     drainStdio(accept) {
       for (const stream of ['stdout', 'stderr'] as const) drains[stream]((chunk) => accept(chunk, stream));
     },
