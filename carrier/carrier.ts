@@ -11,6 +11,7 @@ import { inspect as utilInspect, types } from 'node:util';
 import vm from 'node:vm';
 import { openChannel, type HostLink } from './channel.ts';
 import { scrubEnvironment } from './environment.ts';
+import { startForwarding } from './network-forward.ts';
 import { takeDenied, watchDenials } from './denials.ts';
 import { guardProcesses } from './process-guard.ts';
 import { beginOutput, captureStandardStreams, endOutput, inspect } from './output.ts';
@@ -49,9 +50,13 @@ const storeOf = (): Run | undefined => apply(getStore, scope, []) as Run | undef
 const isPromise = types.isPromise;
 let active: Run | undefined;
 let environment: Environment | undefined;
+/** Settles when the network forwarder listens (at once without an allowlist); runs wait for it. */
+let forwarding: Promise<void> = resolved(undefined);
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
+  forwarding = startForwarding();
+  forwarding.catch(() => {});
   scrubEnvironment();
   guardProcesses();
   watchDenials();
@@ -196,7 +201,7 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
   active = run;
   takeDenied(); // whatever earlier runs' callbacks met is not this run's
   then(
-    environmentFor(request),
+    then(forwarding, () => environmentFor(request)),
     (env: Environment) => {
       if (run.revoked) return run.settle({ status: 'stopped' });
       try {

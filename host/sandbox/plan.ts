@@ -2,7 +2,11 @@
 // be had the answer is `{ unavailable }`, saying what is missing, never a weaker backend.
 import { bwrapUnavailable, locateBwrap, permissionFlag, type PermissionFlag } from './detect.ts';
 import { ENFORCEMENT_RANK, resolveSandboxOptions, type Enforcement, type SandboxOptions } from './options.ts';
-import type { ResolvedPolicy } from './policy.ts';
+import { networkRules, type ResolvedPolicy } from './policy.ts';
+
+/** Why only bubblewrap can enforce a network allowlist (Node 26's permission model has an
+ * all-or-nothing --allow-net, and Node 20's has no network rule at all). */
+const ALLOWLIST_NEEDS_BWRAP = `a network allowlist needs the "bwrap" backend: Node's permission model can only allow or refuse the whole network, not single hosts`;
 
 export type SandboxPlan =
   | { backend: 'none'; enforcement: 'none'; policy: ResolvedPolicy }
@@ -28,6 +32,7 @@ export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions 
   const { backend, require } = options;
 
   if (backend === 'none') {
+    // require "none" accepts an unconfined run, allowlist or not: the report says network: true.
     if (require === 'none') return { backend: 'none', enforcement: 'none', policy };
     return { unavailable: `sandbox backend "none" enforces nothing, but mode "${policy.mode}" requires ${require} enforcement (set require: "none" to run unconfined)` };
   }
@@ -38,6 +43,8 @@ export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions 
     if (bwrapReason === undefined) return { backend: 'bwrap', enforcement: 'full', policy, bwrapPath };
     if (backend === 'bwrap') return { unavailable: bwrapReason };
   }
+  // Fail closed: running it under node-permission would let the program reach every host.
+  if (networkRules(policy) !== undefined) return { unavailable: [bwrapReason, ALLOWLIST_NEEDS_BWRAP].filter((reason) => reason !== undefined).join('; ') };
   const flag = permissionFlag(options.carrierNodeVersion);
   const why = [bwrapReason, typeof flag === 'string' ? undefined : flag.unavailable].filter((reason) => reason !== undefined);
   if (!satisfies('partial', require)) {

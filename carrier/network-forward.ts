@@ -1,0 +1,123 @@
+// The in-sandbox end of a network allowlist. Under bubblewrap the carrier's network namespace has
+// only loopback; the host's proxy (host/sandbox/network/) listens on a Unix socket bound into the
+// sandbox. Before any program runs, this listens on 127.0.0.1:FORWARD_PORT and pipes every
+// connection, byte for byte, to that socket: the proxy sees what the client sent (an HTTP request,
+// CONNECT, or a SOCKS5 greeting) and decides. Nothing here decides anything, so a program that
+// tampers with it can only break its own network.
+//
+// A denial must reach the program as a failure it can act on. The proxy answers a denied request
+// with 403 and the reason in an `x-ptc-network` header; fetch would resolve with that response
+// (plain HTTP) or reject with undici's generic "Proxy response (403) !== 200" (CONNECT). So the
+// forwarder notes the reasons it passes back, by destination, and the program's fetch rejects
+// with the proxy's own sentence instead. (http/https and curl see the 403 and its body.)
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+import { explainUnreachable } from './denials.ts';
+import { FORWARD_PORT, NETWORK_SOCKET_ENV } from './protocol/network.ts';
+import { apply, NativePromise, resolved, SafeMap, stringIndexOf, stringSlice, stringStartsWith, then, TypeErrorCtor } from './intrinsics.ts';
+
+const DENIAL_PREFIX = 'blocked by ptc network policy: ';
+/** A direct connection (net.connect, a UDP socket) finds no route: the namespace has only loopback. */
+const UNREACHABLE_HINT = ` (ptc network policy: the sandbox has no network interface, only the allowlist proxy; use fetch, http(s) with HTTP_PROXY, or SOCKS5 at ALL_PROXY=socks5h://127.0.0.1:${FORWARD_PORT})`;
+
+// The forwarder runs on a thread of its own: a program that blocks the carrier's event loop in
+// execSync('curl …') must not also block the proxy path curl is waiting on. It is plain JavaScript
+// evaluated by the Worker (no file to find in the bundle or the single executable). The reason of
+// a denied request is posted to the carrier before its bytes are passed on, so it is already
+// queued when fetch sees the refusal.
+const FORWARDER = `
+const { connect, createServer } = require('node:net');
+const { parentPort, workerData } = require('node:worker_threads');
+const { socketPath, port, denials } = workerData;
+const HEADER = '\\r\\nx-ptc-network: ';
+const server = createServer({ noDelay: true }, (client) => {
+  const upstream = connect(socketPath);
+  const end = () => { client.destroy(); upstream.destroy(); };
+  client.on('error', end).on('close', end);
+  upstream.on('error', end).on('close', end);
+  upstream.once('data', (chunk) => {
+    const head = chunk.toString('latin1', 0, 2048);
+    if (!head.startsWith('HTTP/1.1 403 ')) return;
+    const at = head.indexOf(HEADER);
+    if (at === -1) return;
+    const stop = head.indexOf('\\r\\n', at + HEADER.length);
+    denials.postMessage(head.slice(at + HEADER.length, stop === -1 ? undefined : stop));
+  });
+  client.pipe(upstream);
+  upstream.pipe(client);
+});
+server.once('error', (error) => parentPort.postMessage({ error: error.message }));
+server.listen(port, '127.0.0.1', () => parentPort.postMessage({ listening: true }));
+`;
+
+/** The proxy's reasons by "host:port", as the proxy writes the destination; newest wins. */
+const denials = new SafeMap<string, string>();
+let reasons: MessagePort | undefined;
+
+/** Reads and removes the socket variable; starts the forwarder when it was set. The promise
+ * settles once the forwarder listens (at once without one) and rejects when it cannot. */
+export function startForwarding(): Promise<void> {
+  const socketPath = process.env[NETWORK_SOCKET_ENV];
+  delete process.env[NETWORK_SOCKET_ENV];
+  if (socketPath === undefined || socketPath === '') return resolved(undefined);
+  guardFetch();
+  explainUnreachable(UNREACHABLE_HINT);
+  const { port1, port2 } = new MessageChannel();
+  reasons = port1;
+  return new NativePromise<void>((resolve, reject) => {
+    const fail = (message: string, cause?: unknown): void => {
+      reject(new Error(`the network forwarder could not listen on 127.0.0.1:${FORWARD_PORT}: ${message}`, { cause }));
+    };
+    const worker = new Worker(FORWARDER, { eval: true, workerData: { socketPath, port: FORWARD_PORT, denials: port2 }, transferList: [port2] });
+    worker.once('message', (message: { listening?: true; error?: string }) => (message.listening ? resolve() : fail(message.error ?? 'unknown error')));
+    worker.once('error', (error: Error) => fail(error.message, error));
+    // The control channel keeps the carrier alive, not this.
+    worker.unref();
+  });
+}
+
+/** Moves the reasons the forwarder has posted into `denials`. */
+function drainReasons(): void {
+  if (reasons === undefined) return;
+  for (let next = receiveMessageOnPort(reasons); next !== undefined; next = receiveMessageOnPort(reasons)) {
+    const message = next.message as string;
+    if (typeof message !== 'string' || !stringStartsWith(message, DENIAL_PREFIX)) continue;
+    denials.set(stringSlice(message, DENIAL_PREFIX.length, stringIndexOf(message, ' is not allowed')), message);
+  }
+}
+
+/** Replaces the global fetch (before any evaluator copies it) with one that rejects on a denial. */
+function guardFetch(): void {
+  const nativeFetch = globalThis.fetch;
+  if (typeof nativeFetch !== 'function') return;
+  const fetch = function fetch(this: unknown, input: unknown, init?: unknown): Promise<Response> {
+    const destination = destinationOf(input);
+    return then(
+      apply(nativeFetch, this, [input, init]) as Promise<Response>,
+      (response: Response) => {
+        drainReasons();
+        const message = response.status === 403 ? response.headers.get('x-ptc-network') : null;
+        if (message === null || !stringStartsWith(message, DENIAL_PREFIX)) return response;
+        void response.body?.cancel().catch(() => {});
+        throw new TypeErrorCtor(message);
+      },
+      (error: unknown): Response => {
+        // A CONNECT the proxy refused: undici's error does not carry the proxy's reason.
+        drainReasons();
+        const message = destination === undefined ? undefined : denials.get(destination);
+        throw message === undefined ? error : new TypeErrorCtor(message, { cause: error });
+      },
+    ) as Promise<Response>;
+  };
+  Object.defineProperty(globalThis, 'fetch', { value: fetch, writable: true, configurable: true, enumerable: true });
+}
+
+/** "host:port" as the proxy writes it, for a fetch input that is a URL string, URL or Request. */
+function destinationOf(input: unknown): string | undefined {
+  try {
+    const url = new URL(typeof input === 'object' && input !== null && 'url' in input ? String((input as { url: unknown }).url) : String(input));
+    const port = url.port !== '' ? url.port : url.protocol === 'https:' ? '443' : '80';
+    return `${url.hostname}:${port}`;
+  } catch {
+    return undefined;
+  }
+}
