@@ -8,12 +8,14 @@
 // A denial must reach the program as a failure it can act on. The proxy answers a denied request
 // with 403 and the reason in an `x-ptc-network` header; fetch would resolve with that response
 // (plain HTTP) or reject with undici's generic "Proxy response (403) !== 200" (CONNECT). So the
-// forwarder notes the reasons it passes back, by destination, and the program's fetch rejects
-// with the proxy's own sentence instead. (http/https and curl see the 403 and its body.)
+// forwarder notes the reasons it passes back for refused CONNECTs, by the destination the client
+// asked for, and the program's fetch rejects with the proxy's own sentence instead. The same goes
+// for the proxy's 502 (a name that does not resolve, a host that does not answer). http/https and
+// curl see the status and the reason in the body.
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { explainUnreachable } from './denials.ts';
 import { FORWARD_PORT, NETWORK_SOCKET_ENV } from './protocol/network.ts';
-import { apply, NativePromise, resolved, SafeMap, stringIndexOf, stringSlice, stringStartsWith, then, TypeErrorCtor } from './intrinsics.ts';
+import { apply, NativePromise, resolved, SafeMap, stringStartsWith, then, TypeErrorCtor } from './intrinsics.ts';
 
 const DENIAL_PREFIX = 'blocked by ptc network policy: ';
 /** A direct connection (net.connect, a UDP socket) finds no route: the namespace has only loopback. */
@@ -27,20 +29,26 @@ const UNREACHABLE_HINT = ` (ptc network policy: the sandbox has no network inter
 const FORWARDER = `
 const { connect, createServer } = require('node:net');
 const { parentPort, workerData } = require('node:worker_threads');
-const { socketPath, port, denials } = workerData;
+const { socketPath, port, reasons } = workerData;
 const HEADER = '\\r\\nx-ptc-network: ';
 const server = createServer({ noDelay: true }, (client) => {
   const upstream = connect(socketPath);
   const end = () => { client.destroy(); upstream.destroy(); };
   client.on('error', end).on('close', end);
   upstream.on('error', end).on('close', end);
+  let authority;
+  client.once('data', (chunk) => {
+    const line = /^CONNECT (\\S+) HTTP\\//.exec(chunk.toString('latin1', 0, 1024));
+    if (line !== null) authority = line[1].toLowerCase();
+  });
   upstream.once('data', (chunk) => {
+    if (authority === undefined) return;
     const head = chunk.toString('latin1', 0, 2048);
-    if (!head.startsWith('HTTP/1.1 403 ')) return;
+    if (head.startsWith('HTTP/1.1 200')) return;
     const at = head.indexOf(HEADER);
     if (at === -1) return;
     const stop = head.indexOf('\\r\\n', at + HEADER.length);
-    denials.postMessage(head.slice(at + HEADER.length, stop === -1 ? undefined : stop));
+    reasons.postMessage([authority, head.slice(at + HEADER.length, stop === -1 ? undefined : stop)]);
   });
   client.pipe(upstream);
   upstream.pipe(client);
@@ -49,8 +57,8 @@ server.once('error', (error) => parentPort.postMessage({ error: error.message })
 server.listen(port, '127.0.0.1', () => parentPort.postMessage({ listening: true }));
 `;
 
-/** The proxy's reasons by "host:port", as the proxy writes the destination; newest wins. */
-const denials = new SafeMap<string, string>();
+/** The proxy's reasons for refused CONNECTs by "host:port", as the client wrote it; newest wins. */
+const refusals = new SafeMap<string, string>();
 let reasons: MessagePort | undefined;
 
 /** Reads and removes the socket variable; starts the forwarder when it was set. The promise
@@ -67,7 +75,7 @@ export function startForwarding(): Promise<void> {
     const fail = (message: string, cause?: unknown): void => {
       reject(new Error(`the network forwarder could not listen on 127.0.0.1:${FORWARD_PORT}: ${message}`, { cause }));
     };
-    const worker = new Worker(FORWARDER, { eval: true, workerData: { socketPath, port: FORWARD_PORT, denials: port2 }, transferList: [port2] });
+    const worker = new Worker(FORWARDER, { eval: true, workerData: { socketPath, port: FORWARD_PORT, reasons: port2 }, transferList: [port2] });
     worker.once('message', (message: { listening?: true; error?: string }) => (message.listening ? resolve() : fail(message.error ?? 'unknown error')));
     worker.once('error', (error: Error) => fail(error.message, error));
     // The control channel keeps the carrier alive, not this.
@@ -75,14 +83,18 @@ export function startForwarding(): Promise<void> {
   });
 }
 
-/** Moves the reasons the forwarder has posted into `denials`. */
+/** Moves the reasons the forwarder has posted into `refusals`. */
 function drainReasons(): void {
   if (reasons === undefined) return;
   for (let next = receiveMessageOnPort(reasons); next !== undefined; next = receiveMessageOnPort(reasons)) {
-    const message = next.message as string;
-    if (typeof message !== 'string' || !stringStartsWith(message, DENIAL_PREFIX)) continue;
-    denials.set(stringSlice(message, DENIAL_PREFIX.length, stringIndexOf(message, ' is not allowed')), message);
+    const [authority, message] = next.message as [string, string];
+    refusals.set(authority, message);
   }
+}
+
+/** The proxy's own sentence: a denial, or why it could not reach an allowed destination. */
+function isProxyReason(message: string | null): message is string {
+  return message !== null && (stringStartsWith(message, DENIAL_PREFIX) || stringStartsWith(message, 'ptc network proxy: '));
 }
 
 /** Replaces the global fetch (before any evaluator copies it) with one that rejects on a denial. */
@@ -95,15 +107,18 @@ function guardFetch(): void {
       apply(nativeFetch, this, [input, init]) as Promise<Response>,
       (response: Response) => {
         drainReasons();
-        const message = response.status === 403 ? response.headers.get('x-ptc-network') : null;
-        if (message === null || !stringStartsWith(message, DENIAL_PREFIX)) return response;
+        // The proxy's own answers (403 denied, 502 unresolvable or unreachable) are network
+        // failures, as they would be without a proxy; a destination's 403 or 502 is its answer.
+        const message = response.status === 403 || response.status === 502 ? response.headers.get('x-ptc-network') : null;
+        if (!isProxyReason(message)) return response;
         void response.body?.cancel().catch(() => {});
         throw new TypeErrorCtor(message);
       },
       (error: unknown): Response => {
         // A CONNECT the proxy refused: undici's error does not carry the proxy's reason.
         drainReasons();
-        const message = destination === undefined ? undefined : denials.get(destination);
+        const message = destination === undefined ? undefined : refusals.get(destination);
+        if (destination !== undefined) refusals.delete(destination);
         throw message === undefined ? error : new TypeErrorCtor(message, { cause: error });
       },
     ) as Promise<Response>;

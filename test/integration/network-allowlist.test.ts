@@ -2,7 +2,7 @@
 // curl go through the host's proxy (or nowhere), denials fail fast with the proxy's reason, and the
 // result reports what was allowed and denied. Every server listens on the host's loopback, which
 // the sandbox can reach only through the proxy. launch: local only (a remote launch refuses
-// allowlists; remote.test.ts has nothing to add and network-remote below checks the refusal).
+// allowlists, which the last test checks with a command-prefix launch).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
@@ -103,6 +103,14 @@ test('an uncaught denied fetch is an exception carrying the proxy\'s sentence; t
   assert.is(failure.name, 'TypeError');
   assert.is(failure.message, 'blocked by ptc network policy: 169.254.169.254:80 is not allowed (default: link-local and metadata addresses are denied unless named)');
   assert.equal(result.sandbox, bwrapReport({ mode: 'allowlist', allowed: [], denied: [{ host: '169.254.169.254', port: 80, count: 1 }] }, true));
+});
+
+test('an allowed name that does not resolve fails fetch with the proxy\'s reason, over HTTP and CONNECT alike', async () => {
+  if (!envProxy) return;
+  // .invalid never resolves (RFC 6761), with or without a network.
+  const [plain, tunnelled] = value(await run({ allow: ['unresolvable.invalid'] }, fetchAll(['http://unresolvable.invalid/', 'https://unresolvable.invalid/']))) as string[];
+  assert.match(plain!, /^TypeError: ptc network proxy: cannot resolve unresolvable\.invalid \((ENOTFOUND|EAI_AGAIN)\)$/);
+  assert.match(tunnelled!, /^TypeError: ptc network proxy: cannot resolve unresolvable\.invalid \((ENOTFOUND|EAI_AGAIN)\)$/);
 });
 
 test('localhost and 127.0.0.1 are different rules; a CIDR rule allows the addresses in it; a wildcard matches only names under it', async () => {
@@ -223,6 +231,21 @@ test('only bubblewrap can enforce an allowlist: node-permission and full-access 
   const bad = await rejection(open.run(open.resolve({ program: 'return 1', cwd: workspace, policy: { mode: 'read-only', network: { allow: ['api.example.com', 'bad host'] } } })));
   assert.instance(bad, TypeError);
   assert.is(bad.message, "ptc sandbox policy: network: allow[1] 'bad host' contains white space");
+});
+
+test('a remote launch refuses an allowlist before it connects: the far side has no path to the host\'s proxy', async () => {
+  const runtime = createTestRuntime({
+    launch: { kind: 'command', command: ['env', '-i', 'PATH=/usr/bin:/bin'], node: '/usr/bin/node', bootstrapPath: join(repoRoot, 'dist/bootstrap.mjs') },
+    policy: { mode: 'workspace-write', network: { allow: ['api.example.com'] } },
+  });
+  runtimes.push(runtime);
+  const result = await runtime.run(runtime.resolve({ program: 'return 1', cwd: workspace }));
+  assert.equal(result, {
+    status: 'failed',
+    failure: { kind: 'sandbox-unavailable', message: 'a network allowlist is not supported for remote (ssh or command) launches: the far side would need a path to the host\'s proxy; use network: false or true there' },
+    output: [],
+    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, location: 'remote', denied: false },
+  });
 });
 
 test.run();
