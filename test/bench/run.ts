@@ -226,6 +226,7 @@ try {
   await mcp();
   await remote();
   await served();
+  await (await import('./network.ts')).network();
   console.log(`\nbench took ${((performance.now() - started) / 1000).toFixed(1)} s`);
 } catch (error) {
   console.error('\nbench broke:', error);

@@ -12,7 +12,7 @@ export type Passage =
   | { kind: 'denied'; host: string; port: number; rule: string; message: string }
   | { kind: 'unresolved'; host: string; port: number; message: string; cause: unknown };
 export type Resolve = (host: string) => Promise<string[]>;
-export type Record = (outcome: 'allowed' | 'denied', host: string, port: number) => void;
+export type Recorder = (outcome: 'allowed' | 'denied', host: string, port: number) => void;
 
 /** dns.lookup with every address, in the resolver's order. */
 export function systemResolve(host: string): Promise<string[]> {
@@ -31,7 +31,7 @@ export function denialMessage(host: string, port: number, rule: string): string 
   return `blocked by ptc network policy: ${hostPort(host, port)} is not allowed (${rule})`;
 }
 
-export function createGate(rules: CompiledRules, resolve: Resolve, record: Record): Gate {
+export function createGate(rules: CompiledRules, resolve: Resolve, record: Recorder): Gate {
   return async (dest) => {
     const host = normalizeHost(dest.host) ?? dest.host;
     const { port } = dest;

@@ -41,8 +41,13 @@ export function createHttpFront(gate: Gate, options: { connectTimeoutMs: number;
       req.resume();
       return void respond(res, passage.kind === 'denied' ? 403 : 502, passage.message);
     }
+    // The client gave up while the name resolved: nothing to forward to.
+    if (res.destroyed) return;
     const path = target[2] === '' ? '/' : target[2]!.startsWith('/') ? target[2]! : `/${target[2]}`;
-    const upstream = request({ host: passage.host, port: passage.port, method: req.method, path, headers: endToEnd(req.rawHeaders), agent, lookup: passage.lookup, setHost: false });
+    // RFC 9112 §3.2.2: the Host a proxy sends is the request target's, whatever the client said,
+    // so a Host header cannot steer the request to another site on the same server (domain fronting).
+    const headers = ['Host', target[1]!, ...endToEnd(req.rawHeaders, ['host'])];
+    const upstream = request({ host: passage.host, port: passage.port, method: req.method, path, headers, agent, lookup: passage.lookup, setHost: false });
     upstream.on('socket', (socket: Socket) => {
       options.track(socket);
       connectDeadline(socket, options.connectTimeoutMs);
@@ -101,8 +106,9 @@ function parseAuthority(text: string, defaultPort: number | undefined): { host: 
   return { host: match[1]!.replace(/^\[(.*)\]$/, '$1'), port };
 }
 
-function endToEnd(raw: string[]): string[] {
-  const named = new Set(HOP_BY_HOP);
+/** The header pairs of `raw` minus hop-by-hop ones, those the Connection header names, and `drop`. */
+function endToEnd(raw: string[], drop: string[] = []): string[] {
+  const named = new Set([...HOP_BY_HOP, ...drop]);
   for (let i = 0; i < raw.length; i += 2) {
     if (raw[i]!.toLowerCase() === 'connection') for (const token of raw[i + 1]!.split(',')) named.add(token.trim().toLowerCase());
   }

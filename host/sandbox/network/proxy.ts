@@ -4,7 +4,7 @@
 import { createServer, type Socket } from 'node:net';
 import { createGate, hostPort, systemResolve, type Resolve } from './gate.ts';
 import { createHttpFront } from './http.ts';
-import type { CompiledRules } from './rules.ts';
+import { describe, isCompiledRules, type CompiledRules } from './rules.ts';
 import { serveSocks5 } from './socks5.ts';
 
 export type Destination = { host: string; port: number; count: number };
@@ -30,15 +30,34 @@ export type NetworkProxyOptions = {
   headTimeoutMs?: number;
   /** How long connecting to a destination may take; @default 30000 */
   connectTimeoutMs?: number;
+  /** Client connections open at once; more are closed on arrival, so a program cannot pile up host sockets; @default 256 */
+  maxConnections?: number;
 };
 
 // Node's http server waits 60 s for headers by default; a sandboxed client that sends nothing for
 // half that is broken, and its socket is better freed.
 const HEAD_TIMEOUT_MS = 30_000;
 const CONNECT_TIMEOUT_MS = 30_000;
+// Browsers hold 6 connections per host and a few hundred in all; a program needs no more.
+const MAX_CONNECTIONS = 256;
+
+function checkOptions(options: NetworkProxyOptions): void {
+  const fail = (message: string): never => {
+    throw new TypeError(`startNetworkProxy: ${message}`);
+  };
+  if (typeof options !== 'object' || options === null) fail(`options must be an object, got ${describe(options)}`);
+  if (!isCompiledRules(options.rules)) fail(`rules must come from parseNetworkRules(), got ${describe(options.rules)}`);
+  if (typeof options.socketPath !== 'string' || options.socketPath === '') fail(`socketPath must be a non-empty path, got ${describe(options.socketPath)}`);
+  if (options.resolve !== undefined && typeof options.resolve !== 'function') fail(`resolve must be a function, got ${describe(options.resolve)}`);
+  for (const key of ['headTimeoutMs', 'connectTimeoutMs', 'maxConnections'] as const) {
+    const value = options[key];
+    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) fail(`${key} must be a positive integer, got ${describe(value)}`);
+  }
+}
 
 /** Listens on `socketPath`; rejects with the listen error (EADDRINUSE, a path too long) as `cause`. */
 export async function startNetworkProxy(options: NetworkProxyOptions): Promise<NetworkProxy> {
+  checkOptions(options);
   const headTimeoutMs = options.headTimeoutMs ?? HEAD_TIMEOUT_MS;
   const connectTimeoutMs = options.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
   let allowed = new Map<string, Destination>();
@@ -51,7 +70,10 @@ export async function startNetworkProxy(options: NetworkProxyOptions): Promise<N
     else entry.count++;
   };
   const sockets = new Set<Socket>();
+  let closed = false;
+  // A connection opened after close() (a lookup that finished late) is ended at once.
   const track = (socket: Socket): void => {
+    if (closed) return void socket.destroy();
     if (sockets.has(socket)) return;
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
@@ -76,6 +98,7 @@ export async function startNetworkProxy(options: NetworkProxyOptions): Promise<N
     socket.resume();
   });
 
+  listener.maxConnections = options.maxConnections ?? MAX_CONNECTIONS;
   await new Promise<void>((resolve, reject) => {
     listener.once('error', (error) => reject(new Error(`ptc network proxy: cannot listen on ${options.socketPath}: ${error.message}`, { cause: error })));
     listener.listen(options.socketPath, () => resolve());
@@ -91,6 +114,7 @@ export async function startNetworkProxy(options: NetworkProxyOptions): Promise<N
       denied = new Map();
     },
     close() {
+      closed = true;
       closing ??= new Promise<void>((resolve) => {
         listener.close(() => resolve());
         http.close();

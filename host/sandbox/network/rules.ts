@@ -34,7 +34,16 @@ export function parseNetworkRules(rules: NetworkRules): CompiledRules {
   for (const key of Object.keys(rules)) {
     if (key !== 'allow' && key !== 'deny') throw new TypeError(`ptc network rules: unknown field "${key}" (value ${describe((rules as Record<string, unknown>)[key])})`);
   }
-  return { allow: parseList(rules.allow, 'allow'), deny: rules.deny === undefined ? [] : parseList(rules.deny, 'deny') };
+  const compiled: CompiledRules = Object.freeze({ allow: parseList(rules.allow, 'allow'), deny: rules.deny === undefined ? [] : parseList(rules.deny, 'deny') });
+  COMPILED.add(compiled);
+  return compiled;
+}
+
+const COMPILED = new WeakSet<object>();
+
+/** True for what parseNetworkRules returned (raw `{ allow }` lists have not been checked). */
+export function isCompiledRules(value: unknown): value is CompiledRules {
+  return typeof value === 'object' && value !== null && COMPILED.has(value);
 }
 
 function parseList(list: unknown, field: 'allow' | 'deny'): Rule[] {
@@ -180,7 +189,8 @@ function namesSpecialAddress(rule: Rule, special: SpecialClass, address: Address
   return rule.kind === 'range' && portMatches(rule, port) && inRange(rule.range, address) && special.ranges.some((range) => rangeWithin(rule.range, range));
 }
 
-function describe(value: unknown): string {
+/** A value quoted for an error message. */
+export function describe(value: unknown): string {
   if (typeof value === 'string') return `'${value}'`;
   if (value === undefined || value === null || typeof value !== 'object') return String(value);
   try {

@@ -14,7 +14,8 @@ export function connectDeadline(socket: Socket, ms: number): void {
 /** A TCP connection to the checked addresses of an allowed destination; rejects with the socket error. */
 export function openTunnel(passage: Passage & { kind: 'allowed' }, timeoutMs: number, track: (socket: Socket) => void): Promise<Socket> {
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: passage.host, port: passage.port, lookup: passage.lookup, autoSelectFamily: true });
+    // No Nagle: a tunnel carries whatever the client wrote, often small interactive writes.
+    const socket = connect({ host: passage.host, port: passage.port, lookup: passage.lookup, autoSelectFamily: true, noDelay: true });
     track(socket);
     connectDeadline(socket, timeoutMs);
     socket.once('error', reject);
