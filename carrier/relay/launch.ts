@@ -47,7 +47,7 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string): CarrierL
   for (const name of TEMP_VARIABLES) env[name] = privateTmp;
   const writable = [...writablePaths(policy), privateTmp];
   if (sandbox.backend === 'node-permission') {
-    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readableRoots()), heap, script], env, cwd, privateTmp };
+    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readableRoots(), { allowNet: sandbox.allowNet === true }), heap, script], env, cwd, privateTmp };
   }
   const realNode = realpathSync(node);
   const args = [...bwrapArgs(policy, { privateTmp, launchPaths: [realNode, script], cwd }), '--', realNode, heap, script];

@@ -1,6 +1,6 @@
 // Chooses the backend for one resolved policy. Fails closed: when the required enforcement cannot
 // be had the answer is `{ unavailable }`, saying what is missing, never a weaker backend.
-import { bwrapUnavailable, locateBwrap, permissionFlag, type PermissionFlag } from './detect.ts';
+import { bwrapUnavailable, locateBwrap, permissionFlag, permissionGovernsNetwork, type PermissionFlag } from './detect.ts';
 import { ENFORCEMENT_RANK, resolveSandboxOptions, type Enforcement, type SandboxOptions } from './options.ts';
 import { networkRules, type ResolvedPolicy } from './policy.ts';
 
@@ -11,7 +11,7 @@ const ALLOWLIST_NEEDS_BWRAP = `a network allowlist needs the "bwrap" backend: No
 export type SandboxPlan =
   | { backend: 'none'; enforcement: 'none'; policy: ResolvedPolicy }
   | { backend: 'bwrap'; enforcement: 'full'; policy: ResolvedPolicy; bwrapPath: string }
-  | { backend: 'node-permission'; enforcement: 'partial'; policy: ResolvedPolicy; permissionFlag: PermissionFlag; /** Why auto did not pick bwrap. */ bwrapUnavailable?: string };
+  | { backend: 'node-permission'; enforcement: 'partial'; policy: ResolvedPolicy; permissionFlag: PermissionFlag; /** The carrier Node's model refuses the network unless granted (Node 25+). */ governsNetwork: boolean; /** Why auto did not pick bwrap. */ bwrapUnavailable?: string };
 
 /** The reason for a `sandbox-unavailable` failure. */
 export interface SandboxUnavailable {
@@ -52,7 +52,7 @@ export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions 
     return { unavailable: why.join('; ') };
   }
   if (typeof flag !== 'string') return { unavailable: why.join('; ') };
-  const plan: SandboxPlan = { backend: 'node-permission', enforcement: 'partial', policy, permissionFlag: flag };
+  const plan: SandboxPlan = { backend: 'node-permission', enforcement: 'partial', policy, permissionFlag: flag, governsNetwork: permissionGovernsNetwork(options.carrierNodeVersion) };
   if (bwrapReason !== undefined) plan.bwrapUnavailable = bwrapReason;
   return plan;
 }

@@ -15,7 +15,7 @@ import { bwrapArgs, within } from './bwrap.ts';
 import { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';
 import type { Enforcement, SandboxBackend } from './options.ts';
 import type { SandboxPlan } from './plan.ts';
-import { networkRules, writablePaths, type ResolvedPolicy, type SandboxMode } from './policy.ts';
+import { networkRules, writablePaths, type SandboxMode } from './policy.ts';
 
 /** What a result reports about the confinement it ran under. */
 export interface SandboxSetup {
@@ -67,7 +67,7 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   const writable = [...writablePaths(policy), privateTmp];
 
   if (plan.backend === 'node-permission') {
-    const flags = permissionArgs(plan.permissionFlag, writable, readableRoots());
+    const flags = permissionArgs(plan.permissionFlag, writable, readableRoots(), { allowNet: plan.governsNetwork && policy.network === true });
     // A single-executable app reads its argv as its own; Node options reach it only through NODE_OPTIONS.
     const wrapped: LaunchCommand = command.kind === 'embedded'
       ? { ...command, env: { ...env, NODE_OPTIONS: appendNodeOptions(env.NODE_OPTIONS, flags) } }
@@ -97,11 +97,13 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   return wrapped;
 }
 
-/** What a run under `plan` reports before it runs: only bwrap can take the network away, and an
- * allowlist reports its destinations (none yet). */
-export function setupReport(plan: { backend: SandboxBackend; enforcement: Enforcement; policy: ResolvedPolicy }): SandboxSetup {
+/** What a run under `plan` reports before it runs: bwrap takes the network away, and so does the
+ * permission model of Node 25 and later (all or nothing); an allowlist reports its destinations (none yet). */
+export function setupReport(plan: SandboxPlan): SandboxSetup {
   const { policy } = plan;
-  const network = plan.backend !== 'bwrap' ? true : typeof policy.network === 'object' ? emptyNetworkReport() : policy.network;
+  const network = plan.backend === 'bwrap'
+    ? typeof policy.network === 'object' ? emptyNetworkReport() : policy.network
+    : plan.backend === 'node-permission' && plan.governsNetwork ? policy.network === true : true;
   return { mode: policy.mode, backend: plan.backend, enforcement: plan.enforcement, network };
 }
 

@@ -159,7 +159,7 @@ function relaySandbox(plan: SandboxPlan): RelaySandbox {
   if (plan.backend === 'bwrap') {
     return { backend: 'bwrap', bwrapPath: plan.bwrapPath, mode: policy.mode, network: policy.network === true, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots };
   }
-  return { backend: 'node-permission', permissionFlag: plan.permissionFlag, mode: policy.mode, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots };
+  return { backend: 'node-permission', permissionFlag: plan.permissionFlag, ...(plan.governsNetwork && policy.network === true ? { allowNet: true } : {}), mode: policy.mode, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots };
 }
 
 function failedCarrier(config: CarrierSettings, message: string): Carrier {

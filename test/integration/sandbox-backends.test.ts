@@ -237,10 +237,11 @@ const TABLE: Array<[string, string[]]> = [
   ['write the shared /tmp', [E, E, SKIP, D, D, SKIP]],
   // The shell's redirection fails on the read-only mount; Node refuses to spawn at all.
   ['write from a child process', ['sh: Read-only file system', 'sh: Read-only file system', SKIP, D, D, 'ok']],
-  // Node's permission model has no network rule: partial enforcement.
-  ['connect to 127.0.0.1 (a host TCP server)', ['ECONNREFUSED', 'ECONNREFUSED', 'ok', 'ok', 'ok', 'ok']],
-  // Known gap: a path socket on the read-only host is still connectable without a network namespace's help.
-  ['connect to a host Unix socket', ['ok', 'ok', SKIP, 'ok', 'ok', 'ok']],
+  // The pinned Node's permission model (25+) refuses the network unless --allow-net grants it
+  // (all or nothing; Node 20's had no network rule, see the node-script test below).
+  ['connect to 127.0.0.1 (a host TCP server)', ['ECONNREFUSED', 'ECONNREFUSED', 'ok', D, D, 'ok']],
+  // Known gap under bwrap: a path socket on the read-only host is still connectable without a network namespace's help.
+  ['connect to a host Unix socket', ['ok', 'ok', SKIP, D, D, 'ok']],
   ['write the control channel, fd 3', ['ok', 'ok', 'ok', 'ok', 'ok', 'ok']],
 ];
 
@@ -276,6 +277,17 @@ test('node-permission through argv (node-script launches) denies the same writes
   const planned = await plan('node-permission', { mode: 'workspace-write' });
   assert.is((await probe(planned, 'write outside', 'node-script')).outcome, D);
   assert.is((await probe(planned, 'write in the workspace', 'node-script')).outcome, 'ok');
+});
+
+test('node-permission with network: true grants it (--allow-net) on the pinned Node, and Node 20 needs no grant', async () => {
+  const planned = await plan('node-permission', { mode: 'workspace-write', network: true });
+  for (const name of ['connect to 127.0.0.1 (a host TCP server)', 'connect to a host Unix socket']) {
+    const result = await probe(planned, name, 'embedded');
+    assert.is(result.outcome, 'ok', JSON.stringify(result));
+  }
+  const version = spawnSync('/usr/bin/node', ['--version'], { encoding: 'utf8' }).stdout.trim();
+  const old = await plan('node-permission', { mode: 'workspace-write' }, { carrierNodeVersion: version });
+  assert.is((await probe(old, 'connect to 127.0.0.1 (a host TCP server)', 'node-script', '/usr/bin/node')).outcome, /^v2[0-4]\./.test(version) ? 'ok' : D, version);
 });
 
 test('node-permission on the machine Node 20 (node-script world) uses --experimental-permission', async () => {

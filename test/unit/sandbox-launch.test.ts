@@ -92,10 +92,10 @@ function command(kind: LaunchCommand['kind']): LaunchCommand {
     : { kind, executable: join(dir, 'node-link'), args: ['--max-old-space-size=64', join(dir, 'bootstrap.mjs')], env: { PATH: '/usr/bin', TMPDIR: '/tmp' } };
 }
 
-function plan(backend: SandboxPlan['backend'], mode: ResolvedPolicy['mode'] = 'workspace-write'): SandboxPlan {
-  const resolved = { mode, network: false, workspaceRoot: ws, writableRoots: [] };
+function plan(backend: SandboxPlan['backend'], mode: ResolvedPolicy['mode'] = 'workspace-write', { network = false, governsNetwork = false } = {}): SandboxPlan {
+  const resolved = { mode, network, workspaceRoot: ws, writableRoots: [] };
   if (backend === 'bwrap') return { backend, enforcement: 'full', policy: resolved, bwrapPath: '/usr/bin/bwrap' };
-  if (backend === 'node-permission') return { backend, enforcement: 'partial', policy: resolved, permissionFlag: '--permission' };
+  if (backend === 'node-permission') return { backend, enforcement: 'partial', policy: resolved, permissionFlag: '--permission', governsNetwork };
   return { backend, enforcement: 'none', policy: { ...resolved, mode: 'full-access', network: true } };
 }
 
@@ -126,6 +126,17 @@ test('wrapLaunch under bwrap: bwrap runs the command after --, with a private te
   await wrapped.cleanup();
   assert.not.ok(existsSync(tmp));
   await wrapped.cleanup();
+});
+
+test('wrapLaunch under node-permission on a Node whose model governs the network (25+): off unless allowed, and the report says so', async () => {
+  const off = wrapLaunch(command('node-script'), plan('node-permission', 'workspace-write', { governsNetwork: true }), { tmpdir: dir });
+  assert.not.ok(off.command.args.includes('--allow-net'));
+  assert.equal(off.report, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: false });
+  const on = wrapLaunch(command('node-script'), plan('node-permission', 'workspace-write', { network: true, governsNetwork: true }), { tmpdir: dir });
+  const flags = on.command.args.slice(0, -2);
+  assert.equal(flags.slice(-2), ['--allow-net', '--disable-warning=ExperimentalWarning']);
+  assert.equal(on.report, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: true });
+  await Promise.all([off.cleanup(), on.cleanup()]);
 });
 
 test('wrapLaunch under node-permission: flags before the script for a Node, in NODE_OPTIONS for the embedded binary', async () => {
