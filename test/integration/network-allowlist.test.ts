@@ -206,9 +206,16 @@ test('a retained environment keeps its proxy and rules, counts per run; a change
   assert.equal(changed.environment, { fresh: true, replaced: 'the sandbox policy changed, so the previous environment was ended' });
 });
 
-test('the proxy\'s socket directory goes with the carrier (and its spare)', async () => {
+test('the proxy\'s socket directory goes with the carrier: after a run, a timeout that kills it, a released owner, and its spare', async () => {
   const before = readdirSync(tmpdir()).filter((name) => name.startsWith('ptc-network-'));
   await run({ allow: [`127.0.0.1:${A}`] }, 'return 1');
+  const runtime = runtimeWith({ allow: [`127.0.0.1:${A}`] }, { timeoutMs: 1_000 });
+  const stuck = await runtime.run(runtime.resolve({ program: `await fetch('http://127.0.0.1:${A}/'); for (;;) {}`, cwd: workspace }));
+  assert.is(stuck.status === 'failed' && stuck.failure.kind, 'timeout');
+  const retained = runtimeWith({ allow: [`127.0.0.1:${A}`] }, { executionMode: 'persistent-in-memory' });
+  const owner = {};
+  value(await retained.run(retained.resolve({ program: `globalThis.kept = 1; 1`, cwd: workspace, stateOwner: owner })));
+  await retained.release(owner);
   await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
   const after = readdirSync(tmpdir()).filter((name) => name.startsWith('ptc-network-') && !before.includes(name));
   assert.equal(after, []);
