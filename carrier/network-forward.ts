@@ -12,6 +12,8 @@
 // asked for, and the program's fetch rejects with the proxy's own sentence instead. The same goes
 // for the proxy's 502 (a name that does not resolve, a host that does not answer). http/https and
 // curl see the status and the reason in the body.
+import { connect, type Socket } from 'node:net';
+import { connect as connectTls } from 'node:tls';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { explainUnreachable } from './denials.ts';
 import { FORWARD_PORT, NETWORK_SOCKET_ENV } from './protocol/network.ts';
@@ -67,11 +69,12 @@ export function startForwarding(): Promise<void> {
   const socketPath = process.env[NETWORK_SOCKET_ENV];
   delete process.env[NETWORK_SOCKET_ENV];
   if (socketPath === undefined || socketPath === '') return resolved(undefined);
+  const nativeFetch = globalThis.fetch;
   guardFetch();
   explainUnreachable(UNREACHABLE_HINT);
   const { port1, port2 } = new MessageChannel();
   reasons = port1;
-  return new NativePromise<void>((resolve, reject) => {
+  const listening = new NativePromise<void>((resolve, reject) => {
     const fail = (message: string, cause?: unknown): void => {
       reject(new Error(`the network forwarder could not listen on 127.0.0.1:${FORWARD_PORT}: ${message}`, { cause }));
     };
@@ -81,6 +84,77 @@ export function startForwarding(): Promise<void> {
     // The control channel keeps the carrier alive, not this.
     worker.unref();
   });
+  return then(listening, () => tunnelOldFetch(nativeFetch));
+}
+
+/** The undici global dispatcher slot, which Node's fetch reads on every call. */
+const DISPATCHER = Symbol.for('undici.globalDispatcher.1');
+
+/**
+ * Node before 24 ignores NODE_USE_ENV_PROXY: its fetch would go straight at the empty namespace.
+ * There, fetch gets a dispatcher of its own undici Agent class whose connector opens a CONNECT
+ * tunnel through the forwarder for every connection (http and https alike), so fetch behaves as
+ * on the pinned Node. (Its http/https modules still ignore the proxy; curl does not.)
+ */
+function tunnelOldFetch(nativeFetch: typeof fetch): Promise<void> {
+  if (Number(process.versions.node.split('.')[0]) >= 24 || typeof nativeFetch !== 'function') return resolved(undefined);
+  // The first fetch loads undici, which puts its Agent in the slot; a data: URL touches no network.
+  return then(
+    nativeFetch('data:,'),
+    () => {
+      const slot = globalThis as unknown as Record<symbol, object | undefined>;
+      const Agent = slot[DISPATCHER]?.constructor as (new (options: object) => object) | undefined;
+      if (typeof Agent === 'function') slot[DISPATCHER] = new Agent({ connect: connectThroughProxy });
+    },
+    () => {},
+  );
+}
+
+interface ConnectOptions {
+  hostname: string;
+  protocol: string;
+  port: string | number;
+  servername?: string;
+}
+
+const MAX_PROXY_HEAD = 16 * 1024;
+
+/** undici's connector: a CONNECT tunnel to the destination through the forwarder, TLS on top for https. */
+function connectThroughProxy(options: ConnectOptions, callback: (error: Error | null, socket: Socket | null) => void): void {
+  const target = `${options.hostname}:${options.port || (options.protocol === 'https:' ? 443 : 80)}`;
+  const socket = connect(FORWARD_PORT, '127.0.0.1');
+  let answered = false;
+  const answer = (error: Error | null, result: Socket | null): void => {
+    if (answered) return;
+    answered = true;
+    callback(error, result);
+  };
+  socket.setNoDelay(true);
+  socket.once('error', (error) => answer(error, null));
+  socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`);
+  let head = Buffer.alloc(0);
+  const onData = (chunk: Buffer): void => {
+    head = Buffer.concat([head, chunk]);
+    const end = head.indexOf('\r\n\r\n');
+    if (end === -1) {
+      if (head.length > MAX_PROXY_HEAD) answer(new Error(`the network proxy sent an oversized answer to CONNECT ${target}`), null);
+      return;
+    }
+    socket.off('data', onData);
+    socket.pause();
+    if (end + 4 < head.length) socket.unshift(head.subarray(end + 4));
+    const text = head.toString('latin1', 0, end);
+    if (!/^HTTP\/1\.[01] 200/.test(text)) {
+      socket.destroy();
+      const reason = /\r\nx-ptc-network: ([^\r]*)/i.exec(text)?.[1];
+      return answer(new Error(reason ?? `the network proxy refused CONNECT ${target}: ${text.split('\r\n')[0]}`), null);
+    }
+    if (options.protocol !== 'https:') return answer(null, socket);
+    const secure = connectTls({ socket, servername: options.servername ?? options.hostname, ALPNProtocols: ['http/1.1'] });
+    secure.once('secureConnect', () => answer(null, secure));
+    secure.once('error', (error) => answer(error, null));
+  };
+  socket.on('data', onData);
 }
 
 /** Moves the reasons the forwarder has posted into `refusals`. */
