@@ -31,7 +31,32 @@ export function denialMessage(host: string, port: number, rule: string): string 
   return `blocked by ptc network policy: ${hostPort(host, port)} is not allowed (${rule})`;
 }
 
-export function createGate(rules: CompiledRules, resolve: Resolve, record: Recorder): Gate {
+/**
+ * dns.lookup runs on libuv's thread pool (4 threads), which the host's file system calls share;
+ * a program asking for many slow names at once must not take all of them.
+ */
+export const MAX_CONCURRENT_LOOKUPS = 2;
+
+/** At most `limit` calls of `resolve` at once; the others wait their turn in order. */
+function limited(resolve: Resolve, limit: number): Resolve {
+  let active = 0;
+  const waiting: Array<() => void> = [];
+  return async (host) => {
+    if (active < limit) active++;
+    else await new Promise<void>((turn) => waiting.push(turn));
+    try {
+      return await resolve(host);
+    } finally {
+      // Hand the slot straight to the next waiter, so a newcomer cannot jump the queue.
+      const next = waiting.shift();
+      if (next === undefined) active--;
+      else next();
+    }
+  };
+}
+
+export function createGate(rules: CompiledRules, unlimitedResolve: Resolve, record: Recorder): Gate {
+  const resolve = limited(unlimitedResolve, MAX_CONCURRENT_LOOKUPS);
   return async (dest) => {
     const host = normalizeHost(dest.host) ?? dest.host;
     const { port } = dest;

@@ -17,8 +17,17 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'pro
 
 export function createHttpFront(gate: Gate, options: { connectTimeoutMs: number; track: Track }): HttpFront {
   const agent = new Agent({ keepAlive: true });
-  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false }, (req, res) => void forward(req, res));
-  server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => void tunnel(req, socket as Socket, head));
+  // Whatever goes wrong in handling one request (a resolver that returns garbage, a request Node's
+  // client refuses) fails that request; an unhandled rejection would take the host down.
+  const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false }, (req, res) => {
+    forward(req, res).catch((error: unknown) => {
+      if (res.headersSent) res.destroy();
+      else respond(res, 502, `ptc network proxy: cannot forward ${quote(req.url)}: ${(error as Error).message}`);
+    });
+  });
+  server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    tunnel(req, socket as Socket, head).catch((error: unknown) => reply(socket as Socket, 502, `ptc network proxy: cannot connect to ${quote(req.url)}: ${(error as Error).message}`));
+  });
   server.on('upgrade', (_req: IncomingMessage, socket: Duplex) => {
     reply(socket as Socket, 501, 'ptc network proxy: protocol upgrades are not forwarded; connect with CONNECT instead');
   });
@@ -122,12 +131,14 @@ function unreachable(passage: Passage, error: unknown): string {
   return `ptc network proxy: cannot reach ${hostPort(passage.host, passage.port)}${typeof code === 'string' ? ` (${code})` : ''}`;
 }
 
-const REASONS: Record<number, string> = { 400: 'Bad Request', 403: 'Forbidden', 501: 'Not Implemented', 502: 'Bad Gateway' };
+// The message is also the status line's reason phrase: clients that report only the status line
+// (Node's https through a proxy: "Failed to establish tunnel ...: HTTP/1.1 403 blocked by ...")
+// still tell the program why.
 
-/** A plain-text answer on a forwarding connection; the message also goes in X-Ptc-Network for clients that drop bodies. */
+/** A plain-text answer on a forwarding connection; the message is the reason phrase, the body and the x-ptc-network header. */
 function respond(res: ServerResponse, status: number, message: string): void {
   const body = `${message}\n`;
-  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-ptc-network': message });
+  res.writeHead(status, message, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-ptc-network': message });
   res.end(body);
 }
 
@@ -135,7 +146,7 @@ function respond(res: ServerResponse, status: number, message: string): void {
 function reply(socket: Socket, status: number, message: string): void {
   socket.resume();
   const body = `${message}\n`;
-  socket.end(`HTTP/1.1 ${status} ${REASONS[status]}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-ptc-network: ${message}\r\nconnection: close\r\n\r\n${body}`);
+  socket.end(`HTTP/1.1 ${status} ${message}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nx-ptc-network: ${message}\r\nconnection: close\r\n\r\n${body}`);
 }
 
 function quote(text: unknown): string {

@@ -103,6 +103,8 @@ export async function startNetworkProxy(options: NetworkProxyOptions): Promise<N
     listener.once('error', (error) => reject(new Error(`ptc network proxy: cannot listen on ${options.socketPath}: ${error.message}`, { cause: error })));
     listener.listen(options.socketPath, () => resolve());
   });
+  // After listening, errors come from accept() (EMFILE, ENFILE): that connection is lost, the
+  // listener goes on, and an unhandled 'error' would otherwise take the host down.
   listener.on('error', () => {});
 
   let closing: Promise<void> | undefined;

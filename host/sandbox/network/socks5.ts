@@ -49,7 +49,7 @@ export function serveSocks5(socket: Socket, gate: Gate, options: { connectTimeou
       stage = 'done';
       if (request === 'bad version') return void socket.destroy();
       if (typeof request === 'number') return fail(request);
-      void connectTo(request.host, request.port, buffered.subarray(request.length));
+      connectTo(request.host, request.port, buffered.subarray(request.length)).catch(() => fail(SOCKS_REPLY.failure));
     }
   };
   const connectTo = async (host: string, port: number, early: Buffer): Promise<void> => {
