@@ -1,9 +1,10 @@
 // The network allowlist through the built binary and from source: the issue's two commands
 // exactly, the flags' errors, and a local server reached through --allow-host. Real bubblewrap.
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer } from 'node:http';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { decodeJson } from '../../carrier/protocol/json.ts';
@@ -82,6 +83,14 @@ both('--allow-host reaches a loopback server only when it names it; --deny-host 
     const narrowed = await go(['run', '--json', '--allow-host', '127.0.0.0/8', '--deny-host', `127.0.0.1:${port}`, '-']);
     assert.equal(narrowed.value, Array(2).fill(`blocked by ptc network policy: 127.0.0.1:${port} is not allowed (127.0.0.1:${port})`));
     assert.is(narrowed.sandbox.denied, true);
+    // --deny-host adds to the deny list of an allowlist from --config, which keeps its allow list.
+    const configPath = join(mkdtempSync(join(tmpdir(), 'ptc-network-cli-')), 'config.json');
+    writeFileSync(configPath, JSON.stringify({ policy: { mode: 'workspace-write', network: { allow: ['127.0.0.0/8'], deny: ['127.0.0.1:1'] } } }));
+    const configured = await go(['run', '--json', '--config', configPath, '-']);
+    assert.equal(configured.value, ['hello /a', 'hello /b']);
+    const configuredNarrowed = await go(['run', '--json', '--config', configPath, '--deny-host', `127.0.0.1:${port}`, '-']);
+    assert.equal(configuredNarrowed.value, Array(2).fill(`blocked by ptc network policy: 127.0.0.1:${port} is not allowed (127.0.0.1:${port})`));
+    rmSync(dirname(configPath), { recursive: true, force: true });
   } finally {
     server.close();
   }
