@@ -17,7 +17,7 @@ import { connect as connectTls } from 'node:tls';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { explainUnreachable } from './denials.ts';
 import { FORWARD_PORT, NETWORK_SOCKET_ENV } from './protocol/network.ts';
-import { apply, NativePromise, resolved, SafeMap, stringStartsWith, then, TypeErrorCtor } from './intrinsics.ts';
+import { apply, NativePromise, resolved, SafeMap, stringIncludes, stringStartsWith, then, TypeErrorCtor } from './intrinsics.ts';
 
 const DENIAL_PREFIX = 'blocked by ptc network policy: ';
 /** A direct connection (net.connect, a UDP socket) finds no route: the namespace has only loopback. */
@@ -171,6 +171,18 @@ function isProxyReason(message: string | null): message is string {
   return message !== null && (stringStartsWith(message, DENIAL_PREFIX) || stringStartsWith(message, 'ptc network proxy: '));
 }
 
+/** Whether a fetch failed on the proxy's answer to CONNECT (undici's tunnelling error, or the reason
+ * the old-Node connector raised), not for another reason that a stale refusal must not relabel. */
+function refusedByProxy(error: unknown): boolean {
+  let current = error;
+  for (let depth = 0; depth < 5 && typeof current === 'object' && current !== null; depth++) {
+    const message = (current as { message?: unknown }).message;
+    if (typeof message === 'string' && (stringIncludes(message, 'Proxy response (') || isProxyReason(message))) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /** Replaces the global fetch (before any evaluator copies it) with one that rejects on a denial. */
 function guardFetch(): void {
   const nativeFetch = globalThis.fetch;
@@ -192,8 +204,9 @@ function guardFetch(): void {
         // A CONNECT the proxy refused: undici's error does not carry the proxy's reason.
         drainReasons();
         const message = destination === undefined ? undefined : refusals.get(destination);
-        if (destination !== undefined) refusals.delete(destination);
-        throw message === undefined ? error : new TypeErrorCtor(message, { cause: error });
+        if (message === undefined || !refusedByProxy(error)) throw error;
+        refusals.delete(destination!);
+        throw new TypeErrorCtor(message, { cause: error });
       },
     ) as Promise<Response>;
   };

@@ -182,6 +182,15 @@ test('curl in a child process goes through the proxy unchanged: HTTP, HTTPS and 
   }, true));
 });
 
+test('a refusal another client met does not relabel a fetch that failed for its own reason', async () => {
+  if (!hasCurl) return console.log('# skipped: no /usr/bin/curl');
+  const program = `
+    const { execFileSync } = await import('node:child_process');
+    try { execFileSync('curl', ['-sS', 'https://127.0.0.1:${B}/'], { stdio: 'ignore' }) } catch {}
+    try { await fetch('https://127.0.0.1:${B}/', { signal: AbortSignal.abort() }) } catch (error) { return error.name }`;
+  assert.is(value(await run({ allow: [`127.0.0.1:${A}`] }, program)), 'AbortError');
+});
+
 test('a retained environment keeps its proxy and rules, counts per run; a changed allowlist replaces it', async () => {
   const runtime = createTestRuntime({ timeoutMs: 20_000, executionMode: 'persistent-in-memory' });
   runtimes.push(runtime);
