@@ -11,6 +11,7 @@ import { inspect as utilInspect, types } from 'node:util';
 import vm from 'node:vm';
 import { openChannel, type HostLink } from './channel.ts';
 import { scrubEnvironment } from './environment.ts';
+import { startForwarding } from './network-forward.ts';
 import { takeDenied, watchDenials } from './denials.ts';
 import { guardProcesses } from './process-guard.ts';
 import { beginOutput, captureStandardStreams, endOutput, inspect } from './output.ts';
@@ -53,9 +54,13 @@ const isPromise = types.isPromise;
 let active: Run | undefined;
 let environment: Environment | undefined;
 let stalls: StallWatch;
+/** Settles when the network forwarder listens (at once without an allowlist); runs wait for it. */
+let forwarding: Promise<void> = resolved(undefined);
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
+  forwarding = startForwarding();
+  forwarding.catch(() => {});
   scrubEnvironment();
   guardProcesses();
   watchDenials();
@@ -209,7 +214,7 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
   stalls.arm(() => run.settle({ status: 'exception', error: { name: 'Error', message: STALL_MESSAGE }, ...(run.initializing ? { initializer: true } : {}) }));
   takeDenied(); // whatever earlier runs' callbacks met is not this run's
   then(
-    environmentFor(request),
+    then(forwarding, () => environmentFor(request)),
     (env: Environment) => {
       if (run.revoked) return run.settle({ status: 'stopped' });
       try {

@@ -4,20 +4,39 @@
 import { EventEmitter } from 'node:events';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { types } from 'node:util';
-import { append, apply, defineProperty, getOwnPropertyDescriptor, SafeSet, then } from './intrinsics.ts';
+import { append, apply, defineProperty, getOwnPropertyDescriptor, SafeSet, stringIncludes, then } from './intrinsics.ts';
 
 const DENIAL_CODES = new SafeSet(['EACCES', 'EROFS', 'EPERM', 'ERR_ACCESS_DENIED', 'ECONNREFUSED', 'ENETUNREACH']);
 const { isPromise } = types;
 let denied = false;
+/** Appended to ENETUNREACH and ECONNREFUSED messages of IP connections under a network allowlist (network-forward.ts). */
+let unreachableHint: string | undefined;
+
+/** Makes every unreachable or refused IP connection the program meets say why. */
+export function explainUnreachable(hint: string): void {
+  unreachableHint = hint;
+}
 
 /** Records `error` when it carries a denial code. */
 function note(error: unknown): void {
-  if (denied || typeof error !== 'object' || error === null || types.isProxy(error)) return;
+  if ((denied && unreachableHint === undefined) || typeof error !== 'object' || error === null || types.isProxy(error)) return;
   try {
-    if (DENIAL_CODES.has((error as { code?: unknown }).code as string)) denied = true;
+    const code = (error as { code?: unknown }).code;
+    if (DENIAL_CODES.has(code as string)) denied = true;
+    if ((code === 'ENETUNREACH' || code === 'ECONNREFUSED') && unreachableHint !== undefined) explain(error);
   } catch {
     // A `code` getter that throws is the program's; it is not a denial.
   }
+}
+
+function explain(error: object): void {
+  // Only a connection to an IP address: a refused Unix socket has a path there.
+  const address = getOwnPropertyDescriptor(error, 'address')?.value;
+  if (typeof address !== 'string' || stringIncludes(address, '/')) return;
+  const descriptor = getOwnPropertyDescriptor(error, 'message');
+  const message = descriptor?.value;
+  if (typeof message !== 'string' || descriptor?.writable !== true || stringIncludes(message, unreachableHint!)) return;
+  defineProperty(error, 'message', { __proto__: null, value: message + unreachableHint!, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
 }
 
 /** Whether a denial was seen since the last call; resets the flag. */

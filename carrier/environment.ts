@@ -1,16 +1,22 @@
 // The carrier's OS environment keeps only what nested processes and temp files need; the program
-// sees an empty process.env, also through `import { env } from 'node:process'`.
+// sees an empty process.env, also through `import { env } from 'node:process'`. Under a network
+// allowlist the host also sets the proxy variables (protocol/network.ts): they stay, in the OS
+// environment and in the program's, so that fetch and child processes such as curl (which inherit
+// the program's process.env) reach the network only through the proxy.
 import { syncBuiltinESMExports } from 'node:module';
 import { CARRIER_SELECTOR } from './protocol/revision.ts';
+import { PROXY_VARIABLES } from './protocol/network.ts';
 
-const KEPT = new Set(['PATH', 'TMPDIR', 'TMP', 'TEMP']);
+const KEPT = new Set(['PATH', 'TMPDIR', 'TMP', 'TEMP', ...PROXY_VARIABLES]);
 
-/** Removes the carrier selector and every variable but PATH and temp paths; gives the program `{}`. */
+/** Removes the carrier selector and every variable but PATH, temp paths and proxy settings; gives the program only the proxy settings. */
 export function scrubEnvironment(): void {
   delete process.env[CARRIER_SELECTOR];
+  const visible: Record<string, string> = {};
   for (const name of Object.keys(process.env)) {
     if (!KEPT.has(name)) delete process.env[name];
+    else if (PROXY_VARIABLES.includes(name)) visible[name] = process.env[name]!;
   }
-  Object.defineProperty(process, 'env', { value: {}, writable: true, configurable: true, enumerable: true });
+  Object.defineProperty(process, 'env', { value: visible, writable: true, configurable: true, enumerable: true });
   syncBuiltinESMExports();
 }

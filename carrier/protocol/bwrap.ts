@@ -1,13 +1,15 @@
 // bubblewrap arguments for one carrier: the whole host read-only, fresh /dev and /proc, a private
 // read-only /tmp holding only the run's temp directory, the policy's writable roots bound
-// read-write, and new pid, ipc and (unless allowed) network namespaces. Pure: paths arrive
+// read-write, and new pid, ipc and (unless the whole network is allowed) network namespaces. Pure: paths arrive
 // resolved, and the argv is a function of them alone. It lives with the wire code because both the
 // host (local carriers) and the relay (carriers on the far side of SSH) confine with it.
 
 /** The parts of a resolved policy (host/sandbox/policy.ts) that shape a sandbox; paths are real. */
 export interface ConfinedPolicy {
   mode: 'read-only' | 'workspace-write' | 'full-access';
-  network: boolean;
+  /** Only `true` shares the host's network; false and an allowlist (reached through the proxy's
+   * socket, bound in like a launch path) get a namespace of their own. */
+  network: boolean | { allow: string[] };
   workspaceRoot: string;
   writableRoots: string[];
 }
@@ -46,14 +48,15 @@ export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[]
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', PRIVATE_TMP];
   // Without network the host's service sockets (docker, dbus, systemd under /run) go too: a new
   // network namespace does not cover Unix sockets that sit on the file system.
-  if (!policy.network) args.push('--tmpfs', '/run');
+  const shared = policy.network === true;
+  if (!shared) args.push('--tmpfs', '/run');
   for (const { path, option } of binds) args.push(option, path, path);
   // Read-only once the mount points exist; non-recursive, so the binds inside keep their modes.
   if (!writable.includes(PRIVATE_TMP)) args.push('--remount-ro', PRIVATE_TMP);
   // --unshare-pid: every descendant dies with the sandbox's pid 1. --cap-drop ALL: a host running
   // as root would otherwise keep CAP_SYS_ADMIN inside and could remount / read-write.
   args.push('--unshare-pid', '--unshare-ipc');
-  if (!policy.network) args.push('--unshare-net');
+  if (!shared) args.push('--unshare-net');
   args.push('--cap-drop', 'ALL', '--die-with-parent', '--new-session');
   if (layout.cwd !== undefined) args.push('--chdir', layout.cwd);
   return args;

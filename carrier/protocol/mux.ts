@@ -36,15 +36,7 @@ export interface RelayStart {
 export type RelaySandbox =
   | { backend: 'none' }
   | { backend: 'bwrap'; bwrapPath: string; mode: 'read-only' | 'workspace-write'; network: boolean; workspaceRoot: string; writableRoots: string[] }
-  | {
-    backend: 'node-permission';
-    permissionFlag: '--permission' | '--experimental-permission';
-    mode: 'read-only' | 'workspace-write';
-    workspaceRoot: string;
-    writableRoots: string[];
-    /** Whether the program may use the network; absent (an older host) means yes. Enforced where the far Node has a network rule. */
-    network?: boolean;
-  };
+  | { backend: 'node-permission'; permissionFlag: '--permission' | '--experimental-permission'; /** Grant the network (a Node whose model governs it). */ allowNet?: boolean; mode: 'read-only' | 'workspace-write'; workspaceRoot: string; writableRoots: string[] };
 
 export interface RelayHello {
   revision: number;

@@ -16,25 +16,18 @@ const HIDDEN_ROOTS = new Set(['proc', 'dev']);
 /** The devices a program may read in place of /dev: the ones with nothing of the host's in them. */
 const DEVICES = ['/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero'];
 
-/** Whether a Node of this version has a network rule in its permission model (--allow-net, Node 25). */
-export function hasNetworkRule(nodeVersion: string): boolean {
-  const major = Number(/^v?(\d+)\./.exec(nodeVersion)?.[1] ?? 0);
-  return major >= 25;
-}
-
-/**
- * Node options granting reads under `readable`, writes under `writable` (real paths), and the
- * network when `allowNet` (pass it only to a Node with a network rule: older ones reject the flag).
- */
-export function permissionArgs(flag: PermissionFlag, writable: string[], readable: string[], allowNet = false): string[] {
+/** Node options granting reads under `readable`, writes under `writable` (real paths), and the
+ * network with `allowNet` (Node 25 and later refuse it under the model unless granted). */
+export function permissionArgs(flag: PermissionFlag, writable: string[], readable: string[], { allowNet = false }: { allowNet?: boolean } = {}): string[] {
   const args: string[] = [flag];
-  if (allowNet) args.push('--allow-net');
   for (const path of new Set(readable)) args.push(`--allow-fs-read=${path}`);
   // One flag per path: Node 24 no longer splits on commas, and a grant for a directory covers
   // everything under it.
   for (const path of new Set(writable)) args.push(`--allow-fs-write=${path}`);
-  // Node 20 warns on every start that the model is experimental; that would land in program stderr.
-  if (flag === '--experimental-permission') args.push('--disable-warning=ExperimentalWarning');
+  if (allowNet) args.push('--allow-net');
+  // Node 20 warns on every start that the model is experimental, Node 26 that --allow-net is;
+  // that would land in program stderr.
+  if (flag === '--experimental-permission' || allowNet) args.push('--disable-warning=ExperimentalWarning');
   return args;
 }
 

@@ -5,7 +5,7 @@ import { mkdtempSync, realpathSync, statSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { bwrapArgs, writablePaths, type ConfinedPolicy } from '../protocol/bwrap.ts';
-import { hasNetworkRule, permissionArgs, readableRoots } from '../protocol/node-permission.ts';
+import { permissionArgs, readableRoots } from '../protocol/node-permission.ts';
 import type { RelayStart } from '../protocol/mux.ts';
 
 export interface CarrierLaunch {
@@ -47,8 +47,7 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string): CarrierL
   for (const name of TEMP_VARIABLES) env[name] = privateTmp;
   const writable = [...writablePaths(policy), privateTmp];
   if (sandbox.backend === 'node-permission') {
-    const allowNet = sandbox.network !== false && hasNetworkRule(process.version);
-    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readableRoots(), allowNet), heap, script], env, cwd, privateTmp };
+    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readableRoots(), { allowNet: sandbox.allowNet === true }), heap, script], env, cwd, privateTmp };
   }
   const realNode = realpathSync(node);
   const args = [...bwrapArgs(policy, { privateTmp, launchPaths: [realNode, script], cwd }), '--', realNode, heap, script];

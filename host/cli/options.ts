@@ -42,6 +42,8 @@ export interface RunArgs {
   mode?: string;
   sandbox?: string;
   'allow-network'?: boolean;
+  'allow-host'?: string[];
+  'deny-host'?: string[];
   'writable-root'?: string[];
   'sandbox-backend'?: string;
   'require-enforcement'?: string;
@@ -58,6 +60,8 @@ export function sandboxOptions(command: Argv): Argv {
   return command
     .option('sandbox', { type: 'string', choices: ['read-only', 'workspace-write', 'full-access'], describe: 'File policy (default workspace-write: the cwd is writable)' })
     .option('allow-network', { type: 'boolean', describe: 'Let the program use the network (off by default when confined)' })
+    .option('allow-host', { type: 'string', array: true, requiresArg: true, describe: 'Let the program reach only these destinations, through the host\'s proxy (repeatable): api.example.com, \'*.example.org:443\', 10.1.2.3, 192.168.0.0/16:5432 (bubblewrap only)' })
+    .option('deny-host', { type: 'string', array: true, requiresArg: true, describe: 'Refuse these destinations even when --allow-host allows them (repeatable; deny beats allow)' })
     .option('writable-root', { type: 'string', array: true, describe: 'Another writable directory (repeatable; workspace-write)' })
     .option('sandbox-backend', { type: 'string', choices: ['auto', 'bwrap', 'node-permission', 'none'], describe: 'Confinement backend (default auto: bubblewrap, else Node\'s permission model)' })
     .option('require-enforcement', { type: 'string', choices: ['full', 'partial', 'none'], describe: 'Fail with sandbox-unavailable unless at least this much is enforced (default partial)' })
@@ -77,6 +81,16 @@ export function limitOptions(command: Argv, describe: (flag: string, field: stri
     command.option(flag, { type: 'string', requiresArg: true, describe: `${describe(flag, field)} (a number)` });
   }
   return command;
+}
+
+/** The allowlist --allow-host and --deny-host make, on top of one the config file names. */
+function allowlistFlags(args: RunArgs, configured: unknown): { allow: string[]; deny: string[] } {
+  if (args['allow-network'] !== undefined) throw new UsageError('--allow-network opens or closes the whole network; it cannot be combined with --allow-host or --deny-host');
+  const existing = typeof configured === 'object' && configured !== null ? (configured as { allow?: unknown; deny?: unknown }) : undefined;
+  const allow = args['allow-host']?.map(String) ?? (Array.isArray(existing?.allow) ? existing.allow : undefined);
+  if (allow === undefined) throw new UsageError('--deny-host narrows an allowlist: give --allow-host too (or policy.network.allow in --config)');
+  const deny = [...(Array.isArray(existing?.deny) ? existing.deny : []), ...(args['deny-host']?.map(String) ?? [])];
+  return { allow, deny };
 }
 
 export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
@@ -105,12 +119,14 @@ export async function applyFlags(config: Record<string, unknown>, args: RunArgs)
     if (value !== undefined) config[field] = value;
   }
   if (args.mode !== undefined) config.executionMode = args.mode;
-  if (args.sandbox !== undefined || args['allow-network'] !== undefined || args['writable-root'] !== undefined) {
+  const hosts = args['allow-host'] !== undefined || args['deny-host'] !== undefined;
+  if (args.sandbox !== undefined || args['allow-network'] !== undefined || args['writable-root'] !== undefined || hosts) {
     const base = (config.policy ?? { mode: 'workspace-write' }) as Record<string, unknown>;
     config.policy = {
       ...base,
       ...(args.sandbox !== undefined ? { mode: args.sandbox } : {}),
       ...(args['allow-network'] !== undefined ? { network: args['allow-network'] } : {}),
+      ...(hosts ? { network: allowlistFlags(args, base.network) } : {}),
       ...(args['writable-root'] !== undefined ? { writableRoots: args['writable-root'] } : {}),
     };
   }

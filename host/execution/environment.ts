@@ -296,6 +296,9 @@ export class Environment {
     };
     const running = (async () => {
       await this.carrier.handshake();
+      // An allowlist's proxy must be listening before the program can reach for the network.
+      const proxyProblem = await this.carrier.network?.begin();
+      if (proxyProblem !== undefined) return stop({ kind: 'sandbox-unavailable', message: proxyProblem });
       if (settled) return;
       this.#connect();
       codeStarted = true;
@@ -328,6 +331,11 @@ export class Environment {
     resources?.stop();
     clearTimeout(timer);
     execution.signal?.removeEventListener('abort', onAbort);
+    // Read before a per-call carrier is terminated, which stops its proxy.
+    if (this.carrier.network !== undefined) {
+      sandbox.network = this.carrier.network.report();
+      if (sandbox.network.denied.length > 0) sandbox.denied = true;
+    }
 
     let usable = this.retained;
     if (failure !== undefined && this.retained) {

@@ -67,6 +67,12 @@ export function permissionFlag(nodeVersion: string): PermissionFlag | { unavaila
   return { unavailable: `Node ${nodeVersion} has no permission model (it needs Node 20 or later)` };
 }
 
+/** Whether the given Node's permission model governs the network (`--allow-net`, Node 25 and later; all or nothing). */
+export function permissionGovernsNetwork(nodeVersion: string): boolean {
+  const major = Number(/^v?(\d+)\./.exec(nodeVersion)?.[1] ?? 0);
+  return major >= 25;
+}
+
 /** Backend availability for `ptc version`: undefined when usable, else why not. */
 export async function availableBackends(options: { bwrapPath?: string; carrierNodeVersion?: string } = {}): Promise<{
   bwrap: string | undefined;

@@ -1,11 +1,14 @@
 // The sandbox layer: policy -> plan (backend) -> wrapped launch and report.
-export { resolvePolicy, writablePaths, SANDBOX_MODES, type SandboxMode, type SandboxPolicy, type ResolvedPolicy } from './policy.ts';
+export { networkRules, resolvePolicy, writablePaths, SANDBOX_MODES, type SandboxMode, type SandboxPolicy, type ResolvedPolicy, type ResolvedNetworkRules } from './policy.ts';
 export { resolveSandboxOptions, type BackendChoice, type Enforcement, type ResolvedSandboxOptions, type SandboxBackend, type SandboxOptions } from './options.ts';
 export { availableBackends, bwrapStatus, bwrapUnavailable, locateBwrap, permissionFlag, type BwrapStatus, type DetectOptions, type PermissionFlag } from './detect.ts';
 export { probeCacheFile } from './probe-cache.ts';
 export { planSandbox, type MachineFacts, type SandboxPlan, type SandboxUnavailable } from './plan.ts';
 export { bwrapArgs, type BwrapLayout } from './bwrap.ts';
-export { appendNodeOptions, hasNetworkRule, permissionArgs, readableRoots } from './node-permission.ts';
-export { wrapLaunch, type SandboxSetup, type WrapOptions, type WrappedLaunch } from './wrap.ts';
+export { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';
+export { setupReport, wrapLaunch, type SandboxSetup, type WrapOptions, type WrappedLaunch } from './wrap.ts';
 export { isDenial } from './denial.ts';
 export type { LaunchCommand } from './command.ts';
+export { emptyNetworkReport, type NetworkSession } from './allowlist.ts';
+export type { NetworkRules } from './network/rules.ts';
+export type { NetworkReport } from './network/proxy.ts';

@@ -1,23 +1,17 @@
 // Chooses the backend for one resolved policy. Fails closed: when the required enforcement cannot
 // be had the answer is `{ unavailable }`, saying what is missing, never a weaker backend.
-import { bwrapUnavailable, locateBwrap, permissionFlag, type DetectOptions, type PermissionFlag } from './detect.ts';
-import { hasNetworkRule } from './node-permission.ts';
+import { bwrapUnavailable, locateBwrap, permissionFlag, permissionGovernsNetwork, type DetectOptions, type PermissionFlag } from './detect.ts';
 import { ENFORCEMENT_RANK, resolveSandboxOptions, type Enforcement, type SandboxOptions } from './options.ts';
-import type { ResolvedPolicy } from './policy.ts';
+import { networkRules, type ResolvedPolicy } from './policy.ts';
+
+/** Why only bubblewrap can enforce a network allowlist (Node 26's permission model has an
+ * all-or-nothing --allow-net, and Node 20's has no network rule at all). */
+const ALLOWLIST_NEEDS_BWRAP = `a network allowlist needs the "bwrap" backend: Node's permission model can only allow or refuse the whole network, not single hosts`;
 
 export type SandboxPlan =
   | { backend: 'none'; enforcement: 'none'; policy: ResolvedPolicy }
   | { backend: 'bwrap'; enforcement: 'full'; policy: ResolvedPolicy; bwrapPath: string }
-  | {
-    backend: 'node-permission';
-    enforcement: 'partial';
-    policy: ResolvedPolicy;
-    permissionFlag: PermissionFlag;
-    /** Whether the carrier's Node can take the network away (Node 25 and later). */
-    networkRule: boolean;
-    /** Why auto did not pick bwrap. */
-    bwrapUnavailable?: string;
-  };
+  | { backend: 'node-permission'; enforcement: 'partial'; policy: ResolvedPolicy; permissionFlag: PermissionFlag; /** The carrier Node's model refuses the network unless granted (Node 25+). */ governsNetwork: boolean; /** Why auto did not pick bwrap. */ bwrapUnavailable?: string };
 
 /** The reason for a `sandbox-unavailable` failure. */
 export interface SandboxUnavailable {
@@ -40,6 +34,7 @@ export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions 
   const { backend, require } = options;
 
   if (backend === 'none') {
+    // require "none" accepts an unconfined run, allowlist or not: the report says network: true.
     if (require === 'none') return { backend: 'none', enforcement: 'none', policy };
     return { unavailable: `sandbox backend "none" enforces nothing, but mode "${policy.mode}" requires ${require} enforcement (set require: "none" to run unconfined)` };
   }
@@ -50,6 +45,8 @@ export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions 
     if (bwrapReason === undefined) return { backend: 'bwrap', enforcement: 'full', policy, bwrapPath };
     if (backend === 'bwrap') return { unavailable: bwrapReason };
   }
+  // Fail closed: running it under node-permission would let the program reach every host.
+  if (networkRules(policy) !== undefined) return { unavailable: [bwrapReason, ALLOWLIST_NEEDS_BWRAP].filter((reason) => reason !== undefined).join('; ') };
   const flag = permissionFlag(options.carrierNodeVersion);
   const why = [bwrapReason, typeof flag === 'string' ? undefined : flag.unavailable].filter((reason) => reason !== undefined);
   if (!satisfies('partial', require)) {
@@ -57,7 +54,7 @@ export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions 
     return { unavailable: why.join('; ') };
   }
   if (typeof flag !== 'string') return { unavailable: why.join('; ') };
-  const plan: SandboxPlan = { backend: 'node-permission', enforcement: 'partial', policy, permissionFlag: flag, networkRule: hasNetworkRule(options.carrierNodeVersion) };
+  const plan: SandboxPlan = { backend: 'node-permission', enforcement: 'partial', policy, permissionFlag: flag, governsNetwork: permissionGovernsNetwork(options.carrierNodeVersion) };
   if (bwrapReason !== undefined) plan.bwrapUnavailable = bwrapReason;
   return plan;
 }

@@ -7,6 +7,7 @@ import { realpathSync, statSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { resolve } from 'node:path';
 import { inspect } from 'node:util';
+import { parseNetworkRules, type NetworkRules } from './network/rules.ts';
 
 export type SandboxMode = 'read-only' | 'workspace-write' | 'full-access';
 
@@ -15,17 +16,24 @@ export const SANDBOX_MODES: readonly SandboxMode[] = ['read-only', 'workspace-wr
 export interface SandboxPolicy {
   /** read-only: write only the private temp directory; workspace-write: also the workspace and writable roots; full-access: no file rules. */
   mode: SandboxMode;
-  /** Whether the program may use the network. @default false, true for full-access */
-  network?: boolean;
+  /** Whether the program may use the network: all of it, none, or only the destinations an
+   * allowlist names (bubblewrap only; reached through the host's proxy). @default false, true for full-access */
+  network?: boolean | NetworkRules;
   /** The workspace directory, relative to the caller's cwd. @default the caller's cwd */
   workspaceRoot?: string;
   /** Extra writable directories (workspace-write only); each must exist. @default [] */
   writableRoots?: string[];
 }
 
+/** An allowlist as validated: the rules as given, deny always present. */
+export interface ResolvedNetworkRules {
+  allow: string[];
+  deny: string[];
+}
+
 export interface ResolvedPolicy {
   mode: SandboxMode;
-  network: boolean;
+  network: boolean | ResolvedNetworkRules;
   /** Real path (symlinks resolved). */
   workspaceRoot: string;
   /** Real paths, without duplicates, in the order given. */
@@ -51,10 +59,10 @@ export async function resolvePolicy(input: unknown, cwd: string, { elsewhere = f
   if (!SANDBOX_MODES.includes(mode as SandboxMode)) {
     throw new RangeError(`ptc sandbox policy: mode must be one of ${SANDBOX_MODES.map((m) => `"${m}"`).join(', ')}, got ${show(mode)}`);
   }
-  const network = policy.network ?? mode === 'full-access';
-  if (typeof network !== 'boolean') throw new TypeError(`ptc sandbox policy: network must be a boolean, got ${show(network)}`);
-  if (mode === 'full-access' && !network) {
-    throw new RangeError('ptc sandbox policy: network: false needs a confined mode ("read-only" or "workspace-write"); "full-access" restricts nothing');
+  const network = resolveNetwork(policy.network ?? mode === 'full-access');
+  if (mode === 'full-access' && network !== true) {
+    const asked = network === false ? 'network: false' : 'a network allowlist';
+    throw new RangeError(`ptc sandbox policy: ${asked} needs a confined mode ("read-only" or "workspace-write"); "full-access" restricts nothing`);
   }
   const rawRoots = policy.writableRoots ?? [];
   if (!Array.isArray(rawRoots)) throw new TypeError(`ptc sandbox policy: writableRoots must be an array of paths, got ${show(rawRoots)}`);
@@ -73,6 +81,26 @@ export async function resolvePolicy(input: unknown, cwd: string, { elsewhere = f
 
 /** The directories a program may write besides its private temp directory (shared with the relay). */
 export { writablePaths } from '../../carrier/protocol/bwrap.ts';
+
+function resolveNetwork(value: unknown): boolean | ResolvedNetworkRules {
+  if (typeof value === 'boolean') return value;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new TypeError(`ptc sandbox policy: network must be a boolean or { allow: [...], deny?: [...] }, got ${show(value)}`);
+  }
+  // Checked (and thrown with the bad rule quoted) by the proxy's own parser, so the two never disagree.
+  try {
+    parseNetworkRules(value as NetworkRules);
+  } catch (error) {
+    throw new TypeError((error as Error).message.replace(/^ptc network rules/, 'ptc sandbox policy: network'), { cause: error });
+  }
+  const { allow, deny = [] } = value as NetworkRules;
+  return { allow: [...allow], deny: [...deny] };
+}
+
+/** The allowlist of a resolved policy, or undefined when the network is simply on or off. */
+export function networkRules(policy: { network: boolean | ResolvedNetworkRules }): ResolvedNetworkRules | undefined {
+  return typeof policy.network === 'object' ? policy.network : undefined;
+}
 
 async function resolveRoot(field: string, value: unknown, cwd: string, mode: unknown, elsewhere: boolean): Promise<string> {
   if (typeof value !== 'string' || value === '') throw new TypeError(`ptc sandbox policy: ${field} must be a non-empty path, got ${show(value)}`);

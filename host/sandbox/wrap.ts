@@ -1,24 +1,30 @@
 // Turns a carrier launch into the confined one for a plan: bwrap in front of the command, or
 // Node's permission flags in its argv or NODE_OPTIONS. Each confined carrier gets a private temp
-// directory (TMPDIR, TMP, TEMP) that cleanup() removes once the carrier has exited.
-import { mkdtempSync, realpathSync } from 'node:fs';
+// directory (TMPDIR, TMP, TEMP) that cleanup() removes once the carrier has exited. Under a
+// network allowlist bwrap still unshares the network; the carrier gets the proxy's socket bound in
+// and the variables that route fetch, http/https and child processes through it (allowlist.ts).
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { NETWORK_SOCKET_ENV, proxyEnvironment } from '../../carrier/protocol/network.ts';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import type { LaunchCommand } from './command.ts';
+import { emptyNetworkReport, openAllowlist, type NetworkSession } from './allowlist.ts';
+import type { NetworkReport } from './network/proxy.ts';
 import { bwrapArgs, within } from './bwrap.ts';
 import { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';
 import type { Enforcement, SandboxBackend } from './options.ts';
 import type { SandboxPlan } from './plan.ts';
-import { writablePaths, type SandboxMode } from './policy.ts';
+import { networkRules, writablePaths, type SandboxMode } from './policy.ts';
 
 /** What a result reports about the confinement it ran under. */
 export interface SandboxSetup {
   mode: SandboxMode;
   backend: SandboxBackend;
   enforcement: Enforcement;
-  /** Whether the program can reach the network: node-permission takes it away only on Node 25 and later. */
-  network: boolean;
+  /** Whether the program can reach the network (node-permission cannot take it away), or under an
+   * allowlist what it reached and was refused. */
+  network: boolean | NetworkReport;
   /** Present for a remote launch: the far side enforced this, with its own bubblewrap or Node. */
   location?: 'remote';
 }
@@ -28,8 +34,12 @@ export interface WrappedLaunch {
   report: SandboxSetup;
   /** The carrier's private temp directory, when confined. */
   privateTmp: string | undefined;
-  /** Removes the private temp directory; call after the carrier has exited. Idempotent. */
+  /** The carrier's allowlist proxy, when its policy has one. */
+  network?: NetworkSession;
+  /** Removes the private temp directory (and stops the proxy); call after the carrier has exited. Idempotent. */
   cleanup(): Promise<void>;
+  /** The same for a host that is exiting: removes the directories at once. */
+  cleanupSync(): void;
 }
 
 export interface WrapOptions {
@@ -44,41 +54,64 @@ const TEMP_VARIABLES = ['TMPDIR', 'TMP', 'TEMP'];
 /** The launch that runs `command` under `plan`, its report, and the cleanup of what it created. */
 export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: WrapOptions = {}): WrappedLaunch {
   const { policy } = plan;
-  const report: SandboxSetup = {
-    mode: policy.mode,
-    backend: plan.backend,
-    enforcement: plan.enforcement,
-    network: plan.backend === 'bwrap' || (plan.backend === 'node-permission' && plan.networkRule) ? policy.network : true,
-  };
-  if (plan.backend === 'none') return { command, report, privateTmp: undefined, cleanup: async () => {} };
+  const report = setupReport(plan);
+  if (plan.backend === 'none') return { command, report, privateTmp: undefined, cleanup: async () => {}, cleanupSync: () => {} };
 
   // Resolved first: a missing cwd throws before anything is created.
   const cwd = options.cwd === undefined ? undefined : realpathSync(options.cwd);
   const privateTmp = mkdtempSync(join(realpathSync(options.tmpdir ?? tmpdir()), 'ptc-sandbox-'));
   const env = { ...command.env };
   for (const name of TEMP_VARIABLES) env[name] = privateTmp;
-  const cleanup = () => rm(privateTmp, { recursive: true, force: true });
+  const removeTmp = () => rm(privateTmp, { recursive: true, force: true });
+  const removeTmpSync = () => rmSync(privateTmp, { recursive: true, force: true });
   const writable = [...writablePaths(policy), privateTmp];
 
   if (plan.backend === 'node-permission') {
-    const flags = permissionArgs(plan.permissionFlag, writable, readableRoots(), plan.networkRule && policy.network);
+    const flags = permissionArgs(plan.permissionFlag, writable, readableRoots(), { allowNet: plan.governsNetwork && policy.network === true });
     // A single-executable app reads its argv as its own; Node options reach it only through NODE_OPTIONS.
     const wrapped: LaunchCommand = command.kind === 'embedded'
       ? { ...command, env: { ...env, NODE_OPTIONS: appendNodeOptions(env.NODE_OPTIONS, flags) } }
       : { ...command, args: [...flags, ...command.args], env };
-    return { command: wrapped, report, privateTmp, cleanup };
+    return { command: wrapped, report, privateTmp, cleanup: removeTmp, cleanupSync: removeTmpSync };
   }
 
-  const launch = exposeLaunchPaths(command);
+  const rules = networkRules(policy);
+  const allowlist = rules === undefined ? undefined : openAllowlist(rules, options.tmpdir ?? tmpdir());
+  if (allowlist !== undefined) Object.assign(env, proxyEnvironment(), { [NETWORK_SOCKET_ENV]: allowlist.socketPath });
+  const launch = exposeLaunchPaths(command, allowlist === undefined ? [] : [allowlist.directory]);
+  // An allowlist gets its own network namespace and no /run sockets: the proxy is the only way out.
   const args = [...bwrapArgs(policy, { privateTmp, launchPaths: launch.paths, cwd }), '--', launch.executable, ...launch.args];
-  return { command: { ...command, executable: plan.bwrapPath, args, env }, report, privateTmp, cleanup };
+  const wrapped: WrappedLaunch = {
+    command: { ...command, executable: plan.bwrapPath, args, env },
+    report,
+    privateTmp,
+    cleanup: async () => {
+      await Promise.all([removeTmp(), allowlist?.close()]);
+    },
+    cleanupSync: () => {
+      removeTmpSync();
+      allowlist?.closeSync();
+    },
+  };
+  if (allowlist !== undefined) wrapped.network = allowlist.session;
+  return wrapped;
+}
+
+/** What a run under `plan` reports before it runs: bwrap takes the network away, and so does the
+ * permission model of Node 25 and later (all or nothing); an allowlist reports its destinations (none yet). */
+export function setupReport(plan: SandboxPlan): SandboxSetup {
+  const { policy } = plan;
+  const network = plan.backend === 'bwrap'
+    ? typeof policy.network === 'object' ? emptyNetworkReport() : policy.network
+    : plan.backend === 'node-permission' && plan.governsNetwork ? policy.network === true : true;
+  return { mode: policy.mode, backend: plan.backend, enforcement: plan.enforcement, network };
 }
 
 /**
  * The files the launch runs, as real paths, and argv rewritten to use them where they sit under
  * /tmp: the sandbox's /tmp is private, so they are bound back read-only at their real location.
  */
-function exposeLaunchPaths(command: LaunchCommand): { executable: string; args: string[]; paths: string[] } {
+function exposeLaunchPaths(command: LaunchCommand, extra: string[]): { executable: string; args: string[]; paths: string[] } {
   const paths: string[] = [];
   const expose = (path: string): string => {
     if (!isAbsolute(path)) return path;
@@ -93,7 +126,7 @@ function exposeLaunchPaths(command: LaunchCommand): { executable: string; args: 
   };
   const executable = expose(command.executable);
   const args = command.args.map(expose);
-  for (const path of command.readable ?? []) expose(path);
+  for (const path of [...(command.readable ?? []), ...extra]) expose(path);
   // Node's compile cache is read through, never written: a confined program must not be able to
   // plant compiled code that later, unconfined carriers would run.
   const cache = command.env.NODE_COMPILE_CACHE;

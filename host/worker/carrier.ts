@@ -12,6 +12,7 @@ import type { CarrierMethods, Handshake, HostMethods, OutputMessage, RunOutcome,
 import { createControlReader } from './control.ts';
 import { checkFrame, checkRunOutcome } from './validate.ts';
 import type { CarrierConnection } from './transports/connection.ts';
+import type { NetworkSession } from '../sandbox/index.ts';
 
 /** Bytes of carrier stderr kept for worker-exit diagnostics. */
 const STDERR_TAIL_BYTES = 8 * 1024;
@@ -48,6 +49,8 @@ export interface CarrierOptions {
   cleanupSync?: () => void;
   /** The launch runs the carrier under a parent that reports its death by signal n as exit code 128 + n (bubblewrap). */
   signalAsExitCode?: boolean;
+  /** The carrier's network allowlist proxy, whose counts each run reports. */
+  network?: NetworkSession;
 }
 
 /** What happened to a carrier before anyone listened: replayed by attach(). */
@@ -60,6 +63,7 @@ type EarlyEvent =
 /** A running carrier and its control channel. */
 export class Carrier {
   readonly connection: CarrierConnection;
+  readonly network: NetworkSession | undefined;
   #events: CarrierEvents | undefined;
   readonly #early: EarlyEvent[] = [];
   readonly #control: Duplex;
@@ -85,8 +89,9 @@ export class Carrier {
   #stderrTail = '';
   readonly #settled: Promise<void>;
 
-  constructor({ connection, maxMessageBytes, events, cleanup, cleanupSync, signalAsExitCode = false }: CarrierOptions) {
+  constructor({ connection, maxMessageBytes, events, cleanup, cleanupSync, signalAsExitCode = false, network }: CarrierOptions) {
     this.connection = connection;
+    this.network = network;
     this.#events = events;
     this.#maxQueued = maxMessageBytes;
     this.#cleanup = cleanup;

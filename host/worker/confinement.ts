@@ -3,10 +3,11 @@
 // everything that shapes it, so a spare booted for one run can serve the next identical one.
 // A remote launch plans with what the far side reported and lets its relay apply the plan there.
 import { execFileSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import type { RelayStart, RelaySandbox } from '../../carrier/protocol/mux.ts';
 import { isRemoteLaunch, launchCommand, type LaunchCommand, type LaunchConfig, type RemoteLaunch } from './launch.ts';
-import { planSandbox, resolvePolicy, wrapLaunch, type ResolvedPolicy, type SandboxOptions, type SandboxPlan, type SandboxPolicy, type SandboxSetup } from '../sandbox/index.ts';
+import {
+  emptyNetworkReport, networkRules, planSandbox, resolvePolicy, setupReport, wrapLaunch, type ResolvedPolicy, type SandboxOptions, type SandboxPlan, type SandboxPolicy, type SandboxSetup,
+} from '../sandbox/index.ts';
 import { Carrier } from './carrier.ts';
 import { openLocalConnection } from './transports/local.ts';
 import { openRelayedConnection, RELAY_WATCHDOG_MS } from './transports/relayed.ts';
@@ -44,25 +45,23 @@ export async function confine(config: CarrierSettings, policy: SandboxPolicy, cw
   const resolved = await resolvePolicy(policy, cwd);
   const base = launchCommand(config.launch, config.maxOldGenerationSizeMb);
   const plan = await planSandbox(resolved, { ...config.sandbox, carrierNodeVersion: carrierNodeVersion(base) });
-  if ('unavailable' in plan) {
-    return { unavailable: plan.unavailable, report: { mode: resolved.mode, backend: 'none', enforcement: 'none', network: resolved.network } };
-  }
+  if ('unavailable' in plan) return { unavailable: plan.unavailable, report: unconfinedReport(resolved) };
   const key = JSON.stringify([base.executable, base.args, base.env, config.maxMessageBytes, plan.backend, resolved]);
   return {
     recipe: {
       key,
       policy: resolved,
-      // As wrapLaunch reports it: only bwrap can take the network away.
-      report: { mode: resolved.mode, backend: plan.backend, enforcement: plan.enforcement, network: plan.backend === 'bwrap' ? resolved.network : true },
+      report: setupReport(plan),
       create() {
+        // Each carrier gets its own allowlist proxy (wrapLaunch starts it), stopped by cleanup.
         const wrapped = wrapLaunch(base, plan, { cwd: resolved.workspaceRoot });
-        const { privateTmp } = wrapped;
         return new Carrier({
           connection: openLocalConnection(wrapped.command, resolved.workspaceRoot),
           maxMessageBytes: config.maxMessageBytes,
           cleanup: wrapped.cleanup,
           signalAsExitCode: plan.backend === 'bwrap',
-          ...(privateTmp !== undefined ? { cleanupSync: () => rmSync(privateTmp, { recursive: true, force: true }) } : {}),
+          ...(wrapped.privateTmp !== undefined ? { cleanupSync: wrapped.cleanupSync } : {}),
+          ...(wrapped.network !== undefined ? { network: wrapped.network } : {}),
         });
       },
     },
@@ -116,7 +115,10 @@ async function confineRemote(config: CarrierSettings, launch: RemoteLaunch, poli
   // The paths name directories over there: checked for shape here, resolved by the relay.
   const resolved = await resolvePolicy(policy, cwd, { elsewhere: true });
   const { target, id } = targetFor(config, launch);
-  const unconfined: SandboxSetup = { mode: resolved.mode, backend: 'none', enforcement: 'none', network: resolved.network, location: 'remote' };
+  const unconfined: SandboxSetup = { ...unconfinedReport(resolved), location: 'remote' };
+  // The proxy would have to be reached from the far side through the relay; until it is, an
+  // allowlist cannot be enforced there, and running without it would open every host.
+  if (networkRules(resolved) !== undefined) return { unavailable: REMOTE_ALLOWLIST, report: unconfined };
   let facts;
   try {
     facts = await target.prepare(config.sandbox.bwrapPath);
@@ -133,7 +135,7 @@ async function confineRemote(config: CarrierSettings, launch: RemoteLaunch, poli
     recipe: {
       key: JSON.stringify(['remote', id, config.maxMessageBytes, start]),
       policy: resolved,
-      report: { mode: resolved.mode, backend: plan.backend, enforcement: plan.enforcement, network: plan.backend === 'bwrap' ? resolved.network : true, location: 'remote' },
+      report: { ...setupReport(plan), location: 'remote' },
       create() {
         const connection = openRelayedConnection(target.relay(start));
         // A relay that did not start (the cache changed, the connection went): check again next time.
@@ -144,13 +146,20 @@ async function confineRemote(config: CarrierSettings, launch: RemoteLaunch, poli
   };
 }
 
+const REMOTE_ALLOWLIST = 'a network allowlist is not supported for remote (ssh or command) launches: the far side would need a path to the host\'s proxy; use network: false or true there';
+
+/** The report of a run that never got a carrier. */
+function unconfinedReport(policy: ResolvedPolicy): SandboxSetup {
+  return { mode: policy.mode, backend: 'none', enforcement: 'none', network: typeof policy.network === 'object' ? emptyNetworkReport() : policy.network };
+}
+
 function relaySandbox(plan: SandboxPlan): RelaySandbox {
   const { policy } = plan;
   if (plan.backend === 'none' || policy.mode === 'full-access') return { backend: 'none' };
   if (plan.backend === 'bwrap') {
-    return { backend: 'bwrap', bwrapPath: plan.bwrapPath, mode: policy.mode, network: policy.network, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots };
+    return { backend: 'bwrap', bwrapPath: plan.bwrapPath, mode: policy.mode, network: policy.network === true, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots };
   }
-  return { backend: 'node-permission', permissionFlag: plan.permissionFlag, mode: policy.mode, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots, network: policy.network };
+  return { backend: 'node-permission', permissionFlag: plan.permissionFlag, ...(plan.governsNetwork && policy.network === true ? { allowNet: true } : {}), mode: policy.mode, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots };
 }
 
 function failedCarrier(config: CarrierSettings, message: string): Carrier {

@@ -281,6 +281,17 @@ test('node-permission through argv (node-script launches) denies the same writes
   assert.is((await probe(planned, 'write in the workspace', 'node-script')).outcome, 'ok');
 });
 
+test('node-permission with network: true grants it (--allow-net) on the pinned Node, and Node 20 needs no grant', async () => {
+  const planned = await plan('node-permission', { mode: 'workspace-write', network: true });
+  for (const name of ['connect to 127.0.0.1 (a host TCP server)', 'connect to a host Unix socket']) {
+    const result = await probe(planned, name, 'embedded');
+    assert.is(result.outcome, 'ok', JSON.stringify(result));
+  }
+  const version = spawnSync('/usr/bin/node', ['--version'], { encoding: 'utf8' }).stdout.trim();
+  const old = await plan('node-permission', { mode: 'workspace-write' }, { carrierNodeVersion: version });
+  assert.is((await probe(old, 'connect to 127.0.0.1 (a host TCP server)', 'node-script', '/usr/bin/node')).outcome, /^v2[0-4]\./.test(version) ? 'ok' : D, version);
+});
+
 test('node-permission on the machine Node 20 (node-script world) uses --experimental-permission', async () => {
   const version = spawnSync('/usr/bin/node', ['--version'], { encoding: 'utf8' }).stdout.trim();
   const planned = await plan('node-permission', { mode: 'workspace-write' }, { carrierNodeVersion: version });

@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LaunchCommand } from '../../host/worker/launch.ts';
-import { appendNodeOptions, bwrapArgs, hasNetworkRule, permissionArgs, readableRoots, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
+import { appendNodeOptions, bwrapArgs, permissionArgs, readableRoots, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
 
 const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
 /** Without network, the host's /run (service sockets) is replaced as well. */
@@ -60,26 +60,6 @@ test('permissionArgs: one read grant per root, one write grant per path, the Nod
   assert.equal(permissionArgs('--experimental-permission', [], ['/usr']), ['--experimental-permission', '--allow-fs-read=/usr', '--disable-warning=ExperimentalWarning']);
 });
 
-test('permissionArgs grants the network only when asked; hasNetworkRule: Node 25 and later have one', () => {
-  assert.equal(permissionArgs('--permission', [], ['/usr'], true), ['--permission', '--allow-net', '--allow-fs-read=/usr']);
-  assert.equal(permissionArgs('--permission', [], ['/usr'], false), ['--permission', '--allow-fs-read=/usr']);
-  assert.equal(['v20.12.0', 'v24.22.3', 'v25.0.0', 'v26.10.0', '27.1.0'].map(hasNetworkRule), [false, false, true, true, true]);
-});
-
-test('wrapLaunch under node-permission reports the network it leaves: the policy\'s where Node has a network rule, open where not', async () => {
-  for (const [networkRule, network, flag, reported] of [[true, true, true, true], [true, false, false, false], [false, false, false, true], [false, true, false, true]] as const) {
-    const base = plan('node-permission');
-    const planned = { ...base, policy: { ...base.policy, network }, networkRule } as SandboxPlan;
-    const wrapped = wrapLaunch(command('node-script'), planned, { tmpdir: dir });
-    try {
-      assert.is(wrapped.command.args.includes('--allow-net'), flag, `networkRule ${networkRule}, network ${network}`);
-      assert.is(wrapped.report.network, reported, `networkRule ${networkRule}, network ${network}`);
-    } finally {
-      await wrapped.cleanup();
-    }
-  }
-});
-
 test('readableRoots: every entry of / but /proc and /dev (the host\'s processes and terminals), plus the plain devices', () => {
   const devices = ['/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero'];
   assert.equal(readableRoots(['usr', 'proc', 'etc', 'dev', 'tmp', 'sys']), ['/etc', '/sys', '/tmp', '/usr', ...devices]);
@@ -112,10 +92,10 @@ function command(kind: LaunchCommand['kind']): LaunchCommand {
     : { kind, executable: join(dir, 'node-link'), args: ['--max-old-space-size=64', join(dir, 'bootstrap.mjs')], env: { PATH: '/usr/bin', TMPDIR: '/tmp' } };
 }
 
-function plan(backend: SandboxPlan['backend'], mode: ResolvedPolicy['mode'] = 'workspace-write'): SandboxPlan {
-  const resolved = { mode, network: false, workspaceRoot: ws, writableRoots: [] };
+function plan(backend: SandboxPlan['backend'], mode: ResolvedPolicy['mode'] = 'workspace-write', { network = false, governsNetwork = false } = {}): SandboxPlan {
+  const resolved = { mode, network, workspaceRoot: ws, writableRoots: [] };
   if (backend === 'bwrap') return { backend, enforcement: 'full', policy: resolved, bwrapPath: '/usr/bin/bwrap' };
-  if (backend === 'node-permission') return { backend, enforcement: 'partial', policy: resolved, permissionFlag: '--permission', networkRule: true };
+  if (backend === 'node-permission') return { backend, enforcement: 'partial', policy: resolved, permissionFlag: '--permission', governsNetwork };
   return { backend, enforcement: 'none', policy: { ...resolved, mode: 'full-access', network: true } };
 }
 
@@ -146,6 +126,17 @@ test('wrapLaunch under bwrap: bwrap runs the command after --, with a private te
   await wrapped.cleanup();
   assert.not.ok(existsSync(tmp));
   await wrapped.cleanup();
+});
+
+test('wrapLaunch under node-permission on a Node whose model governs the network (25+): off unless allowed, and the report says so', async () => {
+  const off = wrapLaunch(command('node-script'), plan('node-permission', 'workspace-write', { governsNetwork: true }), { tmpdir: dir });
+  assert.not.ok(off.command.args.includes('--allow-net'));
+  assert.equal(off.report, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: false });
+  const on = wrapLaunch(command('node-script'), plan('node-permission', 'workspace-write', { network: true, governsNetwork: true }), { tmpdir: dir });
+  const flags = on.command.args.slice(0, -2);
+  assert.equal(flags.slice(-2), ['--allow-net', '--disable-warning=ExperimentalWarning']);
+  assert.equal(on.report, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: true });
+  await Promise.all([off.cleanup(), on.cleanup()]);
 });
 
 test('wrapLaunch under node-permission: flags before the script for a Node, in NODE_OPTIONS for the embedded binary', async () => {

@@ -27,7 +27,12 @@ const INVALID_POLICIES: Array<[string, unknown, string, string]> = [
   ['unknown field', { mode: 'read-only', net: false }, 'TypeError', 'ptc sandbox policy: unknown field "net" (value false)'],
   ['missing mode', {}, 'RangeError', 'ptc sandbox policy: mode must be one of "read-only", "workspace-write", "full-access", got undefined'],
   ['bad mode', { mode: 'write' }, 'RangeError', `ptc sandbox policy: mode must be one of "read-only", "workspace-write", "full-access", got 'write'`],
-  ['network not boolean', { mode: 'read-only', network: 'no' }, 'TypeError', `ptc sandbox policy: network must be a boolean, got 'no'`],
+  ['network not boolean', { mode: 'read-only', network: 'no' }, 'TypeError', `ptc sandbox policy: network must be a boolean or { allow: [...], deny?: [...] }, got 'no'`],
+  ['network an array', { mode: 'read-only', network: ['api.example.com'] }, 'TypeError', `ptc sandbox policy: network must be a boolean or { allow: [...], deny?: [...] }, got [ 'api.example.com' ]`],
+  ['allowlist without allow', { mode: 'read-only', network: { deny: ['10.0.0.0/8'] } }, 'TypeError', 'ptc sandbox policy: network: allow must be an array of rules, got undefined'],
+  ['allowlist unknown field', { mode: 'read-only', network: { allow: [], hosts: ['a.example.com'] } }, 'TypeError', 'ptc sandbox policy: network: unknown field "hosts" (value ["a.example.com"])'],
+  ['allowlist bad rule', { mode: 'read-only', network: { allow: ['api.example.com', 'https://x.example.com/'] } }, 'TypeError', 'NETRULE'],
+  ['allowlist under full-access', { mode: 'full-access', network: { allow: ['api.example.com'] } }, 'RangeError', 'ptc sandbox policy: a network allowlist needs a confined mode ("read-only" or "workspace-write"); "full-access" restricts nothing'],
   ['full-access without network', { mode: 'full-access', network: false }, 'RangeError', 'ptc sandbox policy: network: false needs a confined mode ("read-only" or "workspace-write"); "full-access" restricts nothing'],
   ['roots not an array', { mode: 'workspace-write', writableRoots: '/x' }, 'TypeError', `ptc sandbox policy: writableRoots must be an array of paths, got '/x'`],
   ['empty root', { mode: 'workspace-write', writableRoots: [''] }, 'TypeError', `ptc sandbox policy: writableRoots[0] must be a non-empty path, got ''`],
@@ -45,6 +50,8 @@ for (const [name, input, type, message] of INVALID_POLICIES) {
   test(`resolvePolicy rejects: ${name}`, async () => {
     const error = await rejection(resolvePolicy(input, dir));
     assert.is(error.name, type);
+    // A bad rule's reason is the rule parser's (test/unit/network-rules.test.ts); here, that it is quoted under the policy's name.
+    if (message === 'NETRULE') return assert.match(error.message, /^ptc sandbox policy: network: allow\[1\] 'https:\/\/x\.example\.com\/' /);
     assert.is(error.message.replaceAll(dir, 'DIR').replace(/\/proc\/\d+\//, '/proc/PID/'), message);
   });
 }
@@ -59,6 +66,20 @@ test('resolvePolicy fills defaults: workspace is the cwd, network follows the mo
   assert.equal(await resolvePolicy({ mode: 'workspace-write' }, join(dir, 'ws')), { mode: 'workspace-write', network: false, workspaceRoot: join(dir, 'ws'), writableRoots: [] });
   assert.equal(await resolvePolicy({ mode: 'full-access' }, join(dir, 'ws')), { mode: 'full-access', network: true, workspaceRoot: join(dir, 'ws'), writableRoots: [] });
   assert.is((await resolvePolicy({ mode: 'read-only', network: true }, dir)).network, true);
+});
+
+test('resolvePolicy keeps an allowlist as given, with deny always present', async () => {
+  assert.equal((await resolvePolicy({ mode: 'read-only', network: { allow: ['api.example.com', '10.0.0.0/8:443'] } }, dir)).network, { allow: ['api.example.com', '10.0.0.0/8:443'], deny: [] });
+  assert.equal((await resolvePolicy({ mode: 'workspace-write', network: { allow: ['*.example.org'], deny: ['x.example.org'] } }, dir)).network, { allow: ['*.example.org'], deny: ['x.example.org'] });
+});
+
+test('planSandbox: an allowlist needs bwrap; auto without it is unavailable, naming both reasons', async () => {
+  const missing = join(dir, 'no-such-bwrap');
+  const allowlist = { ...policy('workspace-write'), network: { allow: ['api.example.com'], deny: [] } };
+  const needsBwrap = 'a network allowlist needs the "bwrap" backend: Node\'s permission model can only allow or refuse the whole network, not single hosts';
+  assert.equal(await planSandbox(allowlist, { backend: 'auto', bwrapPath: missing }), { unavailable: `bubblewrap is not installed (${missing} not found); ${needsBwrap}` });
+  assert.equal(await planSandbox(allowlist, { backend: 'node-permission', require: 'none' }), { unavailable: needsBwrap });
+  assert.equal(await planSandbox(allowlist, { backend: 'none', require: 'none' }), { backend: 'none', enforcement: 'none', policy: allowlist });
 });
 
 test('resolvePolicy resolves relative paths and symlinks, and drops duplicate roots', async () => {
@@ -128,13 +149,14 @@ test('planSandbox: auto falls back to node-permission only when partial enforcem
     enforcement: 'partial',
     policy: policy('workspace-write'),
     permissionFlag: '--permission',
-    networkRule: false,
+    governsNetwork: false,
     bwrapUnavailable: `bubblewrap is not installed (${missing} not found)`,
   });
   const chosen = await planSandbox(policy('workspace-write'), { backend: 'node-permission', carrierNodeVersion: 'v20.12.0' });
-  assert.equal(chosen, { backend: 'node-permission', enforcement: 'partial', policy: policy('workspace-write'), permissionFlag: '--experimental-permission', networkRule: false });
-  const current = await planSandbox(policy('workspace-write'), { backend: 'node-permission', carrierNodeVersion: 'v26.10.0' });
-  assert.equal(current, { backend: 'node-permission', enforcement: 'partial', policy: policy('workspace-write'), permissionFlag: '--permission', networkRule: true });
+  assert.equal(chosen, { backend: 'node-permission', enforcement: 'partial', policy: policy('workspace-write'), permissionFlag: '--experimental-permission', governsNetwork: false });
+  // Node 25 added --allow-net: its model refuses the network unless granted.
+  const governed = await planSandbox(policy('workspace-write'), { backend: 'node-permission', carrierNodeVersion: 'v26.10.0' });
+  assert.is('backend' in governed && governed.backend === 'node-permission' && governed.governsNetwork, true);
 });
 
 test('planSandbox: bwrap that cannot create namespaces is unavailable with its stderr', async () => {

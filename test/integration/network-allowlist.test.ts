@@ -1,0 +1,260 @@
+// Network allowlists through real bubblewrap carriers: the program's fetch, https, raw sockets and
+// curl go through the host's proxy (or nowhere), denials fail fast with the proxy's reason, and the
+// result reports what was allowed and denied. Every server listens on the host's loopback, which
+// the sandbox can reach only through the proxy. launch: local only (a remote launch refuses
+// allowlists, which the last test checks with a command-prefix launch).
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { createServer as createTcpServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import type { RunResult, Runtime, RuntimeConfig, SandboxPolicy } from '../../host/index.ts';
+import { rejection } from '../helpers/assert.ts';
+import { createTestRuntime, launchUnderTest, repoRoot } from '../helpers/runtime.ts';
+
+const fixtures = join(repoRoot, 'test/fixtures/network');
+const certPath = join(fixtures, 'cert.pem');
+const workspace = realpathSync(mkdtempSync(join('/var/tmp', 'ptc-network-')));
+
+/** Whether the carrier's Node routes fetch and http/https through the proxy variables itself
+ * (NODE_USE_ENV_PROXY, Node 24.5+). On an older Node (the machine's Node 20 for node-script) the
+ * carrier gives fetch a dispatcher that tunnels every connection with CONNECT, and http/https
+ * are not proxied. */
+function carrierUsesEnvProxy(): boolean {
+  const launch = launchUnderTest();
+  const version = launch?.kind === 'node-script' ? execFileSync(launch.executable, ['--version'], { encoding: 'utf8' }).trim() : process.version;
+  const [major = 0, minor = 0] = /^v(\d+)\.(\d+)/.exec(version)!.slice(1).map(Number);
+  return major > 24 || (major === 24 && minor >= 5);
+}
+const envProxy = carrierUsesEnvProxy();
+/** Plain-HTTP fetches are counted per request by the forward proxy, per kept-alive tunnel otherwise. */
+const perRequest = (requests: number) => (envProxy ? requests : 1);
+const hasCurl = existsSync('/usr/bin/curl');
+
+function listen(server: Server | ReturnType<typeof createTcpServer>): Promise<number> {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
+}
+
+const allowedServer = createHttpServer((req, res) => res.end(`allowed ${req.method} ${req.url}`));
+const deniedServer = createHttpServer((_req, res) => res.end('the denied server answered'));
+const tlsServer = createHttpsServer({ cert: readFileSync(certPath), key: readFileSync(join(fixtures, 'key.pem')) }, (_req, res) => res.end('secret over tls'));
+let deniedConnections = 0;
+const rawServer = createTcpServer((socket) => {
+  deniedConnections++;
+  socket.end('raw hello');
+});
+const [A, B, T, R] = await Promise.all([listen(allowedServer), listen(deniedServer), listen(tlsServer), listen(rawServer)]);
+
+const runtimes: Runtime[] = [];
+test.after.each(async () => {
+  await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
+});
+test.after(() => {
+  for (const server of [allowedServer, deniedServer, tlsServer, rawServer]) server.close();
+  rmSync(workspace, { recursive: true, force: true });
+});
+
+function runtimeWith(network: SandboxPolicy['network'], config: RuntimeConfig = {}): Runtime {
+  const runtime = createTestRuntime({ timeoutMs: 20_000, ...config, policy: { mode: 'workspace-write', network } });
+  runtimes.push(runtime);
+  return runtime;
+}
+
+async function run(network: SandboxPolicy['network'], program: string): Promise<RunResult> {
+  const runtime = runtimeWith(network);
+  return runtime.run(runtime.resolve({ program, cwd: workspace }));
+}
+
+function value(result: RunResult): any {
+  assert.is(result.status, 'ok', JSON.stringify(result));
+  return (result as { value?: unknown }).value;
+}
+
+const loopbackDenied = (port: number) => `blocked by ptc network policy: 127.0.0.1:${port} is not allowed (default: loopback addresses are denied unless named)`;
+const notListed = (host: string, port: number) => `blocked by ptc network policy: ${host}:${port} is not allowed (default: not in allowlist)`;
+const bwrapReport = (network: unknown, denied: boolean) => ({ mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network, denied });
+
+/** A program that fetches each URL and returns its body, or the error message it failed with. */
+const fetchAll = (urls: string[]) => `
+  const out = [];
+  for (const url of ${JSON.stringify(urls)}) {
+    try { out.push(await (await fetch(url)).text()) } catch (error) { out.push(error.name + ': ' + error.message) }
+  }
+  return out;`;
+
+test('fetch reaches the allowed port, is refused the denied one with the rule, and the report counts both', async () => {
+  const result = await run({ allow: [`127.0.0.1:${A}`] }, fetchAll([`http://127.0.0.1:${A}/one`, `http://127.0.0.1:${B}/`, `http://127.0.0.1:${A}/two`]));
+  assert.equal(value(result), [`allowed GET /one`, `TypeError: ${loopbackDenied(B)}`, `allowed GET /two`]);
+  assert.equal(result.sandbox, bwrapReport({ mode: 'allowlist', allowed: [{ host: '127.0.0.1', port: A, count: perRequest(2) }], denied: [{ host: '127.0.0.1', port: B, count: 1 }] }, true));
+});
+
+test('an uncaught denied fetch is an exception carrying the proxy\'s sentence; the denied server sees nothing', async () => {
+  const result = await run({ allow: [`127.0.0.1:${A}`] }, 'return (await fetch("http://169.254.169.254/")).status');
+  assert.is(result.status, 'failed');
+  const failure = (result as { failure: { kind: string; name: string; message: string } }).failure;
+  assert.is(failure.kind, 'exception');
+  assert.is(failure.name, 'TypeError');
+  assert.is(failure.message, 'blocked by ptc network policy: 169.254.169.254:80 is not allowed (default: link-local and metadata addresses are denied unless named)');
+  assert.equal(result.sandbox, bwrapReport({ mode: 'allowlist', allowed: [], denied: [{ host: '169.254.169.254', port: 80, count: 1 }] }, true));
+});
+
+test('an allowed name that does not resolve fails fetch with the proxy\'s reason, over HTTP and CONNECT alike', async () => {
+  // .invalid never resolves (RFC 6761), with or without a network.
+  const [plain, tunnelled] = value(await run({ allow: ['unresolvable.invalid'] }, fetchAll(['http://unresolvable.invalid/', 'https://unresolvable.invalid/']))) as string[];
+  assert.match(plain!, /^TypeError: ptc network proxy: cannot resolve unresolvable\.invalid \((ENOTFOUND|EAI_AGAIN)\)$/);
+  assert.match(tunnelled!, /^TypeError: ptc network proxy: cannot resolve unresolvable\.invalid \((ENOTFOUND|EAI_AGAIN)\)$/);
+});
+
+test('localhost and 127.0.0.1 are different rules; a CIDR rule allows the addresses in it; a wildcard matches only names under it', async () => {
+  const byName = await run({ allow: [`localhost:${A}`] }, fetchAll([`http://localhost:${A}/name`, `http://127.0.0.1:${A}/address`]));
+  assert.equal(value(byName), [`allowed GET /name`, `TypeError: ${loopbackDenied(A)}`]);
+  const byRange = await run({ allow: [`127.0.0.0/8:${A}`] }, fetchAll([`http://127.0.0.1:${A}/range`, `http://127.0.0.1:${B}/`]));
+  assert.equal(value(byRange), [`allowed GET /range`, `TypeError: ${loopbackDenied(B)}`]);
+  const wildcard = await run({ allow: [`*.example.com:${A}`] }, fetchAll([`http://example.com:${A}/`, `http://127.0.0.1:${A}/`]));
+  assert.equal(value(wildcard), [`TypeError: ${notListed('example.com', A)}`, `TypeError: ${loopbackDenied(A)}`]);
+  // deny beats allow
+  const denied = await run({ allow: [`127.0.0.0/8`], deny: [`127.0.0.1:${B}`] }, fetchAll([`http://127.0.0.1:${A}/`, `http://127.0.0.1:${B}/`]));
+  assert.equal(value(denied), [`allowed GET /`, `TypeError: blocked by ptc network policy: 127.0.0.1:${B} is not allowed (127.0.0.1:${B})`]);
+});
+
+test('a name that resolves to a loopback address is denied unless the address is named', async (context) => {
+  // Any /etc/hosts name for 127.0.0.1 other than localhost stands in for DNS rebinding to loopback.
+  const alias = readFileSync('/etc/hosts', 'utf8').split('\n').map((line) => line.trim().split(/\s+/))
+    .find(([address, ...names]) => address === '127.0.0.1' && names.some((name) => !/^localhost\b/.test(name)))?.slice(1).find((name) => !/^localhost\b/.test(name));
+  if (alias === undefined) {
+    console.log(`# skipped: /etc/hosts names 127.0.0.1 only as localhost (${JSON.stringify(context.__test__)})`);
+    return;
+  }
+  const result = await run({ allow: [`${alias}:${A}`] }, fetchAll([`http://${alias}:${A}/`]));
+  assert.equal(value(result), [`TypeError: blocked by ptc network policy: ${alias}:${A} is not allowed (default: loopback addresses are denied unless named)`]);
+});
+
+test('HTTPS goes through CONNECT to a local TLS server; a denied CONNECT fails with the reason', async () => {
+  const program = `
+    const https = await import('node:https');
+    const fs = await import('node:fs');
+    const ca = fs.readFileSync(${JSON.stringify(certPath)});
+    const get = (url) => new Promise((resolve, reject) => https.get(url, { ca }, (res) => {
+      let body = ''; res.setEncoding('utf8').on('data', (chunk) => body += chunk).on('end', () => resolve(res.statusCode + ' ' + body));
+    }).on('error', reject));
+    let refused;
+    try { await fetch('https://127.0.0.1:${B}/') } catch (error) { refused = error.message }
+    // Node before 24.5 does not proxy its https module: there the carrier's fetch is what tunnels.
+    return [${envProxy} ? await get('https://127.0.0.1:${T}/') : null, refused];`;
+  const result = await run({ allow: [`127.0.0.1:${T}`] }, program);
+  assert.equal(value(result), [envProxy ? '200 secret over tls' : null, loopbackDenied(B)]);
+  assert.equal(result.sandbox, bwrapReport({ mode: 'allowlist', allowed: envProxy ? [{ host: '127.0.0.1', port: T, count: 1 }] : [], denied: [{ host: '127.0.0.1', port: B, count: 1 }] }, true));
+});
+
+test('a raw TCP connect cannot leave the sandbox: the namespace has only loopback, and the error says so', async () => {
+  const program = `
+    const net = await import('node:net');
+    const attempt = (port, host) => new Promise((resolve) => net.connect(port, host).on('connect', () => resolve('connected')).on('error', (error) => resolve(error.code + ': ' + error.message)));
+    return [await attempt(${R}, '127.0.0.1'), await attempt(80, '192.0.2.1')];`;
+  const result = await run({ allow: [`127.0.0.1:${R}`] }, program);
+  const hint = ' (ptc network policy: the sandbox has no network interface, only the allowlist proxy; use fetch, http(s) with HTTP_PROXY, or SOCKS5 at ALL_PROXY=socks5h://127.0.0.1:3128)';
+  assert.equal(value(result), [`ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:${R}${hint}`, `ENETUNREACH: connect ENETUNREACH 192.0.2.1:80 - Local (0.0.0.0:0)${hint}`]);
+  assert.is(deniedConnections, 0);
+  assert.equal(result.sandbox, bwrapReport({ mode: 'allowlist', allowed: [], denied: [] }, true));
+});
+
+test('curl in a child process goes through the proxy unchanged: HTTP, HTTPS and SOCKS5', async () => {
+  if (!hasCurl) return console.log('# skipped: no /usr/bin/curl');
+  const program = `
+    const { execFileSync } = await import('node:child_process');
+    const curl = (...args) => { try { return execFileSync('curl', ['-sS', ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }) } catch (error) { return 'exit ' + error.status + ': ' + error.stderr.trim() } };
+    return [
+      curl('http://127.0.0.1:${A}/curl'),
+      curl('-o', '/dev/null', '-w', '%{http_code}', 'http://127.0.0.1:${B}/'),
+      curl('--cacert', ${JSON.stringify(certPath)}, 'https://127.0.0.1:${T}/'),
+      curl('--proxy', process.env.ALL_PROXY, 'http://127.0.0.1:${A}/socks'),
+    ];`;
+  const result = await run({ allow: [`127.0.0.1:${A}`, `127.0.0.1:${T}`] }, program);
+  assert.equal(value(result), ['allowed GET /curl', '403', 'secret over tls', 'allowed GET /socks']);
+  assert.equal(result.sandbox, bwrapReport({
+    mode: 'allowlist',
+    allowed: [{ host: '127.0.0.1', port: A, count: 2 }, { host: '127.0.0.1', port: T, count: 1 }],
+    denied: [{ host: '127.0.0.1', port: B, count: 1 }],
+  }, true));
+});
+
+test('a refusal another client met does not relabel a fetch that failed for its own reason', async () => {
+  if (!hasCurl) return console.log('# skipped: no /usr/bin/curl');
+  const program = `
+    const { execFileSync } = await import('node:child_process');
+    try { execFileSync('curl', ['-sS', 'https://127.0.0.1:${B}/'], { stdio: 'ignore' }) } catch {}
+    try { await fetch('https://127.0.0.1:${B}/', { signal: AbortSignal.abort() }) } catch (error) { return error.name }`;
+  assert.is(value(await run({ allow: [`127.0.0.1:${A}`] }, program)), 'AbortError');
+});
+
+test('a retained environment keeps its proxy and rules, counts per run; a changed allowlist replaces it', async () => {
+  const runtime = createTestRuntime({ timeoutMs: 20_000, executionMode: 'persistent-in-memory' });
+  runtimes.push(runtime);
+  const owner = {};
+  const go = (program: string, network: SandboxPolicy['network']) => runtime.run(runtime.resolve({ program, cwd: workspace, stateOwner: owner, policy: { mode: 'workspace-write', network } }));
+  const first = await go(`var seen = await (await fetch('http://127.0.0.1:${A}/1')).text(); seen`, { allow: [`127.0.0.1:${A}`] });
+  assert.is(value(first), 'allowed GET /1');
+  assert.equal(first.environment, { fresh: true });
+  const second = await go(`let refused; try { await fetch('http://127.0.0.1:${B}/') } catch (error) { refused = error.message }; [seen, refused]`, { allow: [`127.0.0.1:${A}`] });
+  assert.equal(value(second), ['allowed GET /1', loopbackDenied(B)]);
+  assert.equal(second.environment, { fresh: false });
+  assert.equal(second.sandbox.network, { mode: 'allowlist', allowed: [], denied: [{ host: '127.0.0.1', port: B, count: 1 }] });
+  const changed = await go(`[typeof seen, await (await fetch('http://127.0.0.1:${B}/')).text()]`, { allow: [`127.0.0.1:${B}`] });
+  assert.equal(value(changed), ['undefined', 'the denied server answered']);
+  assert.equal(changed.environment, { fresh: true, replaced: 'the sandbox policy changed, so the previous environment was ended' });
+});
+
+test('the proxy\'s socket directory goes with the carrier: after a run, a timeout that kills it, a released owner, and its spare', async () => {
+  const before = readdirSync(tmpdir()).filter((name) => name.startsWith('ptc-network-'));
+  await run({ allow: [`127.0.0.1:${A}`] }, 'return 1');
+  const runtime = runtimeWith({ allow: [`127.0.0.1:${A}`] }, { timeoutMs: 1_000 });
+  const stuck = await runtime.run(runtime.resolve({ program: `await fetch('http://127.0.0.1:${A}/'); for (;;) {}`, cwd: workspace }));
+  assert.is(stuck.status === 'failed' && stuck.failure.kind, 'timeout');
+  const retained = runtimeWith({ allow: [`127.0.0.1:${A}`] }, { executionMode: 'persistent-in-memory' });
+  const owner = {};
+  value(await retained.run(retained.resolve({ program: `globalThis.kept = 1; 1`, cwd: workspace, stateOwner: owner })));
+  await retained.release(owner);
+  await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
+  const after = readdirSync(tmpdir()).filter((name) => name.startsWith('ptc-network-') && !before.includes(name));
+  assert.equal(after, []);
+});
+
+test('only bubblewrap can enforce an allowlist: node-permission and full-access refuse it, bad rules throw', async () => {
+  const runtime = runtimeWith({ allow: ['api.example.com'] }, { sandbox: { backend: 'node-permission' } });
+  const result = await runtime.run(runtime.resolve({ program: 'return 1', cwd: workspace }));
+  assert.equal(result, {
+    status: 'failed',
+    failure: { kind: 'sandbox-unavailable', message: 'a network allowlist needs the "bwrap" backend: Node\'s permission model can only allow or refuse the whole network, not single hosts' },
+    output: [],
+    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, denied: false },
+  });
+  const open = createTestRuntime();
+  runtimes.push(open);
+  const wide = await rejection(open.run(open.resolve({ program: 'return 1', cwd: workspace, policy: { mode: 'full-access', network: { allow: ['api.example.com'] } } })));
+  assert.instance(wide, RangeError);
+  assert.is(wide.message, 'ptc sandbox policy: a network allowlist needs a confined mode ("read-only" or "workspace-write"); "full-access" restricts nothing');
+  const bad = await rejection(open.run(open.resolve({ program: 'return 1', cwd: workspace, policy: { mode: 'read-only', network: { allow: ['api.example.com', 'bad host'] } } })));
+  assert.instance(bad, TypeError);
+  assert.is(bad.message, "ptc sandbox policy: network: allow[1] 'bad host' contains white space");
+});
+
+test('a remote launch refuses an allowlist before it connects: the far side has no path to the host\'s proxy', async () => {
+  const runtime = createTestRuntime({
+    launch: { kind: 'command', command: ['env', '-i', 'PATH=/usr/bin:/bin'], node: '/usr/bin/node', bootstrapPath: join(repoRoot, 'dist/bootstrap.mjs') },
+    policy: { mode: 'workspace-write', network: { allow: ['api.example.com'] } },
+  });
+  runtimes.push(runtime);
+  const result = await runtime.run(runtime.resolve({ program: 'return 1', cwd: workspace }));
+  assert.equal(result, {
+    status: 'failed',
+    failure: { kind: 'sandbox-unavailable', message: 'a network allowlist is not supported for remote (ssh or command) launches: the far side would need a path to the host\'s proxy; use network: false or true there' },
+    output: [],
+    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, location: 'remote', denied: false },
+  });
+});
+
+test.run();
