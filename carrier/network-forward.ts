@@ -79,10 +79,17 @@ export function startForwarding(): Promise<void> {
       reject(new Error(`the network forwarder could not listen on 127.0.0.1:${FORWARD_PORT}: ${message}`, { cause }));
     };
     const worker = new Worker(FORWARDER, { eval: true, workerData: { socketPath, port: FORWARD_PORT, reasons: port2 }, transferList: [port2] });
-    worker.once('message', (message: { listening?: true; error?: string }) => (message.listening ? resolve() : fail(message.error ?? 'unknown error')));
-    worker.once('error', (error: Error) => fail(error.message, error));
-    // The control channel keeps the carrier alive, not this.
-    worker.unref();
+    // Ref'd until it answers, so a run waiting for it is not taken for one that nothing can
+    // settle; then the control channel keeps the carrier alive, not this.
+    worker.once('message', (message: { listening?: true; error?: string }) => {
+      worker.unref();
+      if (message.listening) resolve();
+      else fail(message.error ?? 'unknown error');
+    });
+    worker.once('error', (error: Error) => {
+      worker.unref();
+      fail(error.message, error);
+    });
   });
   return then(listening, () => tunnelOldFetch(nativeFetch));
 }
