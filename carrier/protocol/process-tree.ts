@@ -76,6 +76,14 @@ function killTreeOnWindows(pid: number, kill: { executable: string; args: string
 
 /** Pids below `root` in the process tree, from each thread's /proc children list (Linux; empty elsewhere). */
 function descendantsOf(root: number): number[] {
+  return processTree(root).filter((pid) => pid !== root);
+}
+
+/**
+ * `root`, when it is still there, and every process below it, from each thread's /proc children
+ * list (Linux; empty elsewhere). The kill and the host's CPU and memory accounting both walk it.
+ */
+export function processTree(root: number): number[] {
   const found: number[] = [];
   const queue = [root];
   while (queue.length > 0) {
@@ -86,17 +94,17 @@ function descendantsOf(root: number): number[] {
     } catch {
       continue; // exited, or no /proc
     }
+    found.push(pid);
     for (const thread of threads) {
       let listed: string;
       try {
-        listed = readFileSync(`/proc/${pid}/task/${thread}/children`, 'utf8');
+        listed = readFileSync(`/proc/${pid}/task/${thread}/children`, 'latin1');
       } catch {
         continue;
       }
       for (const child of listed.split(' ')) {
-        if (child === '' || child === '\n') continue;
-        found.push(Number(child));
-        queue.push(Number(child));
+        const number = Number(child);
+        if (child.trim() !== '' && Number.isSafeInteger(number)) queue.push(number);
       }
     }
   }

@@ -82,11 +82,12 @@ test('planSandbox on Windows: auto is node-permission with partial enforcement a
     enforcement: 'partial',
     policy,
     permissionFlag: '--permission',
+    governsNetwork: true,
     bwrapUnavailable: NOT_LINUX,
   });
   assert.equal(await planSandbox(policy, { backend: 'bwrap' }, undefined, windows), { unavailable: NOT_LINUX });
   assert.equal(await planSandbox(policy, { require: 'full' }, undefined, windows), {
-    unavailable: `${NOT_LINUX}; Node's permission model (backend "node-permission") enforces only file rules, not network or process isolation, and require is "full"`,
+    unavailable: `${NOT_LINUX}; Node's permission model (backend "node-permission") enforces file rules (and on Node 25 or later network: all or nothing), not process isolation, and require is "full"`,
   });
   assert.equal(await planSandbox(policy, { backend: 'none', require: 'none' }, undefined, windows), { backend: 'none', enforcement: 'none', policy });
 });

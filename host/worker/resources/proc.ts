@@ -1,6 +1,7 @@
 // What a carrier's process tree is using, read from Linux's /proc by the host: the carrier cannot
 // be trusted to report its own. One walk of the tree gives CPU time and resident memory.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { processTree } from '../../../carrier/protocol/process-tree.ts';
 
 /**
  * /proc/<pid>/stat counts CPU time in clock ticks of USER_HZ, which the kernel fixes at 100 for
@@ -51,34 +52,8 @@ export function treeUsage(root: number): TreeUsage {
   return usage;
 }
 
-/** `root` and its descendants, from each thread's /proc children list. */
-export function treeOf(root: number): number[] {
-  const found: number[] = [];
-  const queue = [root];
-  while (queue.length > 0) {
-    const pid = queue.pop()!;
-    let threads: string[];
-    try {
-      threads = readdirSync(`/proc/${pid}/task`);
-    } catch {
-      continue;
-    }
-    found.push(pid);
-    for (const thread of threads) {
-      let listed: string;
-      try {
-        listed = readFileSync(`/proc/${pid}/task/${thread}/children`, 'latin1');
-      } catch {
-        continue;
-      }
-      for (const child of listed.split(' ')) {
-        const number = Number(child);
-        if (child.trim() !== '' && Number.isSafeInteger(number)) queue.push(number);
-      }
-    }
-  }
-  return found;
-}
+/** `root` and its descendants (the walk the tree kill uses too). */
+export const treeOf = processTree;
 
 /**
  * The CPU fields of /proc/<pid>/stat (proc(5): utime, stime, cutime, cstime are fields 14-17).
