@@ -145,7 +145,7 @@ test('wrapLaunch under node-permission: flags before the script for a Node, in N
   const reads = readableRoots().map((root) => `--allow-fs-read=${root}`);
   assert.equal(script.command.args, ['--permission', ...reads, `--allow-fs-write=${ws}`, `--allow-fs-write=${tmp}`, '--max-old-space-size=64', join(dir, 'bootstrap.mjs')]);
   assert.is(script.command.executable, join(dir, 'node-link'));
-  assert.equal(script.report, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: false });
+  assert.equal(script.report, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: true });
 
   const embedded = wrapLaunch(command('embedded'), plan('node-permission', 'read-only'), { tmpdir: dir });
   const embeddedTmp = embedded.privateTmp!;
