@@ -20,7 +20,11 @@ export async function hostMemory(): Promise<void> {
       const result = await runtime.run(runtime.resolve({ program: 'return 1' }));
       if (result.status !== 'ok' || result.value !== 1) throw new Error(`run ${i} did not return 1: ${JSON.stringify(result)}`);
       if (i === BASELINE_RUNS) baseline = process.memoryUsage();
-      if (i % 2_000 === 0) console.log(`${pad(`after ${i.toLocaleString('en-US')} runs`)}RSS ${mb(process.memoryUsage().rss)} (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+      // Every 1,000 runs: the trend so far, so that an interrupted run still tells something.
+      if (i % 1_000 === 0) {
+        const { rss } = process.memoryUsage();
+        console.log(`${pad(`after ${i.toLocaleString('en-US')} runs`)}RSS ${mb(rss)}, ${(((rss / baseline!.rss) - 1) * 100).toFixed(1)} % since run ${BASELINE_RUNS.toLocaleString('en-US')} (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+      }
     }
   } finally {
     await runtime.dispose();
