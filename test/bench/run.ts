@@ -18,6 +18,15 @@ import { served } from './serve.ts';
 import { hostMemory } from './host-memory.ts';
 import { interleave, judge, measuredRows, median, ms, p90, pad, printTable, ratio } from './stats.ts';
 
+const { values: flags } = parseArgs({ options: { long: { type: 'boolean', default: false }, only: { type: 'string' } } });
+/** `--only 2,5`: just those sections (by number; 13 is the --long one), for measuring one lever. */
+const only = flags.only === undefined ? undefined : new Set(flags.only.split(',').map((n) => Number(n.trim())));
+if (only !== undefined && [...only].some((n) => !Number.isInteger(n) || n < 1 || n > 13)) {
+  console.error(`bench: --only takes section numbers 1 to 13 separated by commas, got ${JSON.stringify(flags.only)}`);
+  process.exit(2);
+}
+const wanted = (section: number): boolean => (only === undefined ? section !== 13 || flags.long : only.has(section));
+
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'dist', 'ptc');
 const ECHO = join(import.meta.dirname, 'echo.ts');
@@ -31,14 +40,6 @@ const VARIANTS: Array<[string, RuntimeConfig]> = [['source', {}], ...(HAVE_BIN ?
 /** The same without a spare carrier booted ahead of each run: what a run costs when it has to start one. */
 const COLD: Array<[string, RuntimeConfig]> = VARIANTS.map(([name, config]) => [`${name}, cold`, { ...config, prestartCarrier: false }]);
 
-const { values: flags } = parseArgs({ options: { long: { type: 'boolean', default: false }, only: { type: 'string' } } });
-/** `--only 2,5`: just those sections (by number; 13 is the --long one), for measuring one lever. */
-const only = flags.only === undefined ? undefined : new Set(flags.only.split(',').map((n) => Number(n.trim())));
-if (only !== undefined && [...only].some((n) => !Number.isInteger(n) || n < 1 || n > 13)) {
-  console.error(`bench: --only takes section numbers 1 to 13 separated by commas, got ${JSON.stringify(flags.only)}`);
-  process.exit(2);
-}
-const wanted = (section: number): boolean => (only === undefined ? section !== 13 || flags.long : only.has(section));
 
 // ---- shared helpers ----
 
