@@ -8,6 +8,7 @@ import { Parser, type AnyNode } from 'acorn';
 import { recursive, type RecursiveVisitors } from 'acorn-walk';
 import { lowerTopLevelAwait, syntaxErrorPosition, unsupportedUsing, withPosition } from './await-lowering.ts';
 import { apply, defineProperty, withPristineBuiltins } from '../intrinsics.ts';
+import { defineLazyGlobal } from './lazy-global.ts';
 import type { Completion, EvaluationOptions, Evaluator } from './types.ts';
 
 // Captured before any program runs: awaiting the lowered arrow's promise must not go through a
@@ -44,15 +45,14 @@ export function createVmScriptEvaluator(): Evaluator {
  * Defines the main realm's Node globals (process, Buffer, timers, URL, fetch, structuredClone, …)
  * on a context global, as Node's REPL does for `useGlobal: false`: names the context already has
  * keep its own builtins, except `console`, whose context version only reaches an attached inspector.
+ * Each is copied on first use (lazy-global.ts).
  */
 function installNodeGlobals(contextGlobal: Record<string, unknown>): void {
   const builtins = new Set(Object.getOwnPropertyNames(contextGlobal));
   builtins.delete('console');
   for (const name of Object.getOwnPropertyNames(globalThis)) {
     if (builtins.has(name)) continue;
-    const descriptor = Object.getOwnPropertyDescriptor(globalThis, name);
-    if (descriptor === undefined) continue;
-    Object.defineProperty(contextGlobal, name, 'value' in descriptor ? descriptor : ownAccessor(contextGlobal, name, descriptor));
+    defineLazyGlobal(contextGlobal, name, (descriptor) => ('value' in descriptor ? descriptor : ownAccessor(contextGlobal, name, descriptor)));
   }
   Object.defineProperty(contextGlobal, 'global', { value: contextGlobal, writable: true, configurable: true, enumerable: true });
 }

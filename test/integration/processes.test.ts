@@ -6,7 +6,19 @@ import * as assert from 'uvu/assert';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import type { RunResult } from '../../host/index.ts';
-import { childrenOf, liveProcesses, liveProcessesInGroup, openFds, runProgram, waitUntil, createTestRuntime } from '../helpers/runtime.ts';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { childrenOf, launchUnderTest, liveProcesses, liveProcessesInGroup, openFds, repoRoot, runProgram, waitUntil, createTestRuntime } from '../helpers/runtime.ts';
+
+const commandLine = (pid: number): string => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ');
+  } catch {
+    return '';
+  }
+};
 
 /** Time for the kernel to finish deaths the host has already caused; not a speed assertion. */
 const SETTLE_MS = 2_000;
@@ -90,6 +102,35 @@ test('abort kills the group while the program awaits forever', async () => {
   await assertGroupGone(carrier);
   assert.not.ok(liveProcesses().some((entry) => entry.pid === sleeper), 'the sleep survived');
   await assertNoZombieChildren();
+});
+
+test('a host that exits as soon as a per-call result arrives leaves no process and no sandbox files behind', async () => {
+  // The result does not wait for the carrier's end (the kill has gone out, the rest finishes
+  // later); a host that exits meanwhile must still finish it. The sandbox's private temp
+  // directory goes under TMPDIR, so a fresh one shows what was left.
+  const tmp = mkdtempSync(join(tmpdir(), 'ptc-exit-test-'));
+  const marker = '1234.5';
+  const host = `
+    import { createRuntime } from ${JSON.stringify(`${repoRoot}host/index.ts`)};
+    const launch = ${JSON.stringify(launchUnderTest() ?? null)};
+    const runtime = createRuntime({ policy: { mode: 'workspace-write' }, prestartCarrier: false, ...(launch ? { launch } : {}) });
+    const program = "const { spawn } = await import('node:child_process'); const s = spawn('sleep', ['${marker}'], { stdio: 'ignore' }); await new Promise((r) => s.once('spawn', r)); return 1";
+    const result = await runtime.run(runtime.resolve({ program, cwd: ${JSON.stringify(tmp)} }));
+    process.stdout.write(JSON.stringify(result));
+    process.exit(0);
+  `;
+  try {
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', host], { cwd: tmp, env: { ...process.env, TMPDIR: tmp }, encoding: 'utf8' });
+    assert.is(child.status, 0, child.stderr);
+    const result = JSON.parse(child.stdout) as RunResult;
+    assert.is(result.status, 'ok', child.stdout);
+    assert.is((result as Extract<RunResult, { status: 'ok' }>).value, 1);
+    assert.equal(readdirSync(tmp).filter((name) => name.startsWith('ptc-sandbox-')), [], 'sandbox temp directories left behind');
+    const gone = await waitUntil(() => !liveProcesses().some(({ pid }) => commandLine(pid).includes(`sleep ${marker}`)), SETTLE_MS);
+    assert.ok(gone, 'the program\'s sleep survived its host');
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
 });
 
 test('a carrier that exits on its own leaves no descendant behind', async () => {

@@ -97,6 +97,26 @@ test('Node REPL (replScoped: false): REPL declaration rules and ordinary _', asy
 
 // ---------------------------------------------------------------- owners and lifecycle
 
+// Node's lazy globals (web streams, File, FormData, ...) load their modules when first read; a
+// retained context must not read them all when it is created (idle RSS), yet behave the same.
+for (const [label, config] of [['vm-script + scriptPersistence', { executionMode: 'vm-script', scriptPersistence: true }], ['scoped REPL', { executionMode: 'persistent-in-memory' }]] as const) {
+  test(`${label}: Node's lazy globals load on first use and then behave as copied`, async () => {
+    const run = runner(runtimeWith(config), {});
+    const loaded = '[process.moduleLoadList.includes("NativeModule internal/webstreams/readablestream"), process.moduleLoadList.includes("NativeModule internal/file")]';
+    assert.equal(value(await run(loaded)), [false, false]);
+    assert.equal(value(await run('[new File(["abc"], "a.txt").size, typeof TransformStream, new TextEncoderStream().encoding]')), [3, 'function', 'utf-8']);
+    assert.equal(value(await run(loaded)), [true, true]);
+    // After its first read a global is the carrier's own value, and as enumerable as there.
+    const same = `const main = process.getBuiltinModule('node:vm').runInThisContext('globalThis');
+      const [mine, theirs] = [globalThis, main].map((g) => Object.getOwnPropertyDescriptor(g, 'File'));
+      [mine.enumerable === theirs.enumerable, File === main.File, Object.keys(globalThis).includes('File')]`;
+    assert.equal(value(await run(same)), [true, true, false]);
+    // An assignment before the first read shadows the name in this context only.
+    assert.equal(value(await run('FormData = 7; [FormData, Object.keys(globalThis).includes("FormData")]')), [7, false]);
+    assert.equal(value(await run('[FormData, process.getBuiltinModule("node:vm").runInThisContext("typeof FormData")]')), [7, 'function']);
+  });
+}
+
 test('owners: one run at a time per owner, distinct owners concurrently, release starts fresh', async () => {
   const runtime = runtimeWith({ executionMode: 'persistent-in-memory' });
   const a = {};

@@ -1,8 +1,9 @@
 // The one vm context a scoped REPL environment keeps. Like Node's REPL with `useGlobal: false`, it
 // receives the carrier realm's Node globals (process, Buffer, timers, URL, fetch, ...) by copying
-// their property descriptors, and a `global` alias of its own global object. Unlike the REPL it
+// their property descriptors (on first use: lazy-global.ts), and a `global` alias of its own global object. Unlike the REPL it
 // adds no `require`, `module` or built-in module globals such as `fs`: programs use `import()`.
 import vm from 'node:vm';
+import { defineLazyGlobal } from '../lazy-global.ts';
 
 /** Names a CommonJS entry point or Node's REPL would add; programs never see them. */
 const MODULE_GLOBALS = new Set(['require', 'module', 'exports', '__filename', '__dirname']);
@@ -23,8 +24,7 @@ export function createProgramContext(codeGeneration: boolean): ProgramContext {
   const own = new Set(vm.runInContext('Object.getOwnPropertyNames(globalThis)', context) as string[]);
   for (const name of Object.getOwnPropertyNames(globalThis)) {
     if (own.has(name) || MODULE_GLOBALS.has(name)) continue;
-    const descriptor = Object.getOwnPropertyDescriptor(globalThis, name);
-    if (descriptor !== undefined) Object.defineProperty(sandbox, name, descriptor);
+    defineLazyGlobal(sandbox, name);
   }
   const globalObject = vm.runInContext('globalThis', context) as Record<string, unknown>;
   Object.defineProperty(sandbox, 'global', { value: globalObject, writable: true, configurable: true, enumerable: false });
