@@ -12,6 +12,6 @@ export function versionText(report: VersionReport): string {
   const answer = bwrap.answer === 'cache' ? ', cached probe' : bwrap.answer === 'probe' ? ', probed now' : '';
   lines.push(`sandbox bwrap: ${bwrap.works ? `works (${bwrap.path}${answer})` : `unavailable (${bwrap.reason})`}`);
   const permission = sandbox['node-permission'];
-  lines.push(`sandbox node-permission: ${permission.works ? 'works (partial: files only)' : `unavailable (${permission.reason})`}`);
+  lines.push(`sandbox node-permission: ${permission.works ? 'works (partial: files and, on Node 25 or later, the network as a whole; no process isolation)' : `unavailable (${permission.reason})`}`);
   return `${lines.join('\n')}\n`;
 }

@@ -4,7 +4,7 @@ import { inspect } from 'node:util';
 
 export type SandboxBackend = 'bwrap' | 'node-permission' | 'none';
 export type BackendChoice = 'auto' | SandboxBackend;
-/** full: files, network and processes (bwrap); partial: files only (Node's permission model); none. */
+/** full: files, network and processes (bwrap); partial: files, and the whole network on Node 25+ (Node's permission model); none. */
 export type Enforcement = 'full' | 'partial' | 'none';
 
 export interface SandboxOptions {

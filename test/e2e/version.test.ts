@@ -62,7 +62,7 @@ test('`ptc version` as text, one fact a line, with `env -i` (no PATH, no HOME)',
     `platform ${process.platform}-${process.arch}`,
     `bootstrap sha256 ${bootstrapSha()} (embedded)`,
     'sandbox bwrap: works (/usr/bin/bwrap, probed now)',
-    'sandbox node-permission: works (partial: files only)',
+    'sandbox node-permission: works (partial: files and, on Node 25 or later, the network as a whole; no process isolation)',
     '',
   ].join('\n'));
   assert.match(ptc(['version'], { HOME: home }).stdout, /^sandbox bwrap: works \(\/usr\/bin\/bwrap, cached probe\)$/m);
