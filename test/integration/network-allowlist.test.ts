@@ -230,7 +230,7 @@ test('only bubblewrap can enforce an allowlist: node-permission and full-access 
     status: 'failed',
     failure: { kind: 'sandbox-unavailable', message: 'a network allowlist needs the "bwrap" backend: Node\'s permission model can only allow or refuse the whole network, not single hosts' },
     output: [],
-    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, denied: false },
+    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, denied: false, memory: 'none' },
   });
   const open = createTestRuntime();
   runtimes.push(open);
@@ -253,7 +253,7 @@ test('a remote launch refuses an allowlist before it connects: the far side has 
     status: 'failed',
     failure: { kind: 'sandbox-unavailable', message: 'a network allowlist is not supported for remote (ssh or command) launches: the far side would need a path to the host\'s proxy; use network: false or true there' },
     output: [],
-    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, location: 'remote', denied: false },
+    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, location: 'remote', denied: false, memory: 'none' },
   });
 });
 
