@@ -76,7 +76,7 @@ function value(result: RunResult): any {
 
 const loopbackDenied = (port: number) => `blocked by ptc network policy: 127.0.0.1:${port} is not allowed (default: loopback addresses are denied unless named)`;
 const notListed = (host: string, port: number) => `blocked by ptc network policy: ${host}:${port} is not allowed (default: not in allowlist)`;
-const bwrapReport = (network: unknown, denied: boolean) => ({ mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network, denied });
+const bwrapReport = (network: unknown, denied: boolean) => ({ mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network, denied, memory: 'none' });
 
 /** A program that fetches each URL and returns its body, or the error message it failed with. */
 const fetchAll = (urls: string[]) => `
