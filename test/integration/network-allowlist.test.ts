@@ -3,7 +3,7 @@
 // result reports what was allowed and denied. Every server listens on the host's loopback, which
 // the sandbox can reach only through the proxy. launch: local only (a remote launch refuses
 // allowlists, which the last test checks with a command-prefix launch).
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -221,6 +221,27 @@ test('the proxy\'s socket directory goes with the carrier: after a run, a timeou
   await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
   const after = readdirSync(tmpdir()).filter((name) => name.startsWith('ptc-network-') && !before.includes(name));
   assert.equal(after, []);
+});
+
+test('a host that never disposes its allowlisted runtime still exits (the prestarted spare has a proxy), and leaves no proxy directory', () => {
+  // The proxy listens in the host; only a run's carrier may keep the host alive, not an idle spare's proxy.
+  const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'ptc-network-exit-')));
+  const host = `
+    import { createRuntime } from ${JSON.stringify(`${repoRoot}host/index.ts`)};
+    const launch = ${JSON.stringify(launchUnderTest() ?? null)};
+    const runtime = createRuntime({ policy: { mode: 'workspace-write', network: { allow: ['127.0.0.1:${A}'] } }, ...(launch ? { launch } : {}) });
+    const result = await runtime.run(runtime.resolve({ program: 'return 1', cwd: ${JSON.stringify(workspace)} }));
+    process.stdout.write(JSON.stringify(result.status));
+  `;
+  try {
+    // Without the fix the child never exits and spawnSync's timeout kills it (status null).
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', host], { cwd: tmp, env: { ...process.env, TMPDIR: tmp }, encoding: 'utf8', timeout: 60_000 });
+    assert.is(child.status, 0, `${child.signal ?? ''} ${child.stderr}`);
+    assert.is(child.stdout, '"ok"');
+    assert.equal(readdirSync(tmp).filter((name) => name.startsWith('ptc-network-') || name.startsWith('ptc-sandbox-')), []);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
 });
 
 test('only bubblewrap can enforce an allowlist: node-permission and full-access refuse it, bad rules throw', async () => {

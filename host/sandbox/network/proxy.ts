@@ -106,6 +106,10 @@ export async function startNetworkProxy(options: NetworkProxyOptions): Promise<N
   // After listening, errors come from accept() (EMFILE, ENFILE): that connection is lost, the
   // listener goes on, and an unhandled 'error' would otherwise take the host down.
   listener.on('error', () => {});
+  // The carrier it serves keeps the host alive while a run needs the proxy (its process and pipes,
+  // and each open connection here); an idle listener must not, or a host that never disposes an
+  // allowlisted spare or retained environment would never exit.
+  listener.unref();
 
   let closing: Promise<void> | undefined;
   return {
