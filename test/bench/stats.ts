@@ -1,4 +1,6 @@
 // Helpers every bench section shares: quantiles, interleaved timing and the fixed-width figures.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Idle time before each measurement, so a spare carrier that the previous run started (prestartCarrier)
@@ -79,3 +81,13 @@ export function printTable(missing: Array<[string, string]>): void {
 
 /** Rows this run measured, by letter. */
 export const measuredRows = (): Set<string> => new Set(table.map((entry) => entry.row));
+
+/** Spawns a process, drains its stdout, and resolves with it once the process has exited with 0. */
+export async function exec(file: string, args: string[]): Promise<string> {
+  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+  const [code] = await once(child, 'close');
+  if (code !== 0) throw new Error(`${file} ${args.join(' ')} exited with ${code}`);
+  return out;
+}

@@ -3,6 +3,7 @@
 // is worker-exit naming it; every result says what enforced it (sandbox.memory). On this kind of
 // machine that is a cgroup where the host can make one, else the /proc watchdog; the expectation
 // follows the same detection. (launch: local only: refused for remote carriers, see the last test.)
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
@@ -12,7 +13,6 @@ import { createTestRuntime, liveProcesses, waitUntil } from '../helpers/runtime.
 
 /** Time for the kernel to finish a death the host has already caused; not a speed assertion. */
 const SETTLE_MS = 2_000;
-import { readFileSync, accessSync, constants } from 'node:fs';
 
 const runtimes: Runtime[] = [];
 test.after.each(async () => {
