@@ -72,11 +72,17 @@ export function sandboxOptions(command: Argv): Argv {
     .option('remote-bootstrap', { type: 'string', describe: 'A bootstrap.mjs installed on the remote machine (default: delivered to its ~/.cache/ptc)' });
 }
 
+/** What the resource limits bound, for --help (the config table in the README words every field). */
+const LIMIT_MEANINGS: Partial<Record<string, string>> = {
+  cpuTimeMs: 'CPU time of one run, the carrier and every process it starts; over it the run fails as timeout',
+  maxMemoryMb: 'resident memory of the carrier and every process it starts, in MiB (at least 64); over it the run fails as worker-exit',
+};
+
 /**
  * The limit flags, one per numeric config field. They are declared as strings so that a value that
  * is not a number is quoted as typed (numberFlag); `describe` may word a field for its command.
  */
-export function limitOptions(command: Argv, describe: (flag: string, field: string) => string = (_flag, field) => `Overrides config ${field}`): Argv {
+export function limitOptions(command: Argv, describe: (flag: string, field: string) => string = (_flag, field) => `Overrides config ${field}${LIMIT_MEANINGS[field] === undefined ? '' : `: ${LIMIT_MEANINGS[field]}`}`): Argv {
   for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
     command.option(flag, { type: 'string', requiresArg: true, describe: `${describe(flag, field)} (a number)` });
   }
