@@ -4,7 +4,7 @@
 // the sandbox can reach only through the proxy. launch: local only (a remote launch refuses
 // allowlists, which the last test checks with a command-prefix launch).
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { createServer as createTcpServer } from 'node:net';
@@ -17,8 +17,11 @@ import { rejection } from '../helpers/assert.ts';
 import { createTestRuntime, launchUnderTest, repoRoot } from '../helpers/runtime.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/network');
-const certPath = join(fixtures, 'cert.pem');
 const workspace = realpathSync(mkdtempSync(join('/var/tmp', 'ptc-network-')));
+// The sandbox's /tmp is private, and a checkout may sit under /tmp: the program and its curl read
+// the test certificate from the workspace, which is bound in.
+const certPath = join(workspace, 'cert.pem');
+copyFileSync(join(fixtures, 'cert.pem'), certPath);
 
 /** Whether the carrier's Node routes fetch and http/https through the proxy variables itself
  * (NODE_USE_ENV_PROXY, Node 24.5+). On an older Node (the machine's Node 20 for node-script) the

@@ -149,11 +149,14 @@ export function cpuMessage(usedMs: number, budgetMs: number): string {
   return `the program used ${grouped(usedMs)} ms of CPU time, over its cpuTimeMs budget of ${grouped(budgetMs)} ms`;
 }
 
-/** The failure message of a memory overrun, from the watchdog (with what it saw) or the cgroup. */
+/**
+ * The failure message of a memory overrun, from the watchdog (with what it saw, rounded up: a tree
+ * just past the limit must not read as using exactly the limit) or the cgroup.
+ */
 export function memoryMessage(limitMb: number, usedBytes?: number): string {
   return usedBytes === undefined
     ? `the carrier's process tree reached its maxMemoryMb limit of ${grouped(limitMb)} MiB and the kernel killed it (cgroup memory.max)`
-    : `the carrier's process tree used ${grouped(Math.round(usedBytes / 1024 / 1024))} MiB of resident memory, over its maxMemoryMb limit of ${grouped(limitMb)} MiB, and was killed`;
+    : `the carrier's process tree used ${grouped(Math.ceil(usedBytes / 1024 / 1024))} MiB of resident memory, over its maxMemoryMb limit of ${grouped(limitMb)} MiB, and was killed`;
 }
 
 function grouped(value: number): string {
