@@ -69,6 +69,8 @@ def test_concurrent_runs_cancel_owners_and_close(binary):
             assert (await ptc.run("typeof x", owner="b"))["value"] == "undefined"
             result = await ptc.run("while (true) {}", timeout_ms=2000)
             assert result["failure"]["kind"] == "timeout"
+            burn = await ptc.run("while (true) {}", cpu_time_ms=300)
+            assert burn["failure"]["kind"] == "timeout" and burn["failure"]["cpuTimeMs"] == 300
         assert await ptc.close() == 0
 
     asyncio.run(main())

@@ -172,6 +172,22 @@ def test_timeouts(binary):
         assert ptc.run("return 1", timeout_ms=None)["value"] == 1
 
 
+def test_a_cpu_time_budget_per_run(binary):
+    with PtcClient(binary=binary, config={"timeoutMs": 60000, "cpuTimeMs": 30000}) as ptc:
+        burn = ptc.run("while (true) {}", cpu_time_ms=300)
+        assert burn["status"] == "failed"
+        failure = burn["failure"]
+        assert failure["kind"] == "timeout" and failure["cpuTimeMs"] == 300 and failure["cpuUsedMs"] >= 300
+        assert "over its cpuTimeMs budget of 300 ms" in failure["message"]
+        # Waiting is free: a slow tool does not spend the budget.
+        slow = ptc.run("return await wait()", {"wait": lambda: time.sleep(1) or "done"}, cpu_time_ms=300)
+        assert slow["status"] == "ok" and slow["value"] == "done"
+        # None lifts the configured budget for one run; DEFAULT keeps it.
+        assert ptc.run("let i = 0; while (i < 1e7) i++; return i", cpu_time_ms=None)["value"] == 10000000
+        with pytest.raises(PtcError, match="cpuTimeMs"):
+            ptc.run("return 1", cpu_time_ms=-5)
+
+
 def test_close_ends_every_run_and_leaves_no_process(binary):
     called = threading.Barrier(3)
     never = threading.Event()

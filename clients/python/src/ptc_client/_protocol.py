@@ -80,11 +80,13 @@ class _Default:
 
 
 #: ``timeout_ms=DEFAULT`` (the default) uses the server's configured deadline; ``None`` means no deadline.
+#: ``cpu_time_ms`` works the same way for the CPU-time budget.
 DEFAULT: Any = _Default()
 
 
 def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Optional[str], timeout_ms: Any,
-               policy: Optional[Mapping[str, Any]], owner: Optional[str], discard_completion: bool) -> Dict[str, Any]:
+               cpu_time_ms: Any, policy: Optional[Mapping[str, Any]], owner: Optional[str],
+               discard_completion: bool) -> Dict[str, Any]:
     if not isinstance(program, str):
         raise TypeError(f"program must be a string, got {program!r}")
     params: Dict[str, Any] = {"program": program, "runId": run_id, "tools": describe_tools(table)}
@@ -92,6 +94,8 @@ def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Opt
         params["cwd"] = str(cwd)
     if timeout_ms is not DEFAULT:
         params["timeoutMs"] = timeout_ms
+    if cpu_time_ms is not DEFAULT:
+        params["cpuTimeMs"] = cpu_time_ms
     if policy is not None:
         params["policy"] = dict(policy)
     if owner is not None:
