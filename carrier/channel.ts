@@ -6,6 +6,7 @@
 import { Socket } from 'node:net';
 import { types } from 'node:util';
 import { encodeJson } from './protocol/json.ts';
+import { createBlockingWriter } from './protocol/blocking-write.ts';
 import { createLineReader } from './protocol/framing.ts';
 import { createFrameMac, newChannelKey, PAYLOAD_SEPARATOR, splitPayload } from './protocol/frame.ts';
 import { cutToEscapedBytes, escapedBytes } from './protocol/limits.ts';
@@ -44,8 +45,9 @@ export interface Channel {
 
 /** Adopts the inherited control socket, sends the handshake and starts RPC. */
 export function openChannel(methods: CarrierMethods, capabilities: string[]): Channel {
-  const socket = new Socket({ fd: CONTROL_FD, readable: true, writable: true });
-  const write = socket.write.bind(socket);
+  // The socket only reads: frames go out through a writer that finishes each one (blocking-write.ts).
+  const socket = new Socket({ fd: CONTROL_FD, readable: true, writable: false });
+  const write = createBlockingWriter(CONTROL_FD, () => process.exit(71));
   const isProxy = types.isProxy;
   const key = newChannelKey();
   const mac = createFrameMac(key);

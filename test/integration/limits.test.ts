@@ -60,4 +60,19 @@ test('maxOutputBytes: the invalid-output diagnostic is counted against the budge
   assert.is(failure.path, '');
 });
 
+
+// A loop that never yields gives the carrier's event loop no turn: frames must leave as they are
+// written (carrier/protocol/blocking-write.ts), or the host would see none of them and the run
+// would end at its deadline with its output lost.
+for (const program of ["for (;;) inspect('x'.repeat(1000))", "for (;;) console.log('y'.repeat(100))", "for (;;) process.stdout.write('z'.repeat(5000))"]) {
+  test(`output budget: ${program} ends as output-limit with the output that fit`, async () => {
+    const budget = 2 * 1024 * 1024;
+    const result = await runProgram(program, { timeoutMs: 120_000 }, { maxOutputBytes: budget });
+    assert.equal(failureOf(result), { kind: 'output-limit', message: `captured output exceeded maxOutputBytes (${budget} bytes); the output that fit is kept` });
+    const kept = result.output.map((entry) => (entry.type === 'text' ? entry.text : '')).join('');
+    assert.is(kept.length, budget);
+    assert.ok(/^[xyz\n]+$/.test(kept));
+  });
+}
+
 test.run();

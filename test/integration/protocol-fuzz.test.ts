@@ -139,6 +139,20 @@ test('an unsigned frame after signed ones is forged', async () => {
   await assertHealthy(run, SMALL_GROWTH);
 });
 
+// What a program could do to genuine frames if it could reach them on their way out (it cannot:
+// carrier/protocol/blocking-write.ts writes them below anything a program can patch, which
+// integration/robustness checks); the host refuses each.
+for (const [scenario, number, output] of [['replayed', 1, [{ type: 'text', text: 'once' }]], ['rewritten', 0, []], ['withheld', 0, []]] as const) {
+  test(`a ${scenario} genuine frame is forged`, async () => {
+    const run = await fuzz(scenario);
+    assert.equal(run.result, protocol(
+      `forged control message: frame ${number} does not carry the carrier's authentication code (a program wrote to the control channel, or a frame was replayed, dropped or corrupted)`,
+      [...output],
+    ));
+    await assertHealthy(run, SMALL_GROWTH);
+  });
+}
+
 test('a signed but garbled frame is unparsable', async () => {
   const run = await fuzz('garbled');
   const failure = (run.result as Extract<RunResult, { status: 'failed' }>).failure;

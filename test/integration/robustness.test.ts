@@ -132,51 +132,44 @@ test('forged frames: fifty forged invokes never reach the binding', async () => 
   assert.is(calls, 0);
 });
 
-// A program can reach the carrier's own socket (process._getActiveHandles) and see the frames the
-// carrier writes; it still cannot change, replay or withhold one without the host noticing. The
-// socket is among the active handles only while a host call is in flight (carrier/stall.ts), so
-// the frames count from 1: frame 0 is that call.
+// A program can reach the carrier's own socket (process._getActiveHandles) and patch its write
+// methods, but the carrier never writes a frame through them (carrier/protocol/blocking-write.ts):
+// the program sees no frame to replay, rewrite or withhold, and its output arrives as it was sent.
+// That the host refuses such frames if they did reach it is integration/protocol-fuzz's part. The
+// socket is among the active handles only while a host call is in flight (carrier/stall.ts).
 const HOLD = { hold: async () => null };
 const INTERCEPT = `const held = hold();
 const socket = process._getActiveHandles().find((handle) => handle?._handle?.fd === 3);
 if (socket === undefined) throw new Error('no control socket found');
 await held;
-const original = socket._write;
-const seen = [];`;
+const seen = [];
+for (const method of ['_write', '_writev', 'write', 'end']) {
+  const original = socket[method];
+  socket[method] = function (chunk, ...rest) {
+    seen.push(String(chunk));
+    return method === 'end' ? undefined : original.call(this, typeof chunk === 'string' ? chunk.replace('genuine', 'altered') : chunk, ...rest);
+  };
+}`;
 
-test('forged frames: a genuine frame the program replays is refused', async () => {
+test('forged frames: a program that patches the control socket sees no frame and changes none', async () => {
   const program = `${INTERCEPT}
-socket._write = function (chunk, encoding, callback) { seen.push(String(chunk)); return original.call(this, chunk, encoding, callback); };
-inspect('once');
+inspect('genuine');
+inspect('kept');
 await new Promise((resolve) => setTimeout(resolve, 50));
-(await import('node:fs')).writeSync(3, seen[0]);
+return seen.length;`;
+  const result = await runProgram(program, { timeoutMs: 10_000, bindings: HOLD });
+  assert.equal(result, { status: 'ok', value: 0, output: [{ type: 'text', text: 'genuine\nkept\n' }], sandbox: SANDBOX });
+});
+
+test('forged frames: a frame the program copies from its own output is refused', async () => {
+  // The nearest a program gets to a genuine frame is guessing one; without the key it is unsigned.
+  const program = `${INTERCEPT}
+inspect('once');
+(await import('node:fs')).writeSync(3, JSON.stringify({ t: 'q', m: 'output', a: [{ type: 'text', text: 'once' }] }) + '\\n');
 await new Promise((resolve) => setTimeout(resolve, 100));
 return seen.length;`;
   const result = await runProgram(program, { timeoutMs: 10_000, bindings: HOLD });
   assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(2) }, output: [{ type: 'text', text: 'once\n' }], sandbox: SANDBOX });
-});
-
-test('forged frames: a genuine frame the program rewrites on its way out is refused', async () => {
-  const program = `${INTERCEPT}
-socket._write = function (chunk, encoding, callback) { return original.call(this, String(chunk).replace('genuine', 'altered'), encoding, callback); };
-inspect('genuine');
-await new Promise(() => {});`;
-  const result = await runProgram(program, { timeoutMs: 10_000, bindings: HOLD });
-  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [], sandbox: SANDBOX });
-});
-
-test('forged frames: a genuine frame the program withholds breaks the sequence', async () => {
-  const program = `${INTERCEPT}
-let dropped = false;
-socket._write = function (chunk, encoding, callback) {
-  if (!dropped) { dropped = true; callback(); return true; }
-  return original.call(this, chunk, encoding, callback);
-};
-inspect('dropped');
-inspect('kept');
-await new Promise(() => {});`;
-  const result = await runProgram(program, { timeoutMs: 10_000, bindings: HOLD });
-  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [], sandbox: SANDBOX });
 });
 
 // ---------------------------------------------------------------- late binding replies
