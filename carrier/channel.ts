@@ -69,11 +69,11 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
 
   const encode = (message: unknown): string => encodeJson(message, 'message', { replaceObject: encodeErrorLike, isProxy, skipUndefinedMembers: true });
   const serialize = (message: Record<string, unknown>): string => {
-    const { envelope, payload } = splitPayload(message);
-    let text = encode(envelope);
+    const { envelope, payload } = splitFrame(message);
+    let text = typeof envelope === 'string' ? envelope : encode(envelope);
     if (byteLength(text) > maxMessageBytes) {
       // A reply must reach the host, so its reports are cut to fit; a request fails in the program.
-      if (envelope.t !== 's') throw oversized(`${StringCtor(envelope.m)}: the request (${byteLength(text)} bytes)`, maxMessageBytes);
+      if (typeof envelope === 'string' || envelope.t !== 's') throw oversized(`${StringCtor(message.m)}: the request (${byteLength(text)} bytes)`, maxMessageBytes);
       text = encode(fitReply(envelope, byteLength(text) - maxMessageBytes));
     }
     if (payload === undefined) return text;
@@ -112,6 +112,25 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
     registerImage: (path, identity, pixels) => call('registerImage', [path, identity, pixels]) as ReturnType<HostLink['registerImage']>,
   } as HostLink;
   return { host, stalls };
+}
+
+const quote = JSON.stringify as (text: string) => string;
+
+/**
+ * The envelope and payload of a message. A binding call, the hottest frame, has its envelope
+ * written here as text, the same text the general encoder would write for it; any other message
+ * is split for that encoder. The message is the carrier's own (rpc.ts), so its fields are own data.
+ */
+function splitFrame(message: Record<string, unknown>): { envelope: string | Record<string, unknown>; payload?: string } {
+  if (message.t === 'q' && message.m === 'invoke' && typeof message.i === 'string') {
+    const args = message.a as unknown[];
+    const name = args[0];
+    const payload = args[1];
+    if (args.length === 2 && typeof name === 'string' && typeof payload === 'string') {
+      return { __proto__: null, envelope: `{"t":"q","i":${quote(message.i)},"m":"invoke","a":[${quote(name)}]}`, payload } as { envelope: string; payload: string };
+    }
+  }
+  return splitPayload(message);
 }
 
 /** A host frame: the envelope, and the JSON text of a binding result after the separator. */
