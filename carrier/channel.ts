@@ -7,7 +7,7 @@ import { Socket } from 'node:net';
 import { types } from 'node:util';
 import { encodeJson } from './protocol/json.ts';
 import { createLineReader } from './protocol/framing.ts';
-import { createFrameMac, newChannelKey, PAYLOAD_SEPARATOR, splitPayload } from './protocol/frame.ts';
+import { createFrameMac, newChannelKey, PAYLOAD_SEPARATOR, quickFrame, splitPayload } from './protocol/frame.ts';
 import { cutToEscapedBytes, escapedBytes } from './protocol/limits.ts';
 import { CONTROL_FD, PROTOCOL_REVISION } from './protocol/revision.ts';
 import type { CarrierMethods, Handshake, HostMethods, RunRequest } from './protocol/messages.ts';
@@ -69,11 +69,14 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
 
   const encode = (message: unknown): string => encodeJson(message, 'message', { replaceObject: encodeErrorLike, isProxy, skipUndefinedMembers: true });
   const serialize = (message: Record<string, unknown>): string => {
-    const { envelope, payload } = splitFrame(message);
-    let text = typeof envelope === 'string' ? envelope : encode(envelope);
+    // Within the limit as a whole, both parts are; otherwise the general path says which is not.
+    const quick = quickFrame(message);
+    if (quick !== undefined && byteLength(quick) <= maxMessageBytes) return quick;
+    const { envelope, payload } = splitPayload(message);
+    let text = encode(envelope);
     if (byteLength(text) > maxMessageBytes) {
       // A reply must reach the host, so its reports are cut to fit; a request fails in the program.
-      if (typeof envelope === 'string' || envelope.t !== 's') throw oversized(`${StringCtor(message.m)}: the request (${byteLength(text)} bytes)`, maxMessageBytes);
+      if (envelope.t !== 's') throw oversized(`${StringCtor(envelope.m)}: the request (${byteLength(text)} bytes)`, maxMessageBytes);
       text = encode(fitReply(envelope, byteLength(text) - maxMessageBytes));
     }
     if (payload === undefined) return text;
@@ -112,25 +115,6 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
     registerImage: (path, identity, pixels) => call('registerImage', [path, identity, pixels]) as ReturnType<HostLink['registerImage']>,
   } as HostLink;
   return { host, stalls };
-}
-
-const quote = JSON.stringify as (text: string) => string;
-
-/**
- * The envelope and payload of a message. A binding call, the hottest frame, has its envelope
- * written here as text, the same text the general encoder would write for it; any other message
- * is split for that encoder. The message is the carrier's own (rpc.ts), so its fields are own data.
- */
-function splitFrame(message: Record<string, unknown>): { envelope: string | Record<string, unknown>; payload?: string } {
-  if (message.t === 'q' && message.m === 'invoke' && typeof message.i === 'string') {
-    const args = message.a as unknown[];
-    const name = args[0];
-    const payload = args[1];
-    if (args.length === 2 && typeof name === 'string' && typeof payload === 'string') {
-      return { __proto__: null, envelope: `{"t":"q","i":${quote(message.i)},"m":"invoke","a":[${quote(name)}]}`, payload } as { envelope: string; payload: string };
-    }
-  }
-  return splitPayload(message);
 }
 
 /** A host frame: the envelope, and the JSON text of a binding result after the separator. */

@@ -6,9 +6,9 @@ import type { Duplex } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { createBirpc, type BirpcReturn } from 'birpc';
 import { encodeJson } from '../../carrier/protocol/json.ts';
-import { PAYLOAD_SEPARATOR, splitPayload } from '../../carrier/protocol/frame.ts';
+import { PAYLOAD_SEPARATOR, quickFrame, splitPayload } from '../../carrier/protocol/frame.ts';
 import { PROTOCOL_REVISION } from '../../carrier/protocol/revision.ts';
-import type { CarrierMethods, Handshake, HostMethods, InvokeResult, OutputMessage, RunOutcome, RunRequest } from '../../carrier/protocol/messages.ts';
+import type { CarrierMethods, Handshake, HostMethods, OutputMessage, RunOutcome, RunRequest } from '../../carrier/protocol/messages.ts';
 import { createControlReader } from './control.ts';
 import { checkFrame, checkRunOutcome } from './validate.ts';
 import type { CarrierConnection } from './transports/connection.ts';
@@ -229,7 +229,7 @@ export class Carrier {
           if (message.m === 'run') this.#runCall = message.i;
         }
         if (message.t === 's') this.#serving.delete(message.i as string);
-        const quick = bindingReply(message);
+        const quick = quickFrame(message);
         if (quick !== undefined) return quick;
         const { envelope, payload } = splitPayload(message);
         const text = encodeJson(envelope, 'message', { replaceObject: encodeError, skipUndefinedMembers: true });
@@ -383,20 +383,6 @@ function decodeSignal(code: number | null, signal: NodeJS.Signals | null): { cod
   if (signal !== null || code === null || code <= 128) return { code, signal };
   const name = Object.entries(constants.signals).find(([, number]) => number === code - 128)?.[0] as NodeJS.Signals | undefined;
   return name === undefined ? { code, signal } : { code: null, signal: name };
-}
-
-/**
- * The frame of a binding's reply without images, the hottest one the host sends, written directly:
- * the same text as splitPayload and the general encoder make of it. Undefined for anything else.
- */
-function bindingReply(message: Record<string, unknown>): string | undefined {
-  if (message.t !== 's' || typeof message.i !== 'string' || 'e' in message) return undefined;
-  const result = message.r as Partial<InvokeResult> | undefined;
-  if (typeof result !== 'object' || result === null || !Array.isArray(result.images) || result.images.length !== 0) return undefined;
-  const members = Object.keys(result).length;
-  const head = `{"t":"s","i":${JSON.stringify(message.i)},"r":{"images":[]}}`;
-  if (typeof result.value === 'string' && members === 2) return `${head}${PAYLOAD_SEPARATOR}${result.value}`;
-  return !('value' in result) && members === 1 ? head : undefined;
 }
 
 function encodeError(value: object): string | undefined {
