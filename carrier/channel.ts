@@ -8,7 +8,7 @@ import { types } from 'node:util';
 import { encodeJson } from './protocol/json.ts';
 import { createBlockingWriter } from './protocol/blocking-write.ts';
 import { createLineReader } from './protocol/framing.ts';
-import { createFrameMac, newChannelKey, PAYLOAD_SEPARATOR, splitPayload } from './protocol/frame.ts';
+import { createFrameMac, newChannelKey, PAYLOAD_SEPARATOR, quickFrame, splitPayload } from './protocol/frame.ts';
 import { cutToEscapedBytes, escapedBytes } from './protocol/limits.ts';
 import { CONTROL_FD, PROTOCOL_REVISION } from './protocol/revision.ts';
 import type { CarrierMethods, Handshake, HostMethods, RunRequest } from './protocol/messages.ts';
@@ -71,6 +71,9 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
 
   const encode = (message: unknown): string => encodeJson(message, 'message', { replaceObject: encodeErrorLike, isProxy, skipUndefinedMembers: true });
   const serialize = (message: Record<string, unknown>): string => {
+    // Within the limit as a whole, both parts are; otherwise the general path says which is not.
+    const quick = quickFrame(message);
+    if (quick !== undefined && byteLength(quick) <= maxMessageBytes) return quick;
     const { envelope, payload } = splitPayload(message);
     let text = encode(envelope);
     if (byteLength(text) > maxMessageBytes) {

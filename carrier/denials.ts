@@ -54,10 +54,15 @@ export function watchDenials(): void {
   // Streams and sockets report failures as 'error' events (a refused connection, a write stream).
   // The control socket's data events pass through here too, so no spread (it would iterate with
   // the program's Array.prototype[Symbol.iterator]).
+  // `arguments` passes the event and its arguments on as they came, with no array built per event.
   const emit = EventEmitter.prototype.emit;
-  EventEmitter.prototype.emit = function (this: EventEmitter, event: string | symbol, ...args: unknown[]) {
-    if (event === 'error') note(args[0]);
-    return withNativeApply(() => apply(emit, this, prepend(event, args)) as boolean);
+  EventEmitter.prototype.emit = function (this: EventEmitter, event: string | symbol) {
+    if (event === 'error') note(arguments[1]);
+    const descriptor = getOwnPropertyDescriptor(FunctionPrototype, 'apply');
+    if (descriptor === undefined || descriptor.value === nativeApply || !descriptor.configurable) return apply(emit, this, arguments) as boolean;
+    const self = this;
+    const args = arguments;
+    return withNativeApply(descriptor, () => apply(emit, self, args) as boolean);
   };
 }
 
@@ -116,12 +121,10 @@ const nativeApply = FunctionPrototype.apply;
 /**
  * Runs `dispatch` with the original Function.prototype.apply in place. Node 22+ calls listeners
  * with `handler.apply(this, args)`, so a program that replaced `apply` would break every event in
- * the process, the control socket's included; its replacement is put back as soon as the event
- * has been dispatched.
+ * the process, the control socket's included; its replacement (`descriptor`) is put back as soon
+ * as the event has been dispatched.
  */
-function withNativeApply<T>(dispatch: () => T): T {
-  const descriptor = getOwnPropertyDescriptor(FunctionPrototype, 'apply');
-  if (descriptor === undefined || descriptor.value === nativeApply || !descriptor.configurable) return dispatch();
+function withNativeApply<T>(descriptor: PropertyDescriptor, dispatch: () => T): T {
   defineProperty(FunctionPrototype, 'apply', { __proto__: null, value: nativeApply, writable: true, configurable: true } as PropertyDescriptor);
   try {
     return dispatch();

@@ -149,19 +149,58 @@ const PRISTINE_GLOBALS = [
   'parseFloat', 'isNaN', 'isFinite', 'Uint8Array', 'Uint16Array', 'Uint32Array', 'Int32Array', 'ArrayBuffer', 'DataView',
 ];
 
-interface Snapshot {
+class Snapshot {
   readonly object: object;
   readonly keys: Array<string | symbol>;
-  readonly descriptors: Array<PropertyDescriptor>;
-  /** Whether members the program added are taken away too (not on the global object, which holds the program's own globals). */
-  readonly removeAdded: boolean;
+  /** The descriptor of each key when this module loaded; undefined where the key was absent. */
+  readonly kept: Array<Kept | undefined>;
+  /** The keys as a set, for finding members the program added; null where those stay (the global object holds the program's own globals). */
+  readonly original: Set<string | symbol> | null;
+  constructor(object: object, keys: Array<string | symbol>, kept: Array<Kept | undefined>, original: Set<string | symbol> | null) {
+    this.object = object;
+    this.keys = keys;
+    this.kept = kept;
+    this.original = original;
+  }
+}
+
+/**
+ * A descriptor as loaded, its fields read once, so each section compares without walking any
+ * prototype. A class, not a null-prototype literal: V8 keeps those as dictionaries, and this is
+ * read hundreds of times per program.
+ */
+class Kept {
+  readonly accessor: boolean;
+  readonly value: unknown;
+  readonly get: unknown;
+  readonly set: unknown;
+  readonly writable: unknown;
+  readonly enumerable: unknown;
+  readonly configurable: unknown;
+  /** The same as a null-prototype descriptor, to put back. */
+  readonly descriptor: PropertyDescriptor;
+  constructor(descriptor: PropertyDescriptor) {
+    this.accessor = !hasOwn(descriptor, 'value');
+    this.value = field(descriptor, 'value');
+    this.get = field(descriptor, 'get');
+    this.set = field(descriptor, 'set');
+    this.writable = field(descriptor, 'writable');
+    this.enumerable = field(descriptor, 'enumerable');
+    this.configurable = field(descriptor, 'configurable');
+    this.descriptor = { __proto__: null, ...descriptor } as PropertyDescriptor;
+  }
 }
 
 const snapshots: Snapshot[] = [];
 function snapshot(object: object, keys: Array<string | symbol>, removeAdded: boolean): void {
-  const descriptors: PropertyDescriptor[] = [];
-  for (let at = 0; at < keys.length; at++) append(descriptors, getOwnPropertyDescriptor(object, keys[at]!)!);
-  append(snapshots, { __proto__: null, object, keys, descriptors, removeAdded } as Snapshot);
+  const kept: Array<Kept | undefined> = [];
+  const original = removeAdded ? new SafeSet<string | symbol>() : null;
+  for (let at = 0; at < keys.length; at++) {
+    const descriptor = getOwnPropertyDescriptor(object, keys[at]!);
+    original?.add(keys[at]!);
+    append(kept, descriptor === undefined ? undefined : new Kept(descriptor));
+  }
+  append(snapshots, new Snapshot(object, keys, kept, original));
 }
 snapshot(globalThis, PRISTINE_GLOBALS, false);
 for (let index = 0; index < PRISTINE_OBJECTS.length; index++) snapshot(PRISTINE_OBJECTS[index]!, ownKeys(PRISTINE_OBJECTS[index]!), true);
@@ -171,10 +210,19 @@ function field(descriptor: PropertyDescriptor, key: keyof PropertyDescriptor): u
   return hasOwn(descriptor, key) ? descriptor[key] : undefined;
 }
 
-function sameDescriptor(a: PropertyDescriptor | undefined, b: PropertyDescriptor): boolean {
-  if (a === undefined) return false;
-  const keys = ['value', 'get', 'set', 'writable', 'enumerable', 'configurable'] as const;
-  for (let index = 0; index < keys.length; index++) if (field(a, keys[index]!) !== field(b, keys[index]!)) return false;
+/**
+ * Whether `current`, from getOwnPropertyDescriptor, describes the property as it was loaded. Such
+ * a descriptor holds every field of its kind (value and writable, or get and set; enumerable and
+ * configurable) as its own data properties, so once its kind is known no read reaches its prototype.
+ */
+function unchanged(current: PropertyDescriptor | undefined, kept: Kept): boolean {
+  if (current === undefined || hasOwn(current, 'value') === kept.accessor) return false;
+  if (current.enumerable !== kept.enumerable || current.configurable !== kept.configurable) return false;
+  return kept.accessor ? current.get === kept.get && current.set === kept.set : current.value === kept.value && current.writable === kept.writable;
+}
+
+function sameKeys(a: ArrayLike<string | symbol>, b: ArrayLike<string | symbol>): boolean {
+  for (let at = 0; at < a.length; at++) if (a[at] !== b[at]) return false;
   return true;
 }
 
@@ -189,19 +237,22 @@ interface Change {
 export function withPristineBuiltins<T>(work: () => T): T {
   const changes: Change[] = [];
   for (let index = 0; index < snapshots.length; index++) {
-    const { object, keys, descriptors, removeAdded } = snapshots[index]!;
-    const original = new SafeSet<string | symbol>();
+    const { object, keys, kept, original } = snapshots[index]!;
     for (let at = 0; at < keys.length; at++) {
+      const loaded = kept[at];
+      if (loaded === undefined) continue;
       const key = keys[at]!;
-      original.add(key);
       const current = getOwnPropertyDescriptor(object, key);
-      if (descriptors[at] === undefined || sameDescriptor(current, descriptors[at]!)) continue;
+      if (unchanged(current, loaded)) continue;
       if (current !== undefined && field(current, 'configurable') !== true) continue;
-      if (defineProperty(object, key, { __proto__: null, ...descriptors[at]! } as PropertyDescriptor)) {
+      if (defineProperty(object, key, { __proto__: null, ...loaded.descriptor } as PropertyDescriptor)) {
         append(changes, { __proto__: null, object, key, programs: current } as Change);
       }
     }
-    const now = removeAdded ? ownKeys(object) : [];
+    if (original === null) continue;
+    const now = ownKeys(object);
+    // Own keys keep their order: the same list as loaded means nothing was added.
+    if (now.length === keys.length && sameKeys(now, keys)) continue;
     for (let at = 0; at < now.length; at++) {
       const key = now[at]!;
       if (original.has(key)) continue;

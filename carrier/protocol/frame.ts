@@ -39,6 +39,9 @@ const hashDigest = uncurry(hashPrototype.digest) as { (self: Hash): Buffer; (sel
 const bufferToString = uncurry(Buffer.prototype.toString) as (self: Buffer, encoding: 'hex') => string;
 const stringSlice = uncurry(String.prototype.slice);
 const random = randomBytes;
+const quote = JSON.stringify as (text: string) => string;
+const { isArray } = Array;
+const { hasOwn, keys: objectKeys } = Object;
 
 /** A fresh 256-bit channel key, as hex. */
 export function newChannelKey(): string {
@@ -91,6 +94,36 @@ export function splitPayload(message: Message): { envelope: Message; payload?: s
     if (typeof value === 'string') return { envelope: { ...message, r: rest }, payload: value };
   }
   return { envelope: message };
+}
+
+/**
+ * The frame text (envelope, and payload after the separator) of the two frames every awaited
+ * binding call makes: the carrier's `invoke` request and the host's reply to it without images.
+ * Their envelopes have a fixed shape, so they are written from quoted strings rather than by the
+ * general encoder; the text is the same as splitPayload and encodeJson make of them. Undefined for
+ * any other message. Reads own data only, so a program's Object.prototype getters go unseen.
+ */
+export function quickFrame(message: Message): string | undefined {
+  const id = hasOwn(message, 'i') ? message.i : undefined;
+  if (typeof id !== 'string') return undefined;
+  if (message.t === 'q') {
+    if (message.m !== 'invoke' || !isArray(message.a)) return undefined;
+    const args = message.a as unknown[];
+    const name = args[0];
+    const payload = args[1];
+    if (args.length !== 2 || typeof name !== 'string' || typeof payload !== 'string' || objectKeys(message).length !== 4) return undefined;
+    return `{"t":"q","i":${quote(id)},"m":"invoke","a":[${quote(name)}]}${PAYLOAD_SEPARATOR}${payload}`;
+  }
+  if (message.t !== 's' || objectKeys(message).length !== 3 || !hasOwn(message, 'r')) return undefined;
+  const result = message.r as Message;
+  if (typeof result !== 'object' || result === null || !hasOwn(result, 'images')) return undefined;
+  const images = result.images;
+  if (!isArray(images) || images.length !== 0) return undefined;
+  const head = `{"t":"s","i":${quote(id)},"r":{"images":[]}}`;
+  const members = objectKeys(result).length;
+  if (members === 1) return head;
+  const value = hasOwn(result, 'value') ? result.value : undefined;
+  return members === 2 && typeof value === 'string' ? `${head}${PAYLOAD_SEPARATOR}${value}` : undefined;
 }
 
 /** Puts a payload back where splitPayload took it from; returns a problem when it has no place there. */

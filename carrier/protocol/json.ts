@@ -104,16 +104,27 @@ export function isPlainObject(value: object): boolean {
 // A path is built only when something fails: the common case encodes without a string per member.
 type Path = string | { readonly parent: Path; readonly key: string | number };
 
-/** One array or object being encoded: its keys (objects only), the next position and the output so far. */
-interface Frame {
+/**
+ * One array or object being encoded: its keys (objects only), the next position and the output so
+ * far. A class rather than a null-prototype literal, which V8 keeps as a dictionary: frames are
+ * read and written for every member. Its fields are defined (not assigned) when it is built, so a
+ * setter a program put on Object.prototype never sees them.
+ */
+class Frame {
   readonly value: object;
   readonly path: Path;
   /** Own string keys of an object; null for an array. */
   readonly keys: ArrayLike<string | symbol> | null;
   readonly length: number;
-  index: number;
-  written: number;
-  text: string;
+  index = 0;
+  written = 0;
+  text = '';
+  constructor(value: object, path: Path, keys: ArrayLike<string | symbol> | null, length: number) {
+    this.value = value;
+    this.path = path;
+    this.keys = keys;
+    this.length = length;
+  }
 }
 
 /** Encodes a value as lossless JSON text, or throws LossyValueError naming the first lossy path. */
@@ -207,7 +218,7 @@ function openFrame(object: object, path: Path, options: EncodeOptions): Frame | 
     const keys = ownKeys(object);
     // Index keys come first and number at most `length`; with 'length' itself, anything more is extra.
     if (keys.length > length + 1) throw extraArrayProperty(keys, length, path);
-    return { __proto__: null, value: object, path, keys: null, length, index: 0, written: 0, text: '' } as Frame;
+    return new Frame(object, path, null, length);
   }
   if (!isPlainObject(object)) {
     const replaced = options.replaceObject?.(object, formatPath(path));
@@ -219,7 +230,7 @@ function openFrame(object: object, path: Path, options: EncodeOptions): Frame | 
     throw lossy(path, `is ${describe(object)}, which is not plain JSON data`);
   }
   const keys = ownKeys(object);
-  return { __proto__: null, value: object, path, keys, length: keys.length, index: 0, written: 0, text: '' } as Frame;
+  return new Frame(object, path, keys, keys.length);
 }
 
 /** An array element, which must be an own, enumerable data property. */

@@ -12,14 +12,26 @@ export function pipeDrainer(stream: Socket): (accept: (chunk: Buffer) => void) =
     const fd = (stream as unknown as { _handle?: { fd?: number } })._handle?.fd;
     if (typeof fd !== 'number' || fd < 0) return;
     for (;;) {
-      let bytes: number;
-      try {
-        bytes = readSync(fd, buffer, 0, buffer.length, null);
-      } catch {
-        return; // EAGAIN: nothing waiting (or the pipe is gone)
-      }
+      const bytes = readWaiting(fd, buffer);
       if (bytes === 0) return;
       accept(Buffer.from(buffer.subarray(0, bytes)));
     }
   };
+}
+
+/**
+ * Bytes read from `fd` into `buffer`, 0 when nothing is waiting. An empty pipe is the usual case
+ * (once per control frame), and readSync reports it by throwing: the error it builds is not
+ * looked at, so it is built without a stack, which is most of its cost.
+ */
+function readWaiting(fd: number, buffer: Buffer): number {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return readSync(fd, buffer, 0, buffer.length, null);
+  } catch {
+    return 0; // EAGAIN: nothing waiting (or the pipe is gone)
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }

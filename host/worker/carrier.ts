@@ -6,7 +6,7 @@ import type { Duplex } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { createBirpc, type BirpcReturn } from 'birpc';
 import { encodeJson } from '../../carrier/protocol/json.ts';
-import { PAYLOAD_SEPARATOR, splitPayload } from '../../carrier/protocol/frame.ts';
+import { PAYLOAD_SEPARATOR, quickFrame, splitPayload } from '../../carrier/protocol/frame.ts';
 import { PROTOCOL_REVISION } from '../../carrier/protocol/revision.ts';
 import type { CarrierMethods, Handshake, HostMethods, OutputMessage, RunOutcome, RunRequest } from '../../carrier/protocol/messages.ts';
 import { createControlReader } from './control.ts';
@@ -229,6 +229,8 @@ export class Carrier {
           if (message.m === 'run') this.#runCall = message.i;
         }
         if (message.t === 's') this.#serving.delete(message.i as string);
+        const quick = quickFrame(message);
+        if (quick !== undefined) return quick;
         const { envelope, payload } = splitPayload(message);
         const text = encodeJson(envelope, 'message', { replaceObject: encodeError, skipUndefinedMembers: true });
         return payload === undefined ? text : `${text}${PAYLOAD_SEPARATOR}${payload}`;

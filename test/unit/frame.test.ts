@@ -3,7 +3,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
-import { createFrameMac, joinPayload, newChannelKey, splitPayload } from '../../carrier/protocol/frame.ts';
+import { createFrameMac, joinPayload, newChannelKey, PAYLOAD_SEPARATOR, quickFrame, splitPayload } from '../../carrier/protocol/frame.ts';
+import { encodeJson } from '../../carrier/protocol/json.ts';
 import { cutToEscapedBytes, escapedBytes } from '../../carrier/protocol/limits.ts';
 
 test('a frame MAC is SHA-256 over key, "<seq> " and the bytes, cut to 128 bits, however the bytes arrive', () => {
@@ -66,5 +67,44 @@ test('limits: cutToEscapedBytes keeps the longest prefix that fits and never spl
     assert.not.ok(/[\ud800-\udbff]$/.test(cut), 'a surrogate pair was split');
   }
 });
+
+// The two frames of every binding call are written directly (quickFrame); the text must be what
+// the general path (splitPayload, then encodeJson) writes, and any other shape must take that path.
+const general = (message: Record<string, unknown>): string => {
+  const { envelope, payload } = splitPayload(message);
+  const text = encodeJson(envelope, 'message', { skipUndefinedMembers: true });
+  return payload === undefined ? text : `${text}${PAYLOAD_SEPARATOR}${payload}`;
+};
+const awkward = 'quote " backslash \\ newline \n é \u{1F600} lone \ud800 \u2028';
+const QUICK: Array<[string, Record<string, unknown>]> = [
+  ['an invoke request', { t: 'q', i: '17', m: 'invoke', a: ['ping', '[1]'] }],
+  ['an invoke request, from the carrier (no prototype)', { __proto__: null, t: 'q', i: '0', m: 'invoke', a: ['github.listIssues', '[{"q":"x"}]'] }],
+  ['an invoke request with awkward strings', { t: 'q', i: awkward, m: 'invoke', a: [awkward, `["${'x'.repeat(100)}"]`] }],
+  ['a binding reply with a value', { t: 's', i: 'abc', r: { value: '{"big":12345678901234567890}', images: [] } }],
+  ['a binding reply without a value', { t: 's', i: awkward, r: { images: [] } }],
+];
+for (const [name, message] of QUICK) {
+  test(`quick frame: ${name} is written as the general encoder writes it`, () => {
+    assert.is(quickFrame(message), general(message));
+  });
+}
+
+const GENERAL: Array<[string, Record<string, unknown>]> = [
+  ['a one-way invoke', { t: 'q', m: 'invoke', a: ['ping', '[1]'] }],
+  ['an invoke with an extra member', { t: 'q', i: '1', m: 'invoke', a: ['ping', '[1]'], o: true }],
+  ['an invoke without its argument text', { t: 'q', i: '1', m: 'invoke', a: ['ping'] }],
+  ['another request', { t: 'q', i: '1', m: 'run', a: [{ program: '1' }] }],
+  ['a reply with images', { t: 's', i: '1', r: { value: '{}', images: [{ at: ['a'], image: { attachmentId: 'x', path: '/p', width: 1, height: 1 } }] } }],
+  ['a reply with another member', { t: 's', i: '1', r: { value: '{}', images: [], extra: 1 } }],
+  ['a reply whose value is not text', { t: 's', i: '1', r: { value: 1, images: [] } }],
+  ['an error reply', { t: 's', i: '1', e: { name: 'Error', message: 'x' } }],
+  ['a run outcome', { t: 's', i: '1', r: { status: 'ok', value: '1' } }],
+  ['a reply with a numeric id', { t: 's', i: 1, r: { images: [] } }],
+];
+for (const [name, message] of GENERAL) {
+  test(`quick frame: ${name} is left to the general encoder`, () => {
+    assert.is(quickFrame(message), undefined);
+  });
+}
 
 test.run();
