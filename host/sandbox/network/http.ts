@@ -67,7 +67,8 @@ export function createHttpFront(gate: Gate, options: { connectTimeoutMs: number;
         track: options.track,
         endToEnd,
         fail(error) {
-          if (res.headersSent) res.destroy();
+          // Once the answer is under way (or the client gone), the client can only be cut off.
+          if (res.headersSent || res.destroyed) res.destroy();
           else respond(res, 502, unreachable(passage, error));
         },
       },
