@@ -16,6 +16,7 @@ import { connect, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { explainUnreachable } from './denials.ts';
+import { FORWARD_CONNECTION } from './network-relay.ts';
 import { FORWARD_PORT, NETWORK_SOCKET_ENV } from './protocol/network.ts';
 import { apply, NativePromise, resolved, SafeMap, stringIncludes, stringStartsWith, then, TypeErrorCtor } from './intrinsics.ts';
 
@@ -33,17 +34,14 @@ const { connect, createServer } = require('node:net');
 const { parentPort, workerData } = require('node:worker_threads');
 const { socketPath, port, reasons } = workerData;
 const HEADER = '\\r\\nx-ptc-network: ';
+${FORWARD_CONNECTION}
 const server = createServer({ noDelay: true }, (client) => {
-  const upstream = connect(socketPath);
-  const end = () => { client.destroy(); upstream.destroy(); };
-  client.on('error', end).on('close', end);
-  upstream.on('error', end).on('close', end);
   let authority;
   client.once('data', (chunk) => {
     const line = /^CONNECT (\\S+) HTTP\\//.exec(chunk.toString('latin1', 0, 1024));
     if (line !== null) authority = line[1].toLowerCase();
   });
-  upstream.once('data', (chunk) => {
+  forwardConnection(client, socketPath, (chunk) => {
     if (authority === undefined) return;
     const head = chunk.toString('latin1', 0, 2048);
     if (head.startsWith('HTTP/1.1 200')) return;
@@ -52,8 +50,6 @@ const server = createServer({ noDelay: true }, (client) => {
     const stop = head.indexOf('\\r\\n', at + HEADER.length);
     reasons.postMessage([authority, head.slice(at + HEADER.length, stop === -1 ? undefined : stop)]);
   });
-  client.pipe(upstream);
-  upstream.pipe(client);
 });
 server.once('error', (error) => parentPort.postMessage({ error: error.message }));
 server.listen(port, '127.0.0.1', () => parentPort.postMessage({ listening: true }));

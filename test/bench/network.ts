@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { FORWARD_CONNECTION } from '../../carrier/network-relay.ts';
 import { parseNetworkRules, startNetworkProxy } from '../../host/sandbox/network/index.ts';
 import { interleave, median, ms, p90, pad, ratio } from './stats.ts';
 
@@ -20,14 +21,12 @@ const body = Buffer.alloc(${BODY_BYTES}, 'x');
 const server = require('node:http').createServer((req, res) => res.end(body));
 server.listen(0, '127.0.0.1', () => console.log(server.address().port));
 `;
+// The sandbox forwarder's own byte path (carrier/network-relay.ts), with its listener's options.
 const FORWARDER = `
 const net = require('node:net');
-const server = net.createServer((client) => {
-  const upstream = net.connect(process.argv[1]);
-  client.pipe(upstream).pipe(client);
-  client.on('error', () => upstream.destroy());
-  upstream.on('error', () => client.destroy());
-});
+const { connect } = net;
+${FORWARD_CONNECTION}
+const server = net.createServer({ noDelay: true }, (client) => forwardConnection(client, process.argv[1], () => {}));
 server.listen(0, '127.0.0.1', () => console.log(server.address().port));
 `;
 // One fetch of the body per line on stdin; answers with the byte count.

@@ -42,9 +42,12 @@ function listen(server: Server | ReturnType<typeof createTcpServer>): Promise<nu
   return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port)));
 }
 
-const allowedServer = createHttpServer((req, res) => res.end(`allowed ${req.method} ${req.url}`));
+// 32 MB: more than the socket buffers on the way hold (a loopback TCP connection takes up to
+// 10 MB), so a slow reader makes the forwarder and the proxy wait for it.
+const BIG = Buffer.alloc(32 * 1024 * 1024, 'abcdefghijklmnopqrstuvwxyz0123456789');
+const allowedServer = createHttpServer((req, res) => res.end(req.url === '/big' ? BIG : `allowed ${req.method} ${req.url}`));
 const deniedServer = createHttpServer((_req, res) => res.end('the denied server answered'));
-const tlsServer = createHttpsServer({ cert: readFileSync(certPath), key: readFileSync(join(fixtures, 'key.pem')) }, (_req, res) => res.end('secret over tls'));
+const tlsServer = createHttpsServer({ cert: readFileSync(certPath), key: readFileSync(join(fixtures, 'key.pem')) }, (req, res) => res.end(req.url === '/big' ? BIG : 'secret over tls'));
 let deniedConnections = 0;
 const rawServer = createTcpServer((socket) => {
   deniedConnections++;
@@ -183,6 +186,43 @@ test('curl in a child process goes through the proxy unchanged: HTTP, HTTPS and 
     allowed: [{ host: '127.0.0.1', port: A, count: 2 }, { host: '127.0.0.1', port: T, count: 1 }],
     denied: [{ host: '127.0.0.1', port: B, count: 1 }],
   }, true));
+});
+
+/** FNV-1a over bytes, as the program computes it. */
+function fnv(bytes: Uint8Array): number {
+  let hash = 0x811c9dc5;
+  for (const byte of bytes) hash = Math.imul(hash ^ byte, 0x01000193) >>> 0;
+  return hash;
+}
+
+test('a slow reader gets a 32 MB body whole through the forwarder and the proxy, over HTTP and CONNECT', async () => {
+  // fetch of http:// is forwarded on a Node with the env proxy and tunnelled with CONNECT before it;
+  // https (where Node proxies it) is CONNECT.
+  const program = `
+    const https = await import('node:https');
+    const fs = await import('node:fs');
+    const pause = () => new Promise((resolve) => setTimeout(resolve, 5));
+    const digest = { bytes: 0, hash: 0x811c9dc5, reads: 0 };
+    const take = (state, chunk) => {
+      for (const byte of chunk) state.hash = Math.imul(state.hash ^ byte, 0x01000193) >>> 0;
+      state.bytes += chunk.length;
+      return state.reads++ < 40;
+    };
+    const viaFetch = async (url) => {
+      const state = { ...digest };
+      const reader = (await fetch(url)).body.getReader();
+      for (let next = await reader.read(); !next.done; next = await reader.read()) if (take(state, next.value)) await pause();
+      return [state.bytes, state.hash];
+    };
+    const viaHttps = (url) => new Promise((resolve, reject) => https.get(url, { ca: fs.readFileSync(${JSON.stringify(certPath)}) }, (res) => {
+      const state = { ...digest };
+      res.on('data', (chunk) => { if (take(state, chunk)) { res.pause(); pause().then(() => res.resume()); } });
+      res.on('end', () => resolve([state.bytes, state.hash]));
+    }).on('error', reject));
+    return [await viaFetch('http://127.0.0.1:${A}/big'), ${envProxy} ? await viaHttps('https://127.0.0.1:${T}/big') : null];`;
+  const result = await run({ allow: [`127.0.0.1:${A}`, `127.0.0.1:${T}`] }, program);
+  const expected = [BIG.length, fnv(BIG)];
+  assert.equal(value(result), [expected, envProxy ? expected : null]);
 });
 
 test('a refusal another client met does not relabel a fetch that failed for its own reason', async () => {

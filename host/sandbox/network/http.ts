@@ -1,10 +1,13 @@
-// The HTTP front door: absolute-form requests forwarded with keep-alive on both sides, and CONNECT
-// tunnels. Node's own parser reads the requests, so header size is bounded (431 past the limit).
-import { Agent, createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+// The HTTP front door: absolute-form requests forwarded with keep-alive on both sides (forward.ts),
+// and CONNECT tunnels. Node's own parser reads the requests, so header size is bounded (431 past the
+// limit); the destinations' answers are read by hand (response.ts), with the same bound.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { hostPort, type Gate, type Passage } from './gate.ts';
-import { connectDeadline, openTunnel, splice } from './upstream.ts';
+import { exchange } from './forward.ts';
+import { createPool } from './pool.ts';
+import { openTunnel, splice, type Upstream } from './upstream.ts';
 
 export type HttpFront = { server: Server; close(): void };
 export type Track = (socket: Socket) => void;
@@ -16,7 +19,7 @@ export const MAX_HEADER_BYTES = 16 * 1024;
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'proxy-authenticate', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'expect']);
 
 export function createHttpFront(gate: Gate, options: { connectTimeoutMs: number; track: Track }): HttpFront {
-  const agent = new Agent({ keepAlive: true });
+  const pool = createPool();
   // Whatever goes wrong in handling one request (a resolver that returns garbage, a request Node's
   // client refuses) fails that request; an unhandled rejection would take the host down.
   const server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false }, (req, res) => {
@@ -55,27 +58,21 @@ export function createHttpFront(gate: Gate, options: { connectTimeoutMs: number;
     const path = target[2] === '' ? '/' : target[2]!.startsWith('/') ? target[2]! : `/${target[2]}`;
     // RFC 9112 §3.2.2: the Host a proxy sends is the request target's, whatever the client said,
     // so a Host header cannot steer the request to another site on the same server (domain fronting).
-    const headers = ['Host', target[1]!, ...endToEnd(req.rawHeaders, ['host'])];
-    const upstream = request({ host: passage.host, port: passage.port, method: req.method, path, headers, agent, lookup: passage.lookup, setHost: false });
-    upstream.on('socket', (socket: Socket) => {
-      options.track(socket);
-      connectDeadline(socket, options.connectTimeoutMs);
-    });
-    upstream.on('response', (answer) => {
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders));
-      answer.pipe(res);
-      answer.on('error', () => res.destroy());
-    });
-    upstream.on('error', (error) => {
-      if (res.headersSent) res.destroy();
-      else respond(res, 502, unreachable(passage, error));
-    });
-    // The client went away mid-response: stop the upstream too, so neither socket lingers.
-    res.on('close', () => {
-      if (!res.writableFinished) upstream.destroy();
-    });
-    req.on('error', () => upstream.destroy());
-    req.pipe(upstream);
+    exchange(
+      { req, res, passage, authority: target[1]!, path, headers: endToEnd(req.rawHeaders, ['host']) },
+      {
+        pool,
+        connectTimeoutMs: options.connectTimeoutMs,
+        maxHeadBytes: MAX_HEADER_BYTES,
+        track: options.track,
+        endToEnd,
+        fail(error) {
+          // Once the answer is under way (or the client gone), the client can only be cut off.
+          if (res.headersSent || res.destroyed) res.destroy();
+          else respond(res, 502, unreachable(passage, error));
+        },
+      },
+    );
   }
 
   async function tunnel(req: IncomingMessage, socket: Socket, head: Buffer): Promise<void> {
@@ -85,22 +82,22 @@ export function createHttpFront(gate: Gate, options: { connectTimeoutMs: number;
     if (authority === undefined) return reply(socket, 400, `ptc network proxy: CONNECT needs host:port, got ${quote(req.url)}`);
     const passage = await gate(authority);
     if (passage.kind !== 'allowed') return reply(socket, passage.kind === 'denied' ? 403 : 502, passage.message);
-    let upstream: Socket;
+    let upstream: Upstream;
     try {
       upstream = await openTunnel(passage, options.connectTimeoutMs, options.track);
     } catch (error) {
       return reply(socket, 502, unreachable(passage, error));
     }
-    if (socket.destroyed) return void upstream.destroy();
+    if (socket.destroyed) return void upstream.socket.destroy();
     socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
-    if (head.length > 0) upstream.write(head);
+    if (head.length > 0) upstream.socket.write(head);
     splice(socket, upstream);
   }
 
   return {
     server,
     close() {
-      agent.destroy();
+      pool.destroy();
       server.closeAllConnections();
     },
   };

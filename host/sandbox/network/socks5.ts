@@ -4,7 +4,7 @@
 import type { Socket } from 'node:net';
 import { formatAddress, parseAddress } from './ip.ts';
 import type { Gate } from './gate.ts';
-import { openTunnel, splice } from './upstream.ts';
+import { openTunnel, splice, type Upstream } from './upstream.ts';
 
 // RFC 1928 §6 reply codes.
 export const SOCKS_REPLY = { succeeded: 0x00, failure: 0x01, notAllowed: 0x02, networkUnreachable: 0x03, hostUnreachable: 0x04, refused: 0x05, ttlExpired: 0x06, commandNotSupported: 0x07, addressTypeNotSupported: 0x08 } as const;
@@ -57,15 +57,15 @@ export function serveSocks5(socket: Socket, gate: Gate, options: { connectTimeou
     const passage = await gate({ host, port });
     if (passage.kind === 'denied') return fail(SOCKS_REPLY.notAllowed);
     if (passage.kind === 'unresolved') return fail(SOCKS_REPLY.hostUnreachable);
-    let upstream: Socket;
+    let upstream: Upstream;
     try {
       upstream = await openTunnel(passage, options.connectTimeoutMs, options.track);
     } catch (error) {
       return fail(errorReply((error as { code?: unknown }).code));
     }
-    if (socket.destroyed) return void upstream.destroy();
+    if (socket.destroyed) return void upstream.socket.destroy();
     socket.write(reply(SOCKS_REPLY.succeeded));
-    if (early.length > 0) upstream.write(early);
+    if (early.length > 0) upstream.socket.write(early);
     splice(socket, upstream);
   };
   socket.on('data', onData);
