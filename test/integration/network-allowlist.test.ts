@@ -251,19 +251,34 @@ test('a retained environment keeps its proxy and rules, counts per run; a change
   assert.equal(changed.environment, { fresh: true, replaced: 'the sandbox policy changed, so the previous environment was ended' });
 });
 
-test('the proxy\'s socket directory goes with the carrier: after a run, a timeout that kills it, a released owner, and its spare', async () => {
-  const before = readdirSync(tmpdir()).filter((name) => name.startsWith('ptc-network-'));
-  await run({ allow: [`127.0.0.1:${A}`] }, 'return 1');
-  const runtime = runtimeWith({ allow: [`127.0.0.1:${A}`] }, { timeoutMs: 1_000 });
-  const stuck = await runtime.run(runtime.resolve({ program: `await fetch('http://127.0.0.1:${A}/'); for (;;) {}`, cwd: workspace }));
-  assert.is(stuck.status === 'failed' && stuck.failure.kind, 'timeout');
-  const retained = runtimeWith({ allow: [`127.0.0.1:${A}`] }, { executionMode: 'persistent-in-memory' });
-  const owner = {};
-  value(await retained.run(retained.resolve({ program: `globalThis.kept = 1; 1`, cwd: workspace, stateOwner: owner })));
-  await retained.release(owner);
-  await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
-  const after = readdirSync(tmpdir()).filter((name) => name.startsWith('ptc-network-') && !before.includes(name));
-  assert.equal(after, []);
+test('the proxy\'s socket directory goes with the carrier: after a run, a timeout that kills it, a released owner, and its spare', () => {
+  // In a host of its own with a TMPDIR of its own, so no other process's directories are counted.
+  const tmp = realpathSync(mkdtempSync(join(tmpdir(), 'ptc-network-dirs-')));
+  const host = `
+    import { createRuntime } from ${JSON.stringify(`${repoRoot}host/index.ts`)};
+    const launch = ${JSON.stringify(launchUnderTest() ?? null)};
+    const make = (config) => createRuntime({ timeoutMs: 20000, ...config, policy: { mode: 'workspace-write', network: { allow: ['127.0.0.1:${A}'] } }, ...(launch ? { launch } : {}) });
+    const cwd = ${JSON.stringify(workspace)};
+    const plain = make({});
+    const statuses = [(await plain.run(plain.resolve({ program: 'return 1', cwd }))).status];
+    const timed = make({ timeoutMs: 1000 });
+    const stuck = await timed.run(timed.resolve({ program: "await fetch('http://127.0.0.1:${A}/'); for (;;) {}", cwd }));
+    statuses.push(stuck.status === 'failed' ? stuck.failure.kind : stuck.status);
+    const retained = make({ executionMode: 'persistent-in-memory' });
+    const owner = {};
+    statuses.push((await retained.run(retained.resolve({ program: 'globalThis.kept = 1; 1', cwd, stateOwner: owner }))).status);
+    await retained.release(owner);
+    await Promise.all([plain.dispose(), timed.dispose(), retained.dispose()]);
+    process.stdout.write(JSON.stringify(statuses));
+  `;
+  try {
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', host], { cwd: tmp, env: { ...process.env, TMPDIR: tmp }, encoding: 'utf8', timeout: 120_000 });
+    assert.is(child.status, 0, `${child.signal ?? ''} ${child.stderr}`);
+    assert.is(child.stdout, '["ok","timeout","ok"]');
+    assert.equal(readdirSync(tmp).filter((name) => name.startsWith('ptc-network-') || name.startsWith('ptc-sandbox-')), []);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
 });
 
 test('a host that never disposes its allowlisted runtime still exits (the prestarted spare has a proxy), and leaves no proxy directory', () => {
