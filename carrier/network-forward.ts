@@ -16,7 +16,7 @@ import { connect, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { explainUnreachable } from './denials.ts';
-import { FORWARD_PORT, NETWORK_SOCKET_ENV } from './protocol/network.ts';
+import { FORWARD_PORT } from './protocol/network.ts';
 import { apply, NativePromise, resolved, SafeMap, stringIncludes, stringStartsWith, then, TypeErrorCtor } from './intrinsics.ts';
 
 const DENIAL_PREFIX = 'blocked by ptc network policy: ';
@@ -63,12 +63,9 @@ server.listen(port, '127.0.0.1', () => parentPort.postMessage({ listening: true 
 const refusals = new SafeMap<string, string>();
 let reasons: MessagePort | undefined;
 
-/** Reads and removes the socket variable; starts the forwarder when it was set. The promise
- * settles once the forwarder listens (at once without one) and rejects when it cannot. */
-export function startForwarding(): Promise<void> {
-  const socketPath = process.env[NETWORK_SOCKET_ENV];
-  delete process.env[NETWORK_SOCKET_ENV];
-  if (socketPath === undefined || socketPath === '') return resolved(undefined);
+/** Starts the forwarder to the proxy's socket (carrier.ts reads NETWORK_SOCKET_ENV). The promise
+ * settles once the forwarder listens and rejects when it cannot. */
+export function startForwarding(socketPath: string): Promise<void> {
   const nativeFetch = globalThis.fetch;
   guardFetch();
   explainUnreachable(UNREACHABLE_HINT);
