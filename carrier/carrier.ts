@@ -25,6 +25,7 @@ import { createEvaluator } from './evaluators/index.ts';
 import type { Completion, Evaluator } from './evaluators/types.ts';
 import { encodeJson, LossyValueError, trustRealm } from './protocol/json.ts';
 import { fitOutcome, REPLY_ENVELOPE } from './outcome-fit.ts';
+import { cancelTrim, trimWhenIdle } from './idle-trim.ts';
 import { holdWaitAsync, STALL_MESSAGE, type StallWatch } from './stall.ts';
 import type { InvokeResult, RunOutcome, RunRequest } from './protocol/messages.ts';
 
@@ -219,9 +220,12 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
       const final: RunOutcome = unthenable(run.revoked ? { status: 'stopped' } : result);
       if (takeDenied()) final.denied = true;
       resolveOutcome(fitOutcome(final, request.maxMessageBytes));
+      // A per-call carrier ends now; a retained one idles until the owner's next run.
+      if (request.retain) trimWhenIdle();
     },
   };
   active = run;
+  cancelTrim();
   // It is the run that cannot finish, not the environment: a retained one stays for the next run.
   stalls.arm(() => run.settle({ status: 'exception', error: { name: 'Error', message: STALL_MESSAGE }, ...(run.initializing ? { initializer: true } : {}) }));
   takeDenied(); // whatever earlier runs' callbacks met is not this run's
