@@ -11,7 +11,7 @@ import { inspect as utilInspect, types } from 'node:util';
 import vm from 'node:vm';
 import { openChannel, type HostLink } from './channel.ts';
 import { scrubEnvironment } from './environment.ts';
-import { startForwarding } from './network-forward.ts';
+import { NETWORK_SOCKET_ENV } from './protocol/network.ts';
 import { takeDenied, watchDenials } from './denials.ts';
 import { guardProcesses } from './process-guard.ts';
 import { beginOutput, captureStandardStreams, endOutput, inspect } from './output.ts';
@@ -25,6 +25,7 @@ import { createEvaluator } from './evaluators/index.ts';
 import type { Completion, Evaluator } from './evaluators/types.ts';
 import { encodeJson, LossyValueError, trustRealm } from './protocol/json.ts';
 import { fitOutcome, REPLY_ENVELOPE } from './outcome-fit.ts';
+import { cancelTrim, trimWhenIdle } from './idle-trim.ts';
 import { holdWaitAsync, STALL_MESSAGE, type StallWatch } from './stall.ts';
 import type { InvokeResult, RunOutcome, RunRequest } from './protocol/messages.ts';
 
@@ -59,7 +60,7 @@ let forwarding: Promise<void> = resolved(undefined);
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
-  forwarding = startForwarding();
+  forwarding = startNetwork();
   forwarding.catch(() => {});
   scrubEnvironment();
   guardProcesses();
@@ -85,6 +86,18 @@ export function runCarrier(): void {
       throw name === 'TypeError' ? new TypeError(text) : new Error(text);
     });
   });
+}
+
+/**
+ * Starts the network forwarder when the host set up an allowlist. Only then are its modules loaded:
+ * node:tls and node:worker_threads are ~3 MB of every idle carrier's RSS. Runs wait for this
+ * promise, so the forwarder (and its fetch guard) is in place before any program.
+ */
+function startNetwork(): Promise<void> {
+  const socketPath = process.env[NETWORK_SOCKET_ENV];
+  delete process.env[NETWORK_SOCKET_ENV];
+  if (socketPath === undefined || socketPath === '') return resolved(undefined);
+  return then(import('./network-forward.ts'), ({ startForwarding }) => startForwarding(socketPath));
 }
 
 /**
@@ -207,9 +220,12 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
       const final: RunOutcome = unthenable(run.revoked ? { status: 'stopped' } : result);
       if (takeDenied()) final.denied = true;
       resolveOutcome(fitOutcome(final, request.maxMessageBytes));
+      // A per-call carrier ends now; a retained one idles until the owner's next run.
+      if (request.retain) trimWhenIdle();
     },
   };
   active = run;
+  cancelTrim();
   // It is the run that cannot finish, not the environment: a retained one stays for the next run.
   stalls.arm(() => run.settle({ status: 'exception', error: { name: 'Error', message: STALL_MESSAGE }, ...(run.initializing ? { initializer: true } : {}) }));
   takeDenied(); // whatever earlier runs' callbacks met is not this run's

@@ -59,12 +59,9 @@ server.listen(port, '127.0.0.1', () => parentPort.postMessage({ listening: true 
 const refusals = new SafeMap<string, string>();
 let reasons: MessagePort | undefined;
 
-/** Reads and removes the socket variable; starts the forwarder when it was set. The promise
- * settles once the forwarder listens (at once without one) and rejects when it cannot. */
-export function startForwarding(): Promise<void> {
-  const socketPath = process.env[NETWORK_SOCKET_ENV];
-  delete process.env[NETWORK_SOCKET_ENV];
-  if (socketPath === undefined || socketPath === '') return resolved(undefined);
+/** Starts the forwarder to the proxy's socket (carrier.ts reads NETWORK_SOCKET_ENV). The promise
+ * settles once the forwarder listens and rejects when it cannot. */
+export function startForwarding(socketPath: string): Promise<void> {
   const nativeFetch = globalThis.fetch;
   guardFetch();
   explainUnreachable(UNREACHABLE_HINT);

@@ -11,7 +11,7 @@ import type { ResolvedConfig } from './settings.ts';
 import { confine, type CarrierRecipe } from '../worker/confinement.ts';
 import { abortedBeforeStart, Environment, sandboxUnavailable, type Execution, type RunResult } from './environment.ts';
 import type { SandboxPolicy } from '../sandbox/index.ts';
-import { takeCarrier } from '../worker/spare.ts';
+import { replenishSpare, takeCarrier } from '../worker/spare.ts';
 
 export type { Execution, RunResult, SandboxReport, EnvironmentReport } from './environment.ts';
 
@@ -162,6 +162,7 @@ export class Executor {
     const environment = (owned.environment ??= this.#newEnvironment(recipe, true));
     const initializer = fresh && this.#initializer !== undefined && !environment.initialized ? this.#initializer : undefined;
     const { result, usable } = await environment.run(execution, initializer);
+    if (fresh) replenishSpare(recipe);
     result.environment = { fresh, ...(owned.replaced !== undefined && fresh ? { replaced: owned.replaced } : {}) };
     if (fresh) owned.replaced = undefined;
     if (!usable) {
@@ -180,6 +181,7 @@ export class Executor {
     } finally {
       // The kill has gone out; dispose() waits for what is still ending.
       void environment.terminate().then(() => this.#temporary.delete(environment));
+      replenishSpare(recipe);
     }
   }
 
