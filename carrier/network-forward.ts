@@ -17,7 +17,7 @@ import { connect as connectTls } from 'node:tls';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { explainUnreachable } from './denials.ts';
 import { FORWARD_CONNECTION } from './network-relay.ts';
-import { FORWARD_PORT, NETWORK_SOCKET_ENV } from './protocol/network.ts';
+import { FORWARD_PORT } from './protocol/network.ts';
 import { apply, NativePromise, resolved, SafeMap, stringIncludes, stringStartsWith, then, TypeErrorCtor } from './intrinsics.ts';
 
 const DENIAL_PREFIX = 'blocked by ptc network policy: ';
