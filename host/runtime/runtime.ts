@@ -16,7 +16,7 @@ export interface RunRequest {
   program: string;
   /** Host functions the program can await; nested objects become namespaces. */
   bindings?: Bindings;
-  /** Working directory of the program. @default process.cwd() */
+  /** Working directory of the program. @default the policy's workspaceRoot when it names one, else process.cwd() */
   cwd?: string;
   /** Elapsed deadline: omitted for the default, a number (capped at maxTimeoutMs), or null for none. */
   timeoutMs?: number | null;
@@ -99,11 +99,13 @@ export function executionShape(config: ResolvedConfig): { format: ProgramFormat;
 export function createRuntime(input?: RuntimeConfig): Runtime {
   const config = Object.freeze(resolveConfig(input));
   const active = new Set<AbortController>();
-  // A spare for the default policy in this process's cwd: the shape most runs have. Resolving the
-  // policy and probing the sandbox are asynchronous, so the spare is held once they are known.
+  // A spare for the default policy in the default cwd (see resolve()): the shape most runs have.
+  // Resolving the policy and probing the sandbox are asynchronous, so the spare is held once they are known.
+  const defaultCwd = resolvePath(config.policy.workspaceRoot ?? process.cwd());
+  const defaultPolicy = config.policy.workspaceRoot === undefined ? config.policy : { ...config.policy, workspaceRoot: defaultCwd };
   const spares: Promise<(() => Promise<void>) | undefined> = !config.prestartCarrier
     ? Promise.resolve(undefined)
-    : confine(config, config.policy, process.cwd()).then(
+    : confine(config, defaultPolicy, defaultCwd).then(
         (confinement) => ('recipe' in confinement ? holdSpares(confinement.recipe, config.graceMs) : undefined),
         () => undefined,
       );
@@ -132,7 +134,13 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       }
       if (typeof request.program !== 'string') throw new TypeError(`ptc request: program must be a string, got ${show(request.program)}`);
       if (request.cwd !== undefined && typeof request.cwd !== 'string') throw new TypeError(`ptc request: cwd must be a path, got ${show(request.cwd)}`);
-      const cwd = resolvePath(request.cwd ?? process.cwd());
+      const requested = request.policy === undefined ? config.policy : policyShape(request.policy, 'request: policy');
+      // Without a cwd a program runs in its policy's workspace root, or else in this process's
+      // directory. A root that becomes the cwd is made absolute here, so the policy does not then
+      // resolve a relative root against itself.
+      const root = request.cwd === undefined ? requested.workspaceRoot : undefined;
+      const cwd = resolvePath(request.cwd ?? root ?? process.cwd());
+      const policy = root === undefined ? requested : Object.freeze({ ...requested, workspaceRoot: cwd });
       const discardCompletion = request.discardCompletion ?? false;
       if (typeof discardCompletion !== 'boolean') throw new TypeError(`ptc request: discardCompletion must be a boolean, got ${show(discardCompletion)}`);
       const display = displayOption(request.display);
@@ -156,7 +164,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
         // A bracketed label such as "[stdin]" names no file, as in Node's own stacks; it stays as given.
         filename: /^\[[^\]/]+\]$/.test(filename) ? filename : resolvePath(cwd, filename),
         stateOwner,
-        policy: request.policy === undefined ? config.policy : policyShape(request.policy, 'request: policy'),
+        policy,
         oneTime,
       });
     },

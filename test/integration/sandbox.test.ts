@@ -3,7 +3,7 @@
 // whose policy changes.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { join } from 'node:path';
+import { join, relative as relativeTo } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig, SandboxPolicy } from '../../host/index.ts';
@@ -58,6 +58,28 @@ test('bwrap: the default policy writes the workspace and nothing outside it, and
   assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true, memory: 'none', ...reportLocation() });
   assert.ok(existsSync(inside));
   assert.not.ok(existsSync(join(outside, 'a.txt')));
+});
+
+test('without a cwd a program runs in its policy\'s workspace root, and writes there', async () => {
+  const make = (config: RuntimeConfig) => {
+    const runtime = createTestRuntime({ timeoutMs: 20_000, ...config });
+    runtimes.push(runtime);
+    return runtime;
+  };
+  const where = "const fs = await import('node:fs'); fs.writeFileSync('here.txt', 'x'); return process.cwd()";
+  // The runtime's policy, then a request's own policy, then a relative root (from this process's directory).
+  const configured = make({ policy: { mode: 'workspace-write', workspaceRoot: workspace } });
+  assert.is(value(await configured.run(configured.resolve({ program: where }))), workspace);
+  const plain = make({ policy: { mode: 'workspace-write' } });
+  assert.is(value(await plain.run(plain.resolve({ program: where, policy: { mode: 'workspace-write', workspaceRoot: extra } }))), extra);
+  assert.ok(existsSync(join(workspace, 'here.txt')) && existsSync(join(extra, 'here.txt')));
+  const relative = make({ policy: { mode: 'workspace-write', workspaceRoot: relativeTo(process.cwd(), outside) } });
+  assert.is(value(await relative.run(relative.resolve({ program: where }))), outside);
+  // A cwd given is kept: the root is then the policy's to resolve against it, as before.
+  const given = configured.resolve({ program: 'return process.cwd()', cwd: workspace });
+  assert.is(given.cwd, workspace);
+  assert.is(given.policy.workspaceRoot, workspace);
+  rmSync(join(outside, 'here.txt'), { force: true });
 });
 
 test('denied: a denial the program swallows is still reported, and a clean run is not', async () => {
