@@ -210,7 +210,12 @@ export async function loadBindings(path: string): Promise<Bindings> {
     throw new UsageError(`cannot load --bindings ${JSON.stringify(path)}: ${(error as Error).message}`);
   }
   const bindings: Bindings = {};
-  const exports = Object.keys(module).length === 1 && isObject(module.default) ? module.default : module;
+  // Node 23 and later add a 'module.exports' key to a CommonJS module's namespace (not an
+  // identifier, so not a binding name); its value is the real exports object, which also holds
+  // the exports the static analysis behind the named keys cannot see.
+  const exports = 'module.exports' in module && isObject(module['module.exports'])
+    ? module['module.exports']
+    : Object.keys(module).length === 1 && isObject(module.default) ? module.default : module;
   for (const [name, value] of Object.entries(exports)) {
     if (name === 'default') continue;
     if (typeof value === 'function' || isObject(value)) bindings[name] = value as Bindings[string];
