@@ -100,6 +100,7 @@ function allowlistFlags(args: RunArgs, configured: unknown): { allow: string[]; 
 }
 
 export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
+  refuseRepeatedFlags(args);
   // One run per process: the carrier started by prestartForCli is the only one worth having.
   let config: Record<string, unknown> = { prestartCarrier: false };
   if (args.config !== undefined) {
@@ -118,8 +119,22 @@ export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
   return applyFlags(config, args);
 }
 
+/** Flags that take one value: yargs makes an array of a repeated one, which no field accepts. */
+const SINGLE_FLAGS = [
+  ...Object.keys(LIMIT_FLAGS), 'config', 'bindings', 'cwd', 'mode', 'node', 'bootstrap', 'sandbox', 'sandbox-backend',
+  'require-enforcement', 'remote', 'remote-node', 'remote-bootstrap',
+];
+
+function refuseRepeatedFlags(args: RunArgs): void {
+  for (const flag of SINGLE_FLAGS) {
+    const value = args[flag];
+    if (Array.isArray(value)) throw new UsageError(`--${flag} takes one value, got ${value.length}: ${value.map((item) => JSON.stringify(String(item))).join(', ')}`);
+  }
+}
+
 /** Lays the limit, mode, sandbox and launch flags over a configuration read from elsewhere. */
 export async function applyFlags(config: Record<string, unknown>, args: RunArgs): Promise<RuntimeConfig> {
+  refuseRepeatedFlags(args);
   for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
     const value = numberFlag(args, flag);
     if (value !== undefined) config[field] = value;

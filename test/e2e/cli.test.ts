@@ -268,4 +268,10 @@ both('every usage or configuration error is one line, whatever raised it', (run)
   });
 });
 
+both('a flag that takes one value, given twice, is a usage error that quotes both', (run) => {
+  assert.equal(run(['run', '--timeout-ms', '500', '--timeout-ms', '600', '-'], 'return 1'), { code: 2, stdout: '', stderr: 'ptc: --timeout-ms takes one value, got 2: "500", "600"\n' });
+  assert.equal(run(['run', '--cwd', 'a', '--cwd', 'b', '-'], 'return 1'), { code: 2, stdout: '', stderr: 'ptc: --cwd takes one value, got 2: "a", "b"\n' });
+  assert.equal(run(['run', '--config', 'a.json', '--config', 'b.json', '-'], 'return 1'), { code: 2, stdout: '', stderr: 'ptc: --config takes one value, got 2: "a.json", "b.json"\n' });
+});
+
 test.run();
