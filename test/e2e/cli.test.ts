@@ -274,4 +274,18 @@ both('a flag that takes one value, given twice, is a usage error that quotes bot
   assert.equal(run(['run', '--config', 'a.json', '--config', 'b.json', '-'], 'return 1'), { code: 2, stdout: '', stderr: 'ptc: --config takes one value, got 2: "a.json", "b.json"\n' });
 });
 
+both('a Script or REPL program in braces that only parses as an object says to wrap it in parentheses', (run) => {
+  const advice = "Expected ';', '}' or <eof> (a leading { ... } is a block: wrap an object literal in parentheses to make it the value)";
+  for (const mode of ['vm-script', 'persistent-in-memory']) {
+    const { code, stdout } = run(['run', '--json', '--mode', mode, '-'], '{ a: 1, b: [2] }');
+    assert.is(code, 1, mode);
+    const { failure } = parseResult(stdout);
+    assert.equal([failure.kind, failure.name, failure.message, failure.location], ['exception', 'SyntaxError', advice, { line: 1, column: 10 }], mode);
+    assert.equal(parseResult(run(['run', '--json', '--mode', mode, '-'], '({ a: 1, b: [2] })').stdout).value, { a: 1, b: [2] }, mode);
+  }
+  // A function body returns its value: parentheses alone would not help, so no such advice.
+  const body = parseResult(run(['run', '--json', '-'], '{ a: 1, b: [2] }').stdout);
+  assert.equal([body.failure.kind, body.failure.message], ['exception', "Expected ';', '}' or <eof>"]);
+});
+
 test.run();
