@@ -101,6 +101,8 @@ function allowlistFlags(args: RunArgs, configured: unknown): { allow: string[]; 
 
 export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
   refuseRepeatedFlags(args);
+  // A remote run's cwd names a directory on the far machine.
+  if (args.cwd !== undefined && args.remote === undefined) await checkDirectory(args.cwd);
   // One run per process: the carrier started by prestartForCli is the only one worth having.
   let config: Record<string, unknown> = { prestartCarrier: false };
   if (args.config !== undefined) {
@@ -201,6 +203,13 @@ async function checkExecutable(executable: string): Promise<void> {
   }
   if (!executable.includes('/')) throw new UsageError(`--node ${JSON.stringify(executable)}: no executable of that name on PATH`);
   throw new UsageError(`--node ${JSON.stringify(executable)}: ${await isFile(candidates[0]!) ? 'the file is not executable' : 'no such file'}`);
+}
+
+// The cwd also becomes the sandbox's workspace root, whose own message would not name --cwd.
+async function checkDirectory(dir: string): Promise<void> {
+  const info = await stat(dir).catch(() => undefined);
+  if (info === undefined) throw new UsageError(`--cwd ${JSON.stringify(dir)}: no such directory`);
+  if (!info.isDirectory()) throw new UsageError(`--cwd ${JSON.stringify(dir)}: not a directory`);
 }
 
 async function checkBootstrap(path: string, given: boolean): Promise<void> {

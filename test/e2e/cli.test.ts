@@ -259,7 +259,11 @@ both('every usage or configuration error is one line, whatever raised it', (run)
     stderr: 'ptc: Invalid values: Argument: mode, Given: "bogus", Choices: "per-call", "vm-script", "persistent-in-memory"\n',
   });
   const absent = join(work, 'no-such-dir');
-  assert.equal(run(['run', '--json', '--cwd', absent, '-'], 'return 1'), { code: 2, stdout: '', stderr: `ptc: sandbox policy: workspaceRoot '${absent}' does not exist\n` });
+  assert.equal(run(['run', '--json', '--cwd', absent, '-'], 'return 1'), { code: 2, stdout: '', stderr: `ptc: --cwd ${JSON.stringify(absent)}: no such directory\n` });
+  const file = join(work, 'a-file');
+  writeFileSync(file, '');
+  assert.equal(run(['run', '--cwd', file, '-'], 'return 1'), { code: 2, stdout: '', stderr: `ptc: --cwd ${JSON.stringify(file)}: not a directory\n` });
+  assert.equal(run(['repl', '--cwd', absent], '1\n'), { code: 2, stdout: '', stderr: `ptc: --cwd ${JSON.stringify(absent)}: no such directory\n` });
   const unwritable = join(work, 'no-such-dir', 'bootstrap.mjs');
   assert.equal(run(['bootstrap', '--out', unwritable]), {
     code: 2,
