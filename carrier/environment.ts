@@ -7,14 +7,22 @@ import { syncBuiltinESMExports } from 'node:module';
 import { CARRIER_SELECTOR } from './protocol/revision.ts';
 import { PROXY_VARIABLES } from './protocol/network.ts';
 
-const KEPT = new Set(['PATH', 'TMPDIR', 'TMP', 'TEMP', ...PROXY_VARIABLES]);
+/** The variables that stay in the carrier's OS environment on `platform`. */
+export function keptVariables(platform: NodeJS.Platform = process.platform): Set<string> {
+  const kept = ['PATH', 'TMPDIR', 'TMP', 'TEMP', ...PROXY_VARIABLES];
+  // The host passes these on Windows (host/worker/launch.ts): Winsock loads its providers through
+  // SystemRoot, so unsetting them here would undo that.
+  if (platform === 'win32') kept.push('SystemRoot', 'SystemDrive', 'windir', 'PATHEXT', 'ComSpec');
+  return new Set(kept);
+}
 
-/** Removes the carrier selector and every variable but PATH, temp paths and proxy settings; gives the program only the proxy settings. */
+/** Removes the carrier selector and every variable but PATH, temp paths, proxy settings (and Windows' own); gives the program only the proxy settings. */
 export function scrubEnvironment(): void {
   delete process.env[CARRIER_SELECTOR];
+  const kept = keptVariables();
   const visible: Record<string, string> = {};
   for (const name of Object.keys(process.env)) {
-    if (!KEPT.has(name)) delete process.env[name];
+    if (!kept.has(name)) delete process.env[name];
     else if (PROXY_VARIABLES.includes(name)) visible[name] = process.env[name]!;
   }
   Object.defineProperty(process, 'env', { value: visible, writable: true, configurable: true, enumerable: true });

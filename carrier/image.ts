@@ -2,7 +2,7 @@
 // Image.fromFile), so an attachment id in the output always names a file the host has vetted.
 // Image.fromFile opens the file here, under the sandbox, so the host is never asked about a file
 // the program could not open itself; the host then reads the size from that same inode.
-import { close, constants, fstat, open, read } from 'node:fs';
+import { close, constants, fstat, open, read, stat } from 'node:fs';
 import { resolve } from 'node:path';
 import { inspect as utilInspect } from 'node:util';
 import type { FileIdentity, ImageDescriptor, ImagePixels } from './protocol/messages.ts';
@@ -18,6 +18,7 @@ const constructing = Symbol('ptc.image.constructing');
 const OPEN_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY;
 const openFile = open;
 const statFile = fstat;
+const statPath = stat;
 const closeFile = close;
 const resolvePath = resolve;
 const readFile = read;
@@ -51,6 +52,11 @@ export class Image {
     if (register === undefined) throw new ErrorCtor('Image.fromFile is not available outside a run');
     const absolute = resolvePath(cwd(), path);
     const label = `Image.fromFile: "${absolute}"`;
+    // A device is refused before it is opened: opening one can fail for its own reasons (ENXIO for
+    // /dev/tty without a terminal) or have effects (a watchdog arms on open). The fstat below
+    // still checks what was opened, in case the path changed in between.
+    const kind = await pathKind(absolute);
+    if (kind !== undefined) throw new TypeErrorCtor(`${label} is not a regular file (it is ${kind})`);
     let fd: number;
     try {
       fd = await openFd(absolute);
@@ -107,6 +113,11 @@ export function imageDescriptor(value: unknown): ImageDescriptor | undefined {
 // a number or a null-prototype record, so no program `then` is consulted.
 function openFd(path: string): Promise<number> {
   return new NativePromise((resolve, reject) => openFile(path, OPEN_FLAGS, (error, fd) => (error ? reject(error) : resolve(fd))));
+}
+
+/** What the file at `path` is when it is not a regular file; undefined for a regular file, or when it cannot be stat'ed (open then says why). */
+function pathKind(path: string): Promise<string | undefined> {
+  return new NativePromise((resolve) => statPath(path, (error, stats) => resolve(error || stats.isFile() ? undefined : fileKind(stats))));
 }
 
 interface FileFacts {

@@ -89,8 +89,13 @@ export async function main(argv: string[]): Promise<number> {
       (command: Argv) => command.option('out', { type: 'string', demandOption: true, describe: 'File to write' }),
       async (args) => {
         const out = resolvePath(String(args.out));
-        await writeFile(out, await readBootstrap());
-        await chmod(out, 0o644);
+        const source = await readBootstrap();
+        try {
+          await writeFile(out, source);
+          await chmod(out, 0o644);
+        } catch (error) {
+          throw new UsageError(`cannot write --out ${JSON.stringify(String(args.out))}: ${(error as Error).message}`, { cause: error });
+        }
         process.stdout.write(`wrote ${out}\n`);
       },
     );
@@ -109,8 +114,8 @@ export async function main(argv: string[]): Promise<number> {
     if (argv.includes('--help') || argv.includes('-h')) return 0;
     return exitCode;
   } catch (error) {
-    process.stderr.write(`ptc: ${messageOf(error)}\n`);
-    if (!(error instanceof UsageError)) process.stderr.write('Run "ptc --help" for usage.\n');
+    // One line, whatever raised it: yargs' own messages span lines ("Invalid values:\n  Argument:").
+    process.stderr.write(`ptc: ${messageOf(error).replace(/\s*\n\s*/g, ' ')}\n`);
     return 2;
   }
 }

@@ -100,6 +100,9 @@ function allowlistFlags(args: RunArgs, configured: unknown): { allow: string[]; 
 }
 
 export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
+  refuseRepeatedFlags(args);
+  // A remote run's cwd names a directory on the far machine.
+  if (args.cwd !== undefined && args.remote === undefined) await checkDirectory(args.cwd);
   // One run per process: the carrier started by prestartForCli is the only one worth having.
   let config: Record<string, unknown> = { prestartCarrier: false };
   if (args.config !== undefined) {
@@ -118,8 +121,22 @@ export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
   return applyFlags(config, args);
 }
 
+/** Flags that take one value: yargs makes an array of a repeated one, which no field accepts. */
+const SINGLE_FLAGS = [
+  ...Object.keys(LIMIT_FLAGS), 'config', 'bindings', 'cwd', 'mode', 'node', 'bootstrap', 'sandbox', 'sandbox-backend',
+  'require-enforcement', 'remote', 'remote-node', 'remote-bootstrap',
+];
+
+function refuseRepeatedFlags(args: RunArgs): void {
+  for (const flag of SINGLE_FLAGS) {
+    const value = args[flag];
+    if (Array.isArray(value)) throw new UsageError(`--${flag} takes one value, got ${value.length}: ${value.map((item) => JSON.stringify(String(item))).join(', ')}`);
+  }
+}
+
 /** Lays the limit, mode, sandbox and launch flags over a configuration read from elsewhere. */
 export async function applyFlags(config: Record<string, unknown>, args: RunArgs): Promise<RuntimeConfig> {
+  refuseRepeatedFlags(args);
   for (const [flag, field] of Object.entries(LIMIT_FLAGS)) {
     const value = numberFlag(args, flag);
     if (value !== undefined) config[field] = value;
@@ -188,6 +205,13 @@ async function checkExecutable(executable: string): Promise<void> {
   throw new UsageError(`--node ${JSON.stringify(executable)}: ${await isFile(candidates[0]!) ? 'the file is not executable' : 'no such file'}`);
 }
 
+// The cwd also becomes the sandbox's workspace root, whose own message would not name --cwd.
+async function checkDirectory(dir: string): Promise<void> {
+  const info = await stat(dir).catch(() => undefined);
+  if (info === undefined) throw new UsageError(`--cwd ${JSON.stringify(dir)}: no such directory`);
+  if (!info.isDirectory()) throw new UsageError(`--cwd ${JSON.stringify(dir)}: not a directory`);
+}
+
 async function checkBootstrap(path: string, given: boolean): Promise<void> {
   if (await isFile(path) && await accessible(path, fsConstants.R_OK)) return;
   if (given) throw new UsageError(`--bootstrap ${JSON.stringify(path)}: no readable file there`);
@@ -210,7 +234,12 @@ export async function loadBindings(path: string): Promise<Bindings> {
     throw new UsageError(`cannot load --bindings ${JSON.stringify(path)}: ${(error as Error).message}`);
   }
   const bindings: Bindings = {};
-  const exports = Object.keys(module).length === 1 && isObject(module.default) ? module.default : module;
+  // Node 23 and later add a 'module.exports' key to a CommonJS module's namespace (not an
+  // identifier, so not a binding name); its value is the real exports object, which also holds
+  // the exports the static analysis behind the named keys cannot see.
+  const exports = 'module.exports' in module && isObject(module['module.exports'])
+    ? module['module.exports']
+    : Object.keys(module).length === 1 && isObject(module.default) ? module.default : module;
   for (const [name, value] of Object.entries(exports)) {
     if (name === 'default') continue;
     if (typeof value === 'function' || isObject(value)) bindings[name] = value as Bindings[string];

@@ -28,7 +28,8 @@ export function stripTypes(program: string, filename: string, format: ProgramFor
     const { code, message, stack } = error as { code?: string; message?: string; stack?: string };
     if (code !== 'ERR_INVALID_TYPESCRIPT_SYNTAX' && code !== 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX') throw error;
     const info = locate(program, filename, String(message), String(stack), code, prefix.length);
-    if ((format === 'scoped-repl' || format === 'repl') && readsAsObjectLiteral(program)) {
+    // Scripts end in a completion value as REPL input does; a function body needs `return` instead.
+    if (!body && readsAsObjectLiteral(program)) {
       info.message += ' (a leading { ... } is a block: wrap an object literal in parentheses to make it the value)';
       if (info.stack !== undefined) info.stack = `${info.stack.slice(0, info.stack.lastIndexOf('SyntaxError: '))}SyntaxError: ${info.message}`;
     }
@@ -36,7 +37,7 @@ export function stripTypes(program: string, filename: string, format: ProgramFor
   }
 }
 
-// REPL programs follow the reference: `{ a: 1 }` is a block. When the failing program would have
+// Script and REPL programs follow the reference: `{ a: 1 }` is a block. When the failing program would have
 // parsed in parentheses, the author meant an object, and the message says how to get one.
 function readsAsObjectLiteral(program: string): boolean {
   if (!/^\s*\{/.test(program)) return false;

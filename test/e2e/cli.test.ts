@@ -234,4 +234,62 @@ both('a program that ends with a bare expression gets a hint on stderr and in --
   assert.is(json.hint, hint);
 });
 
+both('--bindings takes an ES or a CommonJS module, with namespaces of functions', (run) => {
+  const cjs = join(work, 'tools.cjs');
+  writeFileSync(cjs, [
+    'exports.add = async (a, b) => a + b;',
+    'exports.ns = { mul: async (a, b) => a * b, deep: { neg: async (a) => -a } };',
+    'exports.count = 5;',
+    'exports.fail = async () => { const e = new Error("nope"); e.code = "E_NOPE"; throw e; };',
+  ].join('\n'));
+  const assigned = join(work, 'assigned.cjs');
+  writeFileSync(assigned, 'const tools = {}; tools.twice = async (n) => 2 * n; module.exports = tools;');
+  const esm = join(work, 'tools.mjs');
+  writeFileSync(esm, 'export async function add(a, b) { return a + b; }\nexport const ns = { constructor: async () => "ctor" };\nexport default async () => "ignored";');
+  const program = 'try { await fail() } catch (e) { return [await add(1, 2), await ns.mul(2, 3), await ns.deep.neg(4), typeof count, e.name, e.binding, e.code] }';
+  assert.equal(run(['run', '--bindings', cjs, '-'], program), { code: 0, stdout: "[ 3, 6, -4, 'undefined', 'BindingError', 'fail', 'E_NOPE' ]\n", stderr: '' });
+  assert.equal(run(['run', '--bindings', assigned, '-'], 'return await twice(21)'), { code: 0, stdout: '42\n', stderr: '' });
+  assert.equal(run(['run', '--bindings', esm, '-'], 'return [await add(1, 2), await ns.constructor(), typeof ns]'), { code: 0, stdout: "[ 3, 'ctor', 'object' ]\n", stderr: '' });
+});
+
+both('every usage or configuration error is one line, whatever raised it', (run) => {
+  assert.equal(run(['run', '--mode', 'bogus', '-'], 'return 1'), {
+    code: 2,
+    stdout: '',
+    stderr: 'ptc: Invalid values: Argument: mode, Given: "bogus", Choices: "per-call", "vm-script", "persistent-in-memory"\n',
+  });
+  const absent = join(work, 'no-such-dir');
+  assert.equal(run(['run', '--json', '--cwd', absent, '-'], 'return 1'), { code: 2, stdout: '', stderr: `ptc: --cwd ${JSON.stringify(absent)}: no such directory\n` });
+  const file = join(work, 'a-file');
+  writeFileSync(file, '');
+  assert.equal(run(['run', '--cwd', file, '-'], 'return 1'), { code: 2, stdout: '', stderr: `ptc: --cwd ${JSON.stringify(file)}: not a directory\n` });
+  assert.equal(run(['repl', '--cwd', absent], '1\n'), { code: 2, stdout: '', stderr: `ptc: --cwd ${JSON.stringify(absent)}: no such directory\n` });
+  const unwritable = join(work, 'no-such-dir', 'bootstrap.mjs');
+  assert.equal(run(['bootstrap', '--out', unwritable]), {
+    code: 2,
+    stdout: '',
+    stderr: `ptc: cannot write --out ${JSON.stringify(unwritable)}: ENOENT: no such file or directory, open '${unwritable}'\n`,
+  });
+});
+
+both('a flag that takes one value, given twice, is a usage error that quotes both', (run) => {
+  assert.equal(run(['run', '--timeout-ms', '500', '--timeout-ms', '600', '-'], 'return 1'), { code: 2, stdout: '', stderr: 'ptc: --timeout-ms takes one value, got 2: "500", "600"\n' });
+  assert.equal(run(['run', '--cwd', 'a', '--cwd', 'b', '-'], 'return 1'), { code: 2, stdout: '', stderr: 'ptc: --cwd takes one value, got 2: "a", "b"\n' });
+  assert.equal(run(['run', '--config', 'a.json', '--config', 'b.json', '-'], 'return 1'), { code: 2, stdout: '', stderr: 'ptc: --config takes one value, got 2: "a.json", "b.json"\n' });
+});
+
+both('a Script or REPL program in braces that only parses as an object says to wrap it in parentheses', (run) => {
+  const advice = "Expected ';', '}' or <eof> (a leading { ... } is a block: wrap an object literal in parentheses to make it the value)";
+  for (const mode of ['vm-script', 'persistent-in-memory']) {
+    const { code, stdout } = run(['run', '--json', '--mode', mode, '-'], '{ a: 1, b: [2] }');
+    assert.is(code, 1, mode);
+    const { failure } = parseResult(stdout);
+    assert.equal([failure.kind, failure.name, failure.message, failure.location], ['exception', 'SyntaxError', advice, { line: 1, column: 10 }], mode);
+    assert.equal(parseResult(run(['run', '--json', '--mode', mode, '-'], '({ a: 1, b: [2] })').stdout).value, { a: 1, b: [2] }, mode);
+  }
+  // A function body returns its value: parentheses alone would not help, so no such advice.
+  const body = parseResult(run(['run', '--json', '-'], '{ a: 1, b: [2] }').stdout);
+  assert.equal([body.failure.kind, body.failure.message], ['exception', "Expected ';', '}' or <eof>"]);
+});
+
 test.run();

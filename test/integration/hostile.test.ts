@@ -147,6 +147,16 @@ return seen;`,
     },
   },
   {
+    // bwrap's /dev has a tty node, and without a controlling terminal opening it fails (ENXIO).
+    name: 'Image.fromFile on /dev/tty is refused as a device without being opened',
+    backends: ['bwrap'],
+    program: `await Image.fromFile('/dev/tty')`,
+    expect: (result) => {
+      const seen = failure(result);
+      assert.equal([seen.kind, seen.name, seen.message], ['exception', 'TypeError', 'Image.fromFile: "/dev/tty" is not a regular file (it is a character device)']);
+    },
+  },
+  {
     name: "the host's terminals are out of reach",
     backends: ['node-permission'],
     program: `return (await import('node:fs')).readdirSync('/dev/pts')`,

@@ -233,6 +233,16 @@ test('abort: a cooperative stop keeps the environment', async () => {
   assert.is(value(await run('kept')), 'yes');
 });
 
+test('timeout: a run still waiting on a timer is not cut short by the stop, so the environment is cleared', async () => {
+  const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', stopGraceMs: 300 }), {});
+  await run('var lost = 1');
+  const stopped = await run('await new Promise((resolve) => setTimeout(resolve, 60_000))', { timeoutMs: 300 });
+  assert.equal([failure(stopped).kind, failure(stopped).state], ['timeout', 'cleared']);
+  const after = await run('typeof lost');
+  assert.is(value(after), 'undefined');
+  assert.equal((after as { environment?: unknown }).environment, { fresh: true });
+});
+
 test('timeout: a synchronous loop cannot acknowledge, so the environment is cleared', async () => {
   const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', stopGraceMs: 300 }), {});
   await run('var lost = 1');

@@ -12,6 +12,7 @@ import { killChildTree, treeKill, treeSpawnOptions } from '../../carrier/protoco
 import { bwrapStatus, planSandbox, readableRoots, resolvePolicy } from '../../host/sandbox/index.ts';
 import { platformName } from '../../host/runtime/version.ts';
 import { keptEnvironment } from '../../host/worker/launch.ts';
+import { keptVariables } from '../../carrier/environment.ts';
 import { isFileSystemRoot } from '../../host/sandbox/policy.ts';
 import { posix, win32 } from 'node:path';
 
@@ -108,6 +109,14 @@ test('isFileSystemRoot: / on POSIX; a drive or share root on Windows, which a wr
 test('keptEnvironment: a carrier on Windows also inherits SystemRoot and the other variables Windows processes rely on', () => {
   assert.equal(keptEnvironment('linux'), ['PATH', 'TMPDIR', 'TMP', 'TEMP']);
   assert.equal(keptEnvironment('win32'), ['PATH', 'TMPDIR', 'TMP', 'TEMP', 'SystemRoot', 'SystemDrive', 'windir', 'PATHEXT', 'ComSpec']);
+});
+
+test('keptVariables: the carrier keeps in its OS environment every variable the host passed it on that platform', () => {
+  for (const platform of ['linux', 'darwin', 'win32'] as const) {
+    const kept = keptVariables(platform);
+    for (const name of keptEnvironment(platform)) assert.ok(kept.has(name), `${platform}: ${name}`);
+  }
+  assert.not.ok(keptVariables('linux').has('SystemRoot'));
 });
 
 test('platformName: the registry\'s and the release files\' spelling', () => {
