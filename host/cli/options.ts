@@ -60,14 +60,15 @@ export function sandboxOptions(command: Argv): Argv {
   return command
     .option('sandbox', { type: 'string', choices: ['read-only', 'workspace-write', 'full-access'], describe: 'File policy (default workspace-write: the cwd is writable)' })
     .option('allow-network', { type: 'boolean', describe: 'Let the program use the network (off by default when confined)' })
-    .option('allow-host', { type: 'string', array: true, requiresArg: true, describe: 'Let the program reach only these destinations, through the host\'s proxy (repeatable): api.example.com, \'*.example.org:443\', 10.1.2.3, 192.168.0.0/16:5432 (bubblewrap only)' })
-    .option('deny-host', { type: 'string', array: true, requiresArg: true, describe: 'Refuse these destinations even when --allow-host allows them (repeatable; deny beats allow)' })
-    .option('writable-root', { type: 'string', array: true, describe: 'Another writable directory (repeatable; workspace-write)' })
+    // nargs: 1 keeps a repeatable flag to one value, so `--allow-host x program.ts` leaves the file as the program.
+    .option('allow-host', { type: 'string', array: true, nargs: 1, requiresArg: true, describe: 'Let the program reach only these destinations, through the host\'s proxy (repeatable): api.example.com, \'*.example.org:443\', 10.1.2.3, 192.168.0.0/16:5432 (bubblewrap only)' })
+    .option('deny-host', { type: 'string', array: true, nargs: 1, requiresArg: true, describe: 'Refuse these destinations even when --allow-host allows them (repeatable; deny beats allow)' })
+    .option('writable-root', { type: 'string', array: true, nargs: 1, describe: 'Another writable directory (repeatable; workspace-write)' })
     .option('sandbox-backend', { type: 'string', choices: ['auto', 'bwrap', 'node-permission', 'none'], describe: 'Confinement backend (default auto: bubblewrap, else Node\'s permission model)' })
     .option('require-enforcement', { type: 'string', choices: ['full', 'partial', 'none'], describe: 'Fail with sandbox-unavailable unless at least this much is enforced (default partial)' })
     // Where the carrier runs is part of its confinement: the far side's sandbox enforces the policy.
     .option('remote', { type: 'string', describe: 'Run programs on another machine over SSH: user@host, a Host alias, or ssh://user@host:port' })
-    .option('ssh-arg', { type: 'string', array: true, describe: 'An argument for ssh, before the destination (repeatable: --ssh-arg=-F --ssh-arg=./ssh_config)' })
+    .option('ssh-arg', { type: 'string', array: true, nargs: 1, describe: 'An argument for ssh, before the destination (repeatable: --ssh-arg=-F --ssh-arg=./ssh_config)' })
     .option('remote-node', { type: 'string', describe: 'The Node on the remote machine (default: node on its PATH)' })
     .option('remote-bootstrap', { type: 'string', describe: 'A bootstrap.mjs installed on the remote machine (default: delivered to its ~/.cache/ptc)' });
 }

@@ -111,6 +111,22 @@ both('the allowlist flags name what is wrong and exit 2', (run) => {
   }
 });
 
+both('each repeatable flag takes one value: a program file after --allow-host, --deny-host or --writable-root is the program', (run) => {
+  const dir = mkdtempSync(join(tmpdir(), 'ptc-network-cli-'));
+  try {
+    const program = join(dir, 'program.ts');
+    writeFileSync(program, "return ['from the file', process.env.HTTPS_PROXY]\n");
+    const { code, stdout, stderr } = run(['run', '--json', '--allow-host', 'api.example.com', '--deny-host', 'api.example.com:25', '--writable-root', dir, program], 'return "from stdin"');
+    assert.is(stderr, '');
+    assert.is(code, 0);
+    const result = decodeJson(stdout) as any;
+    assert.equal(result.value, ['from the file', 'http://127.0.0.1:3128']);
+    assert.equal(result.sandbox.network, { mode: 'allowlist', allowed: [], denied: [] });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 both('node-permission cannot enforce an allowlist: sandbox-unavailable, exit 1', (run) => {
   const { code, stderr } = run(['run', '--sandbox-backend', 'node-permission', '--allow-host', 'x.example.com', '-'], 'return 1');
   assert.is(code, 1);
