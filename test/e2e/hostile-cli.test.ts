@@ -69,6 +69,17 @@ for (const backend of BACKENDS) {
   }
 }
 
+test('dist/ptc run --json: a value nested 100,000 deep is printed whole on one line, not a stack overflow', async () => {
+  const ws = workspace();
+  const run = await ptcRun('let v = []; for (let i = 0; i < 100_000; i++) v = [v]; return v', [], ws);
+  assert.is(run.hung, false, 'ptc did not exit');
+  assert.equal([run.code, run.signal, run.stderr], [0, null, '']);
+  assert.is(run.stdout, `{"status":"ok","value":${'['.repeat(100_001)}${']'.repeat(100_001)},"output":[],"sandbox":${JSON.stringify((JSON.parse(run.stdout) as RunResult).sandbox)}}\n`);
+  assert.equal(processesIn(ws), []);
+  rmSync(ws, { recursive: true, force: true });
+  assert.equal(tempLeftovers(), []);
+});
+
 test.after(removeTempRoot);
 
 test.run();
