@@ -11,7 +11,7 @@ import type { LaunchCommand } from './command.ts';
 import { emptyNetworkReport, openAllowlist, type NetworkSession } from './allowlist.ts';
 import type { NetworkReport } from './network/proxy.ts';
 import { bwrapArgs, within } from './bwrap.ts';
-import { removeTree, removeTreeSync } from './remove-tree.ts';
+import { removeTree, removeTreeSync } from '../../carrier/protocol/remove-tree.ts';
 import { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';
 import type { Enforcement, SandboxBackend } from './options.ts';
 import type { SandboxPlan } from './plan.ts';

@@ -1,8 +1,8 @@
 // Removal of a private temp directory that a program could write into. A program can leave a
 // directory it made without write or search permission (chmod 0500, or 0); for any user but root,
 // rm then fails with EACCES and the directory stays behind after every run. Everything in there
-// belongs to the carrier's user, that is the host's, so the host gives its directories back their
-// permissions and removes the tree again.
+// belongs to the carrier's user, which is the remover's (the host's, or the relay's on the far
+// side), so the remover gives its directories back their permissions and removes the tree again.
 import { chmodSync, lstatSync, readdirSync, rmSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
