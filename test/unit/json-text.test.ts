@@ -1,9 +1,11 @@
 // The front ends' result writer: byte for byte what lossless-json's stringify writes, for every
-// kind of value a result holds, and any nesting depth (the recursive writer overflows near 10,000).
+// kind of value a result holds (the explicit-stack writer that takes over from it, checked on its
+// own), and any nesting depth (the recursive writer overflows near 10,000).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { LosslessNumber, stringify } from 'lossless-json';
 import { jsonText } from '../../host/index.ts';
+import { stackText } from '../../host/runtime/json-text.ts';
 
 const KEEP_NEGATIVE_ZERO = [{ test: (value: unknown) => Object.is(value, -0), stringify: () => '-0' }];
 const CASES: Array<[string, unknown]> = [
@@ -17,14 +19,14 @@ const CASES: Array<[string, unknown]> = [
 ];
 
 for (const [name, value] of CASES) {
-  test(`jsonText writes ${name} as lossless-json does`, () => {
-    assert.is(jsonText(value), stringify(value));
-    assert.is(jsonText(value, { negativeZero: true }), stringify(value, undefined, undefined, KEEP_NEGATIVE_ZERO));
+  test(`stackText writes ${name} as lossless-json does`, () => {
+    assert.is(stackText(value), stringify(value));
+    assert.is(stackText(value, { negativeZero: true }), stringify(value, undefined, undefined, KEEP_NEGATIVE_ZERO));
   });
 }
 
-test('jsonText writes nothing where lossless-json writes nothing', () => {
-  for (const value of [undefined, () => 1, Symbol('s')]) assert.is(jsonText(value), stringify(value));
+test('stackText writes nothing where lossless-json writes nothing', () => {
+  for (const value of [undefined, () => 1, Symbol('s')]) assert.is(stackText(value), stringify(value));
 });
 
 test('jsonText writes a value nested 1,000,000 deep, which lossless-json cannot', () => {
