@@ -18,5 +18,7 @@ export { availableBackends } from './sandbox/index.ts';
 export { readBootstrap } from './worker/bootstrap-asset.ts';
 export { defaultBootstrapPath } from './worker/launch.ts';
 export { stripTypes } from './execution/typescript.ts';
+// Result JSON for the front ends, written without recursion: values may nest as deep as memory allows.
+export { jsonText, type JsonTextOptions } from './runtime/json-text.ts';
 // Tool schemas to the TypeScript declarations a model reads (used by `ptc serve` and `ptc mcp`).
 export { declarations, bindingPaths, type ToolSchema } from './runtime/declarations.ts';

@@ -8,11 +8,11 @@
 // host asks (K), when the host's stream ends (connection dropped, host killed), and when the host
 // has been silent past the watchdog (a frozen host, or a connection that died without an EOF).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { PROTOCOL_REVISION } from '../protocol/revision.ts';
 import { createMuxReader, muxChunks, muxFrame, type MuxType, type RelayHello, type RelayStart } from '../protocol/mux.ts';
 import { killChildTree, treeSpawnOptions } from '../protocol/process-tree.ts';
+import { removeTreeSync } from '../protocol/remove-tree.ts';
 import { pipeDrainer } from '../protocol/pipe-drain.ts';
 import { carrierLaunch, type CarrierLaunch } from './launch.ts';
 
@@ -34,7 +34,11 @@ export function runRelay(bootstrapPath: string): void {
     if (finished) return;
     finished = true;
     clearTimeout(watchdog);
-    if (launch?.privateTmp !== undefined) rmSync(launch.privateTmp, { recursive: true, force: true });
+    try {
+      if (launch?.privateTmp !== undefined) removeTreeSync(launch.privateTmp);
+    } catch {
+      // What could not be removed stays; the exit frame must still reach the host.
+    }
     out(type, Buffer.from(payload));
     // stdout is a pipe or socket, written synchronously on Linux: the frame is out before exit.
     process.exit(type === 'X' ? 0 : RELAY_FAILED);

@@ -1,17 +1,14 @@
 // How `ptc run` prints a result: the program's output on stdout as it arrives, then the value on
 // stdout, or the failure (and any hint) on stderr; with --json, one lossless JSON line instead.
 import { inspect } from 'node:util';
-import { stringify as stringifyLossless } from 'lossless-json';
-import type { Failure, OutputEntry, RunResult } from '../index.ts';
+import { jsonText, type Failure, type OutputEntry, type RunResult } from '../index.ts';
 
 type Stream = NodeJS.WritableStream & { isTTY?: boolean };
 
-// JSON.stringify, and lossless-json after it, write -0 as 0; the carrier and the host keep the sign.
-const KEEP_NEGATIVE_ZERO = [{ test: (value: unknown) => Object.is(value, -0), stringify: () => '-0' }];
-
 /** The result as one line of lossless JSON: big integers as digits, -0 with its sign. */
 export function resultJson(result: RunResult): string {
-  return stringifyLossless(result, undefined, undefined, KEEP_NEGATIVE_ZERO) ?? '';
+  // JSON.stringify writes -0 as 0; the carrier and the host keep the sign.
+  return jsonText(result, { negativeZero: true }) ?? '';
 }
 
 /** Prints a run's output and outcome for a person. */

@@ -3,8 +3,7 @@
 // directory (TMPDIR, TMP, TEMP) that cleanup() removes once the carrier has exited. Under a
 // network allowlist bwrap still unshares the network; the carrier gets the proxy's socket bound in
 // and the variables that route fetch, http/https and child processes through it (allowlist.ts).
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { mkdtempSync, realpathSync } from 'node:fs';
 import { NETWORK_SOCKET_ENV, proxyEnvironment } from '../../carrier/protocol/network.ts';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
@@ -12,6 +11,7 @@ import type { LaunchCommand } from './command.ts';
 import { emptyNetworkReport, openAllowlist, type NetworkSession } from './allowlist.ts';
 import type { NetworkReport } from './network/proxy.ts';
 import { bwrapArgs, within } from './bwrap.ts';
+import { removeTree, removeTreeSync } from '../../carrier/protocol/remove-tree.ts';
 import { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';
 import type { Enforcement, SandboxBackend } from './options.ts';
 import type { SandboxPlan } from './plan.ts';
@@ -62,8 +62,8 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   const privateTmp = mkdtempSync(join(realpathSync(options.tmpdir ?? tmpdir()), 'ptc-sandbox-'));
   const env = { ...command.env };
   for (const name of TEMP_VARIABLES) env[name] = privateTmp;
-  const removeTmp = () => rm(privateTmp, { recursive: true, force: true });
-  const removeTmpSync = () => rmSync(privateTmp, { recursive: true, force: true });
+  const removeTmp = () => removeTree(privateTmp);
+  const removeTmpSync = () => removeTreeSync(privateTmp);
   const writable = [...writablePaths(policy), privateTmp];
 
   if (plan.backend === 'node-permission') {

@@ -1,7 +1,9 @@
 // JSON-RPC 2.0 messages as lossless JSON text: an integer beyond 2^53 arrives as a bigint and
-// leaves as the same digits. Outgoing text is lossless-json's stringify, the serialization
+// leaves as the same digits. Outgoing text is lossless-json's stringify (written without recursion
+// by jsonText, so a result nested past the call stack is still sent), the serialization
 // `ptc run --json` prints, so a run's result reads the same through both front ends.
 import { parse as parseLossless, stringify as stringifyLossless, isInteger, isSafeNumber } from 'lossless-json';
+import { jsonText } from '../index.ts';
 
 export type Id = string | number | bigint | null;
 
@@ -81,7 +83,7 @@ export function decodeMessage(line: string): Incoming {
 }
 
 export function encodeMessage(message: object): string {
-  return `${stringifyLossless(message)}\n`;
+  return `${jsonText(message)}\n`;
 }
 
 export function preview(text: string): string {

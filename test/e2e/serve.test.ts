@@ -238,6 +238,25 @@ for (const [label, file, args] of LAUNCHES) {
     assert.equal(await client.close(), { code: 0, signal: null });
   });
 
+  test(`${label}: a value nested 100,000 deep is sent as the run's reply, and the next run is served`, async () => {
+    const client = start();
+    const served = client.lines.length;
+    // Not a speed limit: a reply that never comes (the server could not encode it) is the bug this catches.
+    let watchdog: NodeJS.Timeout | undefined;
+    const reply = await Promise.race([
+      client.request('run', { program: 'let v = []; for (let i = 0; i < 100_000; i++) v = [v]; return v' }),
+      new Promise<undefined>((resolve) => (watchdog = setTimeout(() => resolve(undefined), 60_000))),
+    ]);
+    clearTimeout(watchdog);
+    assert.ok(reply, `no reply to the run; stderr: ${client.stderr}`);
+    assert.is(reply.result.status, 'ok', client.stderr);
+    const line = client.lines.slice(served).find((text) => text.includes(`"id":${reply.id},`))!;
+    assert.ok(line.includes(`"value":${'['.repeat(100_001)}${']'.repeat(100_001)},"output":[]`), line.slice(0, 200));
+    assert.is(client.stderr, '');
+    assert.equal((await client.request('run', { program: 'return 5' })).result.value, 5);
+    assert.equal(await client.close(), { code: 0, signal: null });
+  });
+
   test(`${label}: a tool's error reply becomes a BindingError with its message and code`, async () => {
     const client = start();
     client.onInvoke = (message) => client.send({ jsonrpc: '2.0', id: message.id, error: { code: -32000, message: 'no such user 7', data: { code: 'E_NOT_FOUND' } } });

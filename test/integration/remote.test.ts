@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRuntime, PROTOCOL_REVISION, type RunResult, type RuntimeConfig } from '../../host/index.ts';
@@ -224,6 +224,38 @@ if (server === undefined) {
       launch: { kind: 'command', command: ['env', '-i', 'PATH=/usr/bin:/bin'], node: '/usr/bin/node', bootstrapPath: join(repoRoot, 'dist/bootstrap.mjs') },
     });
     assert.equal(result, { status: 'ok', value: await nodeVersion(), output: [{ type: 'text', text: 'through env\n' }], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, location: 'remote', denied: false, memory: 'none' } });
+  });
+}
+
+// The relay removes the far side's private temp directory; root removes anything, so the far
+// side must be another user to see a leak: as root, the command prefix runs it as nobody (setpriv).
+const AS_USER = process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
+for (const backend of ['bwrap', 'node-permission'] as const) {
+  test(`command prefix, ${backend}: the relay removes directories the program made unwritable in its temp directory`, async () => {
+    const root = mkdtempSync(join(realpathSync(tmpdir()), 'ptc-relay-user-'));
+    try {
+      const [ws, tmp] = [join(root, 'ws'), join(root, 'tmp')];
+      for (const directory of [ws, tmp]) mkdirSync(directory);
+      for (const directory of [root, ws, tmp]) chmodSync(directory, 0o777);
+      // A copy the far side's user can read wherever the checkout is.
+      const bootstrapPath = join(root, 'bootstrap.mjs');
+      copyFileSync(join(repoRoot, 'dist/bootstrap.mjs'), bootstrapPath);
+      chmodSync(bootstrapPath, 0o644);
+      const program = [
+        'const fs = await import("node:fs"); const os = await import("node:os");',
+        'fs.mkdirSync(`${os.tmpdir()}/locked/inner`, { recursive: true }); fs.writeFileSync(`${os.tmpdir()}/locked/inner/file`, "x");',
+        'fs.chmodSync(`${os.tmpdir()}/locked/inner`, 0); fs.chmodSync(`${os.tmpdir()}/locked`, 0o500);',
+        'return os.tmpdir()',
+      ].join('\n');
+      const command = [...AS_USER, 'env', '-i', 'PATH=/usr/bin:/bin', `TMPDIR=${tmp}`, `HOME=${root}`];
+      const runtime = createRuntime({ launch: { kind: 'command', command, node: '/usr/bin/node', bootstrapPath }, sandbox: { backend }, prestartCarrier: false });
+      const result = await runtime.run(runtime.resolve({ program, cwd: ws, timeoutMs: 30_000 })).finally(() => runtime.dispose());
+      assert.is(result.status, 'ok', JSON.stringify(result));
+      assert.match(String((result as { value?: unknown }).value), new RegExp(`^${tmp}/ptc-sandbox-`));
+      assert.equal(readdirSync(tmp), []);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 }
 
