@@ -3,7 +3,7 @@
 // never silently falls back to a default.
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
-import { resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from '../sandbox/index.ts';
+import { checkPolicyShape, resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from '../sandbox/index.ts';
 import type { LaunchConfig } from '../worker/launch.ts';
 import type { ExecutionMode, ResolvedConfig } from '../execution/settings.ts';
 import { show } from '../execution/show.ts';
@@ -262,12 +262,17 @@ function sandboxOptions(value: unknown): Omit<SandboxOptions, 'carrierNodeVersio
   return { backend, require, ...(bwrapPath !== undefined ? { bwrapPath } : {}) };
 }
 
-/** Checks a policy's shape; its paths are resolved (and must exist) when a run uses it. */
+/** Checks a policy's fields and values; its paths are resolved (and must exist) when a run uses it. */
 export function policyShape(value: unknown, field: string): SandboxPolicy {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError(`ptc ${field} must be an object, got ${show(value)}`);
   const policy = value as Record<string, unknown>;
   if (!SANDBOX_MODES.includes(policy.mode as never)) {
     throw new RangeError(`ptc ${field}.mode must be one of ${SANDBOX_MODES.map((m) => `"${m}"`).join(', ')}, got ${show(policy.mode)}`);
+  }
+  try {
+    checkPolicyShape(value);
+  } catch (error) {
+    throw new (error instanceof RangeError ? RangeError : TypeError)((error as Error).message.replace(/^ptc sandbox policy/, `ptc ${field}`), { cause: error });
   }
   return value as SandboxPolicy;
 }

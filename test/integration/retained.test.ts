@@ -138,6 +138,18 @@ test('owners: one run at a time per owner, distinct owners concurrently, release
   assert.equal(after.environment, { fresh: true });
 });
 
+test('owners: a function is an owner too, and release() takes it like any object', async () => {
+  const runtime = runtimeWith({ executionMode: 'persistent-in-memory' });
+  const agent = function agent() {};
+  const run = runner(runtime, agent);
+  await run('var kept = 41');
+  assert.is(value(await run('kept + 1')), 42);
+  await runtime.release(agent);
+  const after = await run('typeof kept');
+  assert.is(value(after), 'undefined');
+  assert.equal(after.environment, { fresh: true });
+});
+
 test('owners: the working directory is reset for each evaluation', async () => {
   const run = runner(runtimeWith({ executionMode: 'persistent-in-memory' }), {});
   await run('process.chdir("/tmp")', { cwd: '/' });
