@@ -3,6 +3,7 @@
 // never silently falls back to a default.
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
+import { isSea } from 'node:sea';
 import { checkPolicyShape, resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from '../sandbox/index.ts';
 import type { LaunchConfig } from '../worker/launch.ts';
 import type { ExecutionMode, ResolvedConfig } from '../execution/settings.ts';
@@ -199,6 +200,11 @@ function launchConfig(value: unknown): LaunchConfig | undefined {
     if (launch[field] !== undefined && (typeof launch[field] !== 'string' || launch[field] === '')) {
       throw new TypeError(`ptc config: launch.${field} must be a non-empty string, got ${show(launch[field])}`);
     }
+  }
+  // Without an executable, embedded means this process's own binary, which only a ptc binary is:
+  // a plain Node re-executed with the carrier selector would run nothing and exit 0.
+  if (launch.kind === 'embedded' && launch.executable === undefined && !isSea()) {
+    throw new TypeError(`ptc config: launch.kind "embedded" without launch.executable re-executes this binary, and this host is not the ptc binary but Node (${process.execPath}); give launch.executable, the path of dist/ptc`);
   }
   if (launch.kind === 'node-script' && launch.executable === undefined) {
     throw new TypeError('ptc config: launch.executable is required for launch.kind "node-script"');
