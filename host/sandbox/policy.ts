@@ -50,9 +50,11 @@ const PRIVATE_MOUNTS = ['/proc', '/dev'];
 export async function resolvePolicy(input: unknown, cwd: string, { elsewhere = false }: { elsewhere?: boolean } = {}): Promise<ResolvedPolicy> {
   const { policy, mode, network } = checkPolicyShape(input);
   const rawRoots = (policy.writableRoots ?? []) as unknown[];
-  const workspaceRoot = await resolveRoot('workspaceRoot', policy.workspaceRoot ?? cwd, cwd, mode, elsewhere);
+  // Without a workspaceRoot the run's cwd is the workspace: a missing cwd is named as the caller gave it.
+  const rootField = policy.workspaceRoot === undefined ? 'cwd (the default workspaceRoot)' : 'workspaceRoot';
+  const workspaceRoot = await resolveRoot(rootField, policy.workspaceRoot ?? cwd, cwd, mode, elsewhere);
   if (!elsewhere && !statSync(workspaceRoot).isDirectory()) {
-    throw new RangeError(`ptc sandbox policy: workspaceRoot must be a directory, got ${show(policy.workspaceRoot ?? cwd)} (${workspaceRoot})`);
+    throw new RangeError(`ptc sandbox policy: ${rootField} must be a directory, got ${show(policy.workspaceRoot ?? cwd)} (${workspaceRoot})`);
   }
   const writableRoots: string[] = [];
   for (const [index, root] of rawRoots.entries()) {

@@ -265,6 +265,17 @@ test('a policy with an unknown field or a bad value throws in createRuntime and 
   await runtime.dispose();
 });
 
+test('a run whose cwd does not exist, or is a file, throws naming the cwd (not a workspaceRoot the caller never gave)', async () => {
+  const runtime = createRuntime({ prestartCarrier: false });
+  const missing = resolvePath('/nonexistent-ptc-cwd');
+  for (const policy of [undefined, { mode: 'read-only' as const }, { mode: 'full-access' as const }]) {
+    await rejectsNaming(() => runtime.run(runtime.resolve({ program: 'return 1', cwd: missing, ...(policy ? { policy } : {}) })), [`cwd (the default workspaceRoot) '${missing}' does not exist`]);
+  }
+  const file = new URL(import.meta.url).pathname;
+  await rejectsNaming(() => runtime.run(runtime.resolve({ program: 'return 1', cwd: file })), ['cwd (the default workspaceRoot) must be a directory', file]);
+  await runtime.dispose();
+});
+
 test('the runtime object is frozen: timeout, programFormat and the methods cannot be replaced', async () => {
   const runtime = createRuntime({ prestartCarrier: false });
   assert.ok(Object.isFrozen(runtime));
