@@ -89,6 +89,9 @@ export class Executor {
       owned.used = ++this.#clock;
       release();
       if (owned.environment !== undefined && this.#owners.get(owner) === owned) this.#armIdle(owned);
+      // An owner left with no environment and nothing to tell its next run (its confinement
+      // threw or was unavailable, or its environment ended) needs no entry: the next run is fresh.
+      else if (owned.environment === undefined && owned.replaced === undefined && this.#owners.get(owner) === owned) this.#owners.delete(owner);
       // The finished run does not wait for an excess environment to end.
       void this.#evictOverLimit(undefined);
     }
