@@ -169,7 +169,7 @@ export function encodeJson(value: unknown, root: string, options: EncodeOptions 
       continue;
     }
     const key = frame.keys[index]!;
-    if (typeof key === 'symbol') throw lossy(frame.path, `has a symbol key ${String(key.description)}, which JSON drops`);
+    if (typeof key === 'symbol') throw lossy(frame.path, `has a symbol key ${symbolName(key)}, which JSON drops`);
     const memberPath = { parent: frame.path, key };
     const member = readMember(frame.value, key, memberPath);
     if (member === undefined && options.skipUndefinedMembers) {
@@ -251,10 +251,16 @@ function dataValue(descriptor: PropertyDescriptor, path: Path): unknown {
   return descriptor.value;
 }
 
+/** A symbol key as a message names it: its description, or `Symbol()` for one without (not "undefined"). */
+function symbolName(key: symbol): string {
+  const description = key.description;
+  return description === undefined ? 'Symbol()' : String(description);
+}
+
 function extraArrayProperty(keys: ArrayLike<string | symbol>, length: number, path: Path): LossyValueError {
   for (let index = 0; index < keys.length; index++) {
     const key = keys[index]!;
-    if (typeof key === 'symbol') return lossy(path, `is an array with a symbol key ${String(key.description)}, which JSON drops`);
+    if (typeof key === 'symbol') return lossy(path, `is an array with a symbol key ${symbolName(key)}, which JSON drops`);
     if (key !== 'length' && !isIndexBelow(key, length)) return lossy({ parent: path, key }, 'is a property of an array besides its elements, which JSON drops');
   }
   return lossy(path, 'is an array with properties besides its elements, which JSON drops');

@@ -58,10 +58,13 @@ export class Executor {
    */
   async run(execution: Execution, owner: object | undefined, policy: SandboxPolicy, oneTime: boolean): Promise<RunResult> {
     if (execution.signal?.aborted) return abortedBeforeStart(execution.signal.reason);
-    const confinement = await confine(this.#config, policy, execution.cwd);
-    if ('unavailable' in confinement) return sandboxUnavailable(confinement.unavailable, confinement.report);
-    const { recipe } = confinement;
-    if (!this.#retains || owner === undefined || oneTime) return this.#runTemporary(execution, recipe);
+    if (!this.#retains || owner === undefined || oneTime) {
+      const confinement = await confine(this.#config, policy, execution.cwd);
+      if ('unavailable' in confinement) return sandboxUnavailable(confinement.unavailable, confinement.report);
+      return this.#runTemporary(execution, confinement.recipe);
+    }
+    // The owner is busy from the call on, before the confinement is awaited: a release() or a
+    // second run called after this one must see the run in progress, not an idle environment.
     let owned = this.#owners.get(owner);
     if (owned === undefined) {
       owned = { environment: undefined, recipeKey: undefined, busy: undefined, replaced: undefined, used: 0, idleTimer: undefined };
@@ -78,12 +81,17 @@ export class Executor {
     owned.idleTimer = undefined;
     owned.used = ++this.#clock;
     try {
-      return await this.#runRetained(owned, execution, recipe);
+      const confinement = await confine(this.#config, policy, execution.cwd);
+      if ('unavailable' in confinement) return sandboxUnavailable(confinement.unavailable, confinement.report);
+      return await this.#runRetained(owned, execution, confinement.recipe);
     } finally {
       owned.busy = undefined;
       owned.used = ++this.#clock;
       release();
       if (owned.environment !== undefined && this.#owners.get(owner) === owned) this.#armIdle(owned);
+      // An owner left with no environment and nothing to tell its next run (its confinement
+      // threw or was unavailable, or its environment ended) needs no entry: the next run is fresh.
+      else if (owned.environment === undefined && owned.replaced === undefined && this.#owners.get(owner) === owned) this.#owners.delete(owner);
       // The finished run does not wait for an excess environment to end.
       void this.#evictOverLimit(undefined);
     }

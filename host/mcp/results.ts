@@ -65,7 +65,7 @@ function parsedText(text: string): unknown {
 
 /**
  * The run_code result: output in order (consecutive text joined, images as image content), then
- * the value as JSON text, or on failure the kind and message with isError. structuredContent
+ * the value as JSON text (or the hint of a program that returned nothing), or on failure the kind and message with isError. structuredContent
  * carries the whole ptc result (big integers exact in the text, as doubles there).
  */
 export async function toolResult(result: RunResult): Promise<CallToolResult> {
@@ -87,6 +87,8 @@ export async function toolResult(result: RunResult): Promise<CallToolResult> {
   const structuredContent = JSON.parse(lossless) as Record<string, unknown>;
   if (result.status === 'ok') {
     if ('value' in result && result.value !== undefined) content.push({ type: 'text', text: stringifyLossless(result.value) ?? 'null' });
+    // The model reads the content, not structuredContent: a program that forgot its `return` learns it here.
+    if (result.hint !== undefined) content.push({ type: 'text', text: `(${result.hint})` });
     if (content.length === notes) content.push({ type: 'text', text: 'ok (no output, no value)' });
     return { content, structuredContent };
   }

@@ -81,6 +81,12 @@ export function createMcpServer(runtime: Runtime, upstreams: Upstream[]): Server
       if (key !== 'program' && key !== 'timeoutMs') return invalid(`run_code: unknown argument "${key}" (it takes program and timeoutMs)`);
     }
     if (typeof args.program !== 'string') return invalid(`run_code: program must be a string, got ${JSON.stringify(args.program)}`);
+    // Only a positive number, as the reference's run_code: null (no deadline) is the library's and
+    // ptc serve's choice for a harness, never the model's.
+    const timeoutMs = args.timeoutMs;
+    if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isSafeInteger(timeoutMs) || timeoutMs <= 0)) {
+      return invalid(`run_code: timeoutMs must be a positive integer of ms (larger than ${runtime.timeout.maxMs} is capped to it), got ${JSON.stringify(timeoutMs)}`);
+    }
     const files = new RunFiles();
     // Upstream calls still pending when the run ends (a timeout, an abort) are cancelled upstream too.
     const ended = new AbortController();
@@ -92,7 +98,7 @@ export function createMcpServer(runtime: Runtime, upstreams: Upstream[]): Server
         spec = runtime.resolve({
           program: args.program,
           bindings: makeBindings(table, files, signal, () => deadline),
-          ...(args.timeoutMs !== undefined ? { timeoutMs: args.timeoutMs as number } : {}),
+          ...(timeoutMs !== undefined ? { timeoutMs } : {}),
           ...(runtime.retainsState ? { stateOwner: owner } : {}),
         });
       } catch (error) {

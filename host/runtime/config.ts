@@ -3,7 +3,8 @@
 // never silently falls back to a default.
 import { accessSync, constants, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
-import { resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from '../sandbox/index.ts';
+import { isSea } from 'node:sea';
+import { checkPolicyShape, resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from '../sandbox/index.ts';
 import type { LaunchConfig } from '../worker/launch.ts';
 import type { ExecutionMode, ResolvedConfig } from '../execution/settings.ts';
 import { show } from '../execution/show.ts';
@@ -200,6 +201,11 @@ function launchConfig(value: unknown): LaunchConfig | undefined {
       throw new TypeError(`ptc config: launch.${field} must be a non-empty string, got ${show(launch[field])}`);
     }
   }
+  // Without an executable, embedded means this process's own binary, which only a ptc binary is:
+  // a plain Node re-executed with the carrier selector would run nothing and exit 0.
+  if (launch.kind === 'embedded' && launch.executable === undefined && !isSea()) {
+    throw new TypeError(`ptc config: launch.kind "embedded" without launch.executable re-executes this binary, and this host is not the ptc binary but Node (${process.execPath}); give launch.executable, the path of dist/ptc`);
+  }
   if (launch.kind === 'node-script' && launch.executable === undefined) {
     throw new TypeError('ptc config: launch.executable is required for launch.kind "node-script"');
   }
@@ -262,12 +268,17 @@ function sandboxOptions(value: unknown): Omit<SandboxOptions, 'carrierNodeVersio
   return { backend, require, ...(bwrapPath !== undefined ? { bwrapPath } : {}) };
 }
 
-/** Checks a policy's shape; its paths are resolved (and must exist) when a run uses it. */
+/** Checks a policy's fields and values; its paths are resolved (and must exist) when a run uses it. */
 export function policyShape(value: unknown, field: string): SandboxPolicy {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError(`ptc ${field} must be an object, got ${show(value)}`);
   const policy = value as Record<string, unknown>;
   if (!SANDBOX_MODES.includes(policy.mode as never)) {
     throw new RangeError(`ptc ${field}.mode must be one of ${SANDBOX_MODES.map((m) => `"${m}"`).join(', ')}, got ${show(policy.mode)}`);
+  }
+  try {
+    checkPolicyShape(value);
+  } catch (error) {
+    throw new (error instanceof RangeError ? RangeError : TypeError)((error as Error).message.replace(/^ptc sandbox policy/, `ptc ${field}`), { cause: error });
   }
   return value as SandboxPolicy;
 }

@@ -2,7 +2,7 @@
 // Dotted names become namespaces, descriptions become JSDoc, inputSchema the argument type and
 // outputSchema the result. A name that is not an identifier is mapped (bindingPaths says how)
 // and the JSDoc names the original.
-import { AliasTable, docBlock, isSchemaObject, pascalCase, schemaType, type SchemaContext } from './schema-types.ts';
+import { AliasTable, docBlock, isSchemaObject, pascalCase, schemaNotes, schemaType, type SchemaContext } from './schema-types.ts';
 import { show } from '../execution/show.ts';
 
 /** A tool as harnesses describe it: MCP's shape, with dotted names for namespaces. */
@@ -148,7 +148,10 @@ function declareFunction(tool: ToolSchema, path: string[], aliases: AliasTable, 
     const type = rootType(tool.inputSchema, ctx, aliases, depth);
     // The schema's own description says what the argument object is.
     const argumentDoc = isSchemaObject(tool.inputSchema) && typeof tool.inputSchema.description === 'string' && tool.inputSchema.description !== tool.description ? tool.inputSchema.description : undefined;
-    if (argumentDoc) docs.push(`@param args ${argumentDoc}`);
+    // The argument object's own constraints (a `not`, an if/then, minProperties) have no property to sit on.
+    const notes = isSchemaObject(tool.inputSchema) ? schemaNotes(tool.inputSchema) : [];
+    if (argumentDoc) docs.push(`@param args ${argumentDoc}`, ...notes);
+    else if (notes.length > 0) docs.push(`@param args ${notes[0]}`, ...notes.slice(1));
     parameters = `args${acceptsNothing(tool.inputSchema) ? '?' : ''}: ${type}`;
   }
   let result = 'unknown';
@@ -156,7 +159,9 @@ function declareFunction(tool: ToolSchema, path: string[], aliases: AliasTable, 
     const ctx = context(tool.outputSchema, 'Output');
     result = rootType(tool.outputSchema, ctx, aliases, depth);
     const resultDoc = isSchemaObject(tool.outputSchema) && typeof tool.outputSchema.description === 'string' ? tool.outputSchema.description : undefined;
-    if (resultDoc) docs.push(`@returns ${resultDoc}`);
+    const notes = isSchemaObject(tool.outputSchema) ? schemaNotes(tool.outputSchema) : [];
+    if (resultDoc) docs.push(`@returns ${resultDoc}`, ...notes);
+    else if (notes.length > 0) docs.push(`@returns ${notes[0]}`, ...notes.slice(1));
   }
   return `${docBlock(docs, pad)}${pad}${depth === 0 ? 'declare ' : ''}function ${name}(${parameters}): Promise<${result}>;`;
 }

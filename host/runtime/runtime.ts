@@ -119,7 +119,8 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
     if (disposed) throw new Error(`ptc runtime: ${what} called after dispose()`);
   };
 
-  return {
+  // Frozen: `timeout`, `programFormat` and the rest are read-only for callers, not only in the types.
+  const runtime: Runtime = {
     config,
     timeout: Object.freeze({ defaultMs: config.timeoutMs, maxMs: config.maxTimeoutMs }),
     programFormat: shape.format,
@@ -207,7 +208,8 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
     },
 
     async release(owner) {
-      if (typeof owner !== 'object' || owner === null) throw new TypeError(`ptc release(): owner must be an object, got ${show(owner)}`);
+      // The same owners resolve() accepts as a stateOwner: any object, a function included.
+      if ((typeof owner !== 'object' || owner === null) && typeof owner !== 'function') throw new TypeError(`ptc release(): owner must be an object, got ${show(owner)}`);
       await executor.release(owner);
     },
 
@@ -223,6 +225,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       executor.setInitializer(stripped.code);
     },
   };
+  return Object.freeze(runtime);
 }
 
 function displayOption(value: unknown): { colors: boolean } | undefined {

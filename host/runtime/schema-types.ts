@@ -221,6 +221,12 @@ function annotations(schema: Schema): string[] {
   const lines: string[] = [];
   if (typeof schema.description === 'string') lines.push(schema.description);
   else if (typeof schema.title === 'string') lines.push(schema.title);
+  return [...lines, ...schemaNotes(schema)];
+}
+
+/** What a schema says besides its description and its type: format, constraints, default, example, if/then, not, deprecated. */
+export function schemaNotes(schema: Schema): string[] {
+  const lines: string[] = [];
   if (typeof schema.format === 'string') lines.push(`@format ${schema.format}`);
   const constraints = CONSTRAINTS.filter((key) => key in schema && schema[key] !== false).map((key) => `${key} ${key === 'pattern' ? `/${String(schema[key])}/` : JSON.stringify(schema[key])}`);
   if (constraints.length > 0) lines.push(constraints.join(', '));

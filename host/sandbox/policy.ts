@@ -48,6 +48,26 @@ const PRIVATE_MOUNTS = ['/proc', '/dev'];
  * `elsewhere`, the paths name directories on another machine (a remote launch): they are made
  * absolute here and resolved and checked over there. */
 export async function resolvePolicy(input: unknown, cwd: string, { elsewhere = false }: { elsewhere?: boolean } = {}): Promise<ResolvedPolicy> {
+  const { policy, mode, network } = checkPolicyShape(input);
+  const rawRoots = (policy.writableRoots ?? []) as unknown[];
+  // Without a workspaceRoot the run's cwd is the workspace: a missing cwd is named as the caller gave it.
+  const rootField = policy.workspaceRoot === undefined ? 'cwd (the default workspaceRoot)' : 'workspaceRoot';
+  const workspaceRoot = await resolveRoot(rootField, policy.workspaceRoot ?? cwd, cwd, mode, elsewhere);
+  if (!elsewhere && !statSync(workspaceRoot).isDirectory()) {
+    throw new RangeError(`ptc sandbox policy: ${rootField} must be a directory, got ${show(policy.workspaceRoot ?? cwd)} (${workspaceRoot})`);
+  }
+  const writableRoots: string[] = [];
+  for (const [index, root] of rawRoots.entries()) {
+    const real = await resolveRoot(`writableRoots[${index}]`, root, cwd, mode, elsewhere);
+    if (!writableRoots.includes(real)) writableRoots.push(real);
+  }
+  return { mode: mode as SandboxMode, network, workspaceRoot, writableRoots };
+}
+
+/** The checks of a policy that need no file system: its fields, mode, network and the types of
+ * its paths. The runtime runs them when it is created and when a request is resolved, so a bad
+ * policy throws there rather than at every run; resolvePolicy runs them again. */
+export function checkPolicyShape(input: unknown): { policy: Record<string, unknown>; mode: SandboxMode; network: boolean | ResolvedNetworkRules } {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new TypeError(`ptc sandbox policy must be an object, got ${show(input)}`);
   }
@@ -64,19 +84,15 @@ export async function resolvePolicy(input: unknown, cwd: string, { elsewhere = f
     const asked = network === false ? 'network: false' : 'a network allowlist';
     throw new RangeError(`ptc sandbox policy: ${asked} needs a confined mode ("read-only" or "workspace-write"); "full-access" restricts nothing`);
   }
+  if (policy.workspaceRoot !== undefined && (typeof policy.workspaceRoot !== 'string' || policy.workspaceRoot === '')) {
+    throw new TypeError(`ptc sandbox policy: workspaceRoot must be a non-empty path, got ${show(policy.workspaceRoot)}`);
+  }
   const rawRoots = policy.writableRoots ?? [];
   if (!Array.isArray(rawRoots)) throw new TypeError(`ptc sandbox policy: writableRoots must be an array of paths, got ${show(rawRoots)}`);
-
-  const workspaceRoot = await resolveRoot('workspaceRoot', policy.workspaceRoot ?? cwd, cwd, mode, elsewhere);
-  if (!elsewhere && !statSync(workspaceRoot).isDirectory()) {
-    throw new RangeError(`ptc sandbox policy: workspaceRoot must be a directory, got ${show(policy.workspaceRoot ?? cwd)} (${workspaceRoot})`);
-  }
-  const writableRoots: string[] = [];
   for (const [index, root] of rawRoots.entries()) {
-    const real = await resolveRoot(`writableRoots[${index}]`, root, cwd, mode, elsewhere);
-    if (!writableRoots.includes(real)) writableRoots.push(real);
+    if (typeof root !== 'string' || root === '') throw new TypeError(`ptc sandbox policy: writableRoots[${index}] must be a non-empty path, got ${show(root)}`);
   }
-  return { mode: mode as SandboxMode, network, workspaceRoot, writableRoots };
+  return { policy, mode: mode as SandboxMode, network };
 }
 
 /** The directories a program may write besides its private temp directory (shared with the relay). */

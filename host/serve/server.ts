@@ -133,7 +133,9 @@ export class Server {
   async #run(params: Record<string, unknown>): Promise<unknown> {
     const request = runParams(params);
     const runtime = this.#live();
-    const runId = request.runId ?? `run-${++this.#nextRun}`;
+    // A generated id skips the ones in flight: a client may have named a run "run-1" itself.
+    let runId = request.runId;
+    while (runId === undefined || (request.runId === undefined && this.#runs.has(runId))) runId = `run-${++this.#nextRun}`;
     if (this.#runs.has(runId)) throw new RpcError(ErrorCode.busy, `run: runId ${JSON.stringify(runId)} is already in flight`);
     const { owner } = request;
     if (owner !== undefined && this.#busyOwners.has(owner)) {

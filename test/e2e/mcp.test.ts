@@ -122,6 +122,12 @@ for (const launch of Object.keys(LAUNCHES)) {
   });
 
   test(`[${launch}] failures: an exception, a timeout, isError as BindingError, a bad argument`, async () => {
+    // A program that ends with an expression and no return: the hint reaches the model as text.
+    const forgot = await runCode(session, 'inspect("counting"); const total = 2 + 3; total');
+    assert.is(forgot.isError, undefined);
+    assert.equal(texts(forgot), ['counting\n', '(the program ended with an expression and returned nothing: a program is an async function body, so write `return <expression>` to hand back its value)']);
+    assert.equal(texts(await runCode(session, 'const total = 2 + 3;')), ['ok (no output, no value)']);
+
     const thrown = await runCode(session, 'inspect("before");\nthrow new RangeError("too far")');
     assert.is(thrown.isError, true);
     assert.equal(texts(thrown)[0], 'before\n');
@@ -145,9 +151,12 @@ for (const launch of Object.keys(LAUNCHES)) {
     const notProgram = await session.client.callTool({ name: 'run_code', arguments: { program: 42 } });
     assert.is(notProgram.isError, true);
     assert.equal(texts(notProgram as CallToolResult), ['run_code: program must be a string, got 42']);
-    const badTimeout = await session.client.callTool({ name: 'run_code', arguments: { program: 'return 1', timeoutMs: -5 } });
-    assert.is(badTimeout.isError, true);
-    assert.equal(texts(badTimeout as CallToolResult), ['run_code: ptc request: timeoutMs must be a positive integer or null, got -5']);
+    // A model cannot turn the deadline off: null, a string or a fraction is refused like -5.
+    for (const [timeoutMs, shown] of [[-5, '-5'], [null, 'null'], ['1000', '"1000"'], [1.5, '1.5']] as const) {
+      const badTimeout = await session.client.callTool({ name: 'run_code', arguments: { program: 'return 1', timeoutMs } });
+      assert.is(badTimeout.isError, true);
+      assert.equal(texts(badTimeout as CallToolResult), [`run_code: timeoutMs must be a positive integer of ms (larger than 600000 is capped to it), got ${shown}`]);
+    }
   });
 
   test(`[${launch}] cancellation from the client aborts the run and cancels its upstream call; the server keeps serving`, async () => {

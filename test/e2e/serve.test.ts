@@ -291,6 +291,15 @@ for (const [label, file, args] of LAUNCHES) {
     assert.equal(taken.error, { code: -32001, message: 'run: runId "c" is already in flight' });
     client.send({ jsonrpc: '2.0', id: held!.id, result: 'c-done' });
     assert.is((await duplicate).result.value, 'c-done');
+    // A run the client names "run-1" does not block the unnamed run the server would have called that.
+    const named = client.request('run', { program: 'return await gate()', runId: 'run-1', tools: [{ name: 'gate' }] });
+    held = undefined;
+    assert.ok(await waitUntil(() => held !== undefined, 30_000));
+    const unnamed = await client.request('run', { program: 'return "unnamed"' });
+    assert.is(unnamed.error, undefined);
+    assert.is(unnamed.result.value, 'unnamed');
+    client.send({ jsonrpc: '2.0', id: held!.id, result: 'named-done' });
+    assert.is((await named).result.value, 'named-done');
     assert.equal(await client.close(), { code: 0, signal: null });
   });
 

@@ -246,6 +246,47 @@ test('run() with something that is not a resolved spec throws', async () => {
   await runtime.dispose();
 });
 
+test('a policy with an unknown field or a bad value throws in createRuntime and resolve(), not at every run', async () => {
+  const table: Array<[Record<string, unknown>, string[]]> = [
+    [{ mode: 'read-only', writeableRoots: ['/tmp'] }, ['"writeableRoots"']],
+    [{ mode: 'workspace-write', network: 'yes' }, ['network', "'yes'"]],
+    [{ mode: 'workspace-write', network: { allow: 'example.com' } }, ['network', 'allow']],
+    [{ mode: 'full-access', network: false }, ['network: false', 'full-access']],
+    [{ mode: 'workspace-write', workspaceRoot: 7 }, ['workspaceRoot', '7']],
+    [{ mode: 'workspace-write', writableRoots: '/tmp' }, ['writableRoots', "'/tmp'"]],
+    [{ mode: 'workspace-write', writableRoots: ['/tmp', ''] }, ['writableRoots[1]', "''"]],
+  ];
+  for (const [policy, parts] of table) throwsNaming(() => createRuntime({ policy } as never), ['policy', ...parts]);
+  const runtime = createRuntime({ prestartCarrier: false });
+  for (const [policy, parts] of table) throwsNaming(() => runtime.resolve({ program: 'return 1', policy } as never), ['request: policy', ...parts]);
+  // A path that exists only on the far side, or not yet, is still checked when a run uses it.
+  const result = await runtime.run(runtime.resolve({ program: 'return 1', policy: { mode: 'read-only' } }));
+  assert.is(result.status, 'ok');
+  await runtime.dispose();
+});
+
+test('a run whose cwd does not exist, or is a file, throws naming the cwd (not a workspaceRoot the caller never gave)', async () => {
+  const runtime = createRuntime({ prestartCarrier: false });
+  const missing = resolvePath('/nonexistent-ptc-cwd');
+  for (const policy of [undefined, { mode: 'read-only' as const }, { mode: 'full-access' as const }]) {
+    await rejectsNaming(() => runtime.run(runtime.resolve({ program: 'return 1', cwd: missing, ...(policy ? { policy } : {}) })), [`cwd (the default workspaceRoot) '${missing}' does not exist`]);
+  }
+  const file = new URL(import.meta.url).pathname;
+  await rejectsNaming(() => runtime.run(runtime.resolve({ program: 'return 1', cwd: file })), ['cwd (the default workspaceRoot) must be a directory', file]);
+  await runtime.dispose();
+});
+
+test('the runtime object is frozen: timeout, programFormat and the methods cannot be replaced', async () => {
+  const runtime = createRuntime({ prestartCarrier: false });
+  assert.ok(Object.isFrozen(runtime));
+  assert.ok(Object.isFrozen(runtime.timeout));
+  assert.throws(() => { (runtime as { timeout: unknown }).timeout = { defaultMs: 1, maxMs: 1 }; }, /read only/);
+  assert.throws(() => { (runtime as { programFormat: unknown }).programFormat = 'repl'; }, /read only/);
+  assert.equal(runtime.timeout, { defaultMs: 120_000, maxMs: 600_000 });
+  assert.is(runtime.programFormat, 'async-function');
+  await runtime.dispose();
+});
+
 test('resolve() and run() after dispose() throw', async () => {
   const runtime = createRuntime();
   const spec = runtime.resolve({ program: 'return 1' });

@@ -21,6 +21,7 @@ const LOSSY: Array<[string, string, string, string]> = [
   ['a getter', '({ o: { get now() { return 1; } } })', '.o.now', 'is an accessor property (a getter or setter), which is not plain data'],
   ['an element getter', '[Object.defineProperty([0], 0, { get: () => 1, enumerable: true })]', '[0][0]', 'is an accessor property (a getter or setter), which is not plain data'],
   ['a symbol key', "({ o: { [Symbol('tag')]: 1 } })", '.o', 'has a symbol key tag, which JSON drops'],
+  ['a symbol key without a description', '({ o: { [Symbol()]: 1 } })', '.o', 'has a symbol key Symbol(), which JSON drops'],
   ['a symbol key on an array', "[Object.assign([1], { [Symbol('tag')]: 1 })]", '[0]', 'is an array with a symbol key tag, which JSON drops'],
   ['a hole', '({ list: [1, , 3] })', '.list[1]', 'is a hole in a sparse array'],
   ['a Proxy', '({ p: new Proxy({}, {}) })', '.p', 'is a Proxy, which is not plain data'],

@@ -138,6 +138,35 @@ test('owners: one run at a time per owner, distinct owners concurrently, release
   assert.equal(after.environment, { fresh: true });
 });
 
+test('owners: release() called right after run() waits for that run, which keeps the variables it had', async () => {
+  const runtime = runtimeWith({ executionMode: 'persistent-in-memory' });
+  const owner = {};
+  const run = runner(runtime, owner);
+  await run('var kept = "before"');
+  // No await between the two calls: the run is still being admitted when release() is called.
+  const inFlight = run('await new Promise((resolve) => setTimeout(resolve, 100)); kept');
+  const released = runtime.release(owner);
+  const result = await inFlight;
+  assert.is(value(result), 'before');
+  assert.equal(result.environment, { fresh: false });
+  await released;
+  const after = await run('typeof kept');
+  assert.is(value(after), 'undefined');
+  assert.equal(after.environment, { fresh: true });
+});
+
+test('owners: a function is an owner too, and release() takes it like any object', async () => {
+  const runtime = runtimeWith({ executionMode: 'persistent-in-memory' });
+  const agent = function agent() {};
+  const run = runner(runtime, agent);
+  await run('var kept = 41');
+  assert.is(value(await run('kept + 1')), 42);
+  await runtime.release(agent);
+  const after = await run('typeof kept');
+  assert.is(value(after), 'undefined');
+  assert.equal(after.environment, { fresh: true });
+});
+
 test('owners: the working directory is reset for each evaluation', async () => {
   const run = runner(runtimeWith({ executionMode: 'persistent-in-memory' }), {});
   await run('process.chdir("/tmp")', { cwd: '/' });

@@ -272,6 +272,41 @@ declare namespace _3d {
   }): Promise<unknown>;
 }
 `],
+  ['constraints of the argument object and of the result itself, which no property carries, go into the tool\'s JSDoc', [{
+    name: 'search',
+    description: 'Search the index.',
+    inputSchema: {
+      type: 'object',
+      properties: { q: { type: 'string' }, id: { type: 'string' } },
+      minProperties: 1,
+      if: { required: ['q'] },
+      then: { required: ['id'] },
+      not: { required: ['all'] },
+    },
+    outputSchema: { type: 'array', items: { type: 'string' }, maxItems: 10, description: 'Matching ids' },
+  }, {
+    name: 'legacy',
+    inputSchema: { type: 'object', description: 'The filter', deprecated: true },
+  }], `/**
+ * Search the index.
+ * @param args minProperties 1
+ * when it matches {"required":["q"]}, it must also match {"required":["id"]}
+ * must not match {"required":["all"]}
+ * @returns Matching ids
+ * maxItems 10
+ */
+declare function search(args: {
+  q?: string;
+  id?: string;
+}): Promise<string[]>;
+/**
+ * @param args The filter
+ * @deprecated
+ */
+declare function legacy(args?: {
+  [key: string]: unknown;
+}): Promise<unknown>;
+`],
 ];
 
 for (const [name, tools, expected] of cases) {

@@ -16,6 +16,8 @@ const CASES: Array<[string, unknown, string]> = [
   ['empty node', { kind: 'ssh', destination: 'h', node: '' }, 'ptc config: launch.node must be a non-empty string, got \'\''],
   ['command without bootstrapPath', { kind: 'command', command: ['docker', 'exec', '-i', 'box'] }, 'ptc config: launch.bootstrapPath is required for launch.kind "command" (where bootstrap.mjs is on the far side)'],
   ['empty command', { kind: 'command', command: [], bootstrapPath: '/b.mjs' }, 'ptc config: launch.command must be a non-empty array of strings, got []'],
+  // From source this host is Node, not the ptc binary: re-executing it would start no carrier.
+  ['embedded without executable outside the binary', { kind: 'embedded' }, `ptc config: launch.kind "embedded" without launch.executable re-executes this binary, and this host is not the ptc binary but Node (${process.execPath}); give launch.executable, the path of dist/ptc`],
 ];
 
 for (const [name, launch, message] of CASES) {
