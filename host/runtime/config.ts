@@ -278,6 +278,8 @@ export function policyShape(value: unknown, field: string): SandboxPolicy {
   try {
     checkPolicyShape(value);
   } catch (error) {
+    // The runtime's own policy keeps the sandbox's wording; a request's says where it came from.
+    if (field === 'policy') throw error;
     throw new (error instanceof RangeError ? RangeError : TypeError)((error as Error).message.replace(/^ptc sandbox policy/, `ptc ${field}`), { cause: error });
   }
   return value as SandboxPolicy;

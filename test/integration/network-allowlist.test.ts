@@ -13,7 +13,6 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig, SandboxPolicy } from '../../host/index.ts';
-import { rejection } from '../helpers/assert.ts';
 import { createTestRuntime, launchUnderTest, repoRoot } from '../helpers/runtime.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/network');
@@ -313,12 +312,23 @@ test('only bubblewrap can enforce an allowlist: node-permission and full-access 
   });
   const open = createTestRuntime();
   runtimes.push(open);
-  const wide = await rejection(open.run(open.resolve({ program: 'return 1', cwd: workspace, policy: { mode: 'full-access', network: { allow: ['api.example.com'] } } })));
+  // A request's policy is checked by resolve(), before anything runs.
+  const refused = (policy: SandboxPolicy): Error => {
+    try {
+      open.resolve({ program: 'return 1', cwd: workspace, policy });
+    } catch (error) {
+      return error as Error;
+    }
+    throw new Error(`resolve() accepted ${JSON.stringify(policy)}`);
+  };
+  const wide = refused({ mode: 'full-access', network: { allow: ['api.example.com'] } });
   assert.instance(wide, RangeError);
-  assert.is(wide.message, 'ptc sandbox policy: a network allowlist needs a confined mode ("read-only" or "workspace-write"); "full-access" restricts nothing');
-  const bad = await rejection(open.run(open.resolve({ program: 'return 1', cwd: workspace, policy: { mode: 'read-only', network: { allow: ['api.example.com', 'bad host'] } } })));
+  assert.is(wide.message, 'ptc request: policy: a network allowlist needs a confined mode ("read-only" or "workspace-write"); "full-access" restricts nothing');
+  const bad = refused({ mode: 'read-only', network: { allow: ['api.example.com', 'bad host'] } });
   assert.instance(bad, TypeError);
-  assert.is(bad.message, "ptc sandbox policy: network: allow[1] 'bad host' contains white space");
+  assert.is(bad.message, "ptc request: policy: network: allow[1] 'bad host' contains white space");
+  // The runtime's own policy is refused by createRuntime, in the sandbox's words.
+  assert.throws(() => createTestRuntime({ policy: { mode: 'read-only', network: { allow: ['bad host'] } } }), (error: Error) => error instanceof TypeError && error.message === "ptc sandbox policy: network: allow[0] 'bad host' contains white space");
 });
 
 test('a remote launch refuses an allowlist before it connects: the far side has no path to the host\'s proxy', async () => {
