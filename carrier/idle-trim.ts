@@ -18,14 +18,23 @@ const probe = setTimer(() => {}, 0);
 const unrefTimer = (getPrototypeOf(probe) as { unref: () => unknown }).unref;
 clearTimer(probe);
 
+// Captured before any program exists: a program may replace the modules' exports.
+const setFlags = v8.setFlagsFromString;
+const runInNewContext = vm.runInNewContext;
+let collect: Collect | undefined;
+
 // V8's collector function, from a throwaway context: --expose-gc only adds `gc` to contexts created
-// while it is set, so neither the carrier's realm nor a program's ever has one.
-v8.setFlagsFromString('--expose-gc');
-let collect: Collect;
-try {
-  collect = vm.runInNewContext('gc') as Collect;
-} finally {
-  v8.setFlagsFromString('--no-expose-gc');
+// while it is set, so neither the carrier's realm nor a program's ever has one. Made at the first
+// idle spell, not at start-up: the context costs ~1.5 ms, and most carriers never idle retained.
+function collector(): Collect {
+  if (collect !== undefined) return collect;
+  setFlags('--expose-gc');
+  try {
+    collect = runInNewContext('gc') as Collect;
+  } finally {
+    setFlags('--no-expose-gc');
+  }
+  return collect;
 }
 
 let timer: ReturnType<typeof setTimeout> | undefined;
@@ -50,6 +59,7 @@ const MEMORY_REDUCING = Number(process.versions.node.split('.')[0]) >= 24;
 
 function trim(): void {
   timer = undefined;
-  if (MEMORY_REDUCING) collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
-  else (collect as () => void)();
+  const gc = collector();
+  if (MEMORY_REDUCING) gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  else (gc as () => void)();
 }
