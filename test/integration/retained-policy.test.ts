@@ -59,8 +59,8 @@ async function refusal(running: Promise<RunResult>): Promise<string> {
 const RELEASE = /await runtime\.release\(owner\) before this run to start a new environment under it, pass onPolicyChange: "replace" to have this run end the environment \(and its variables\) and start a new one, or run it with oneTime: true in a separate environment/;
 
 // A write to the cwd, and one to a sibling of the workspace, which the sandbox refuses: EROFS or
-// ENOENT under bubblewrap (the sibling is in the host's /tmp, which is private), ERR_ACCESS_DENIED
-// under Node's permission model.
+// ENOENT under bubblewrap (auto picks it here; the sibling is in the host's /tmp, which is
+// private), ERR_ACCESS_DENIED under Node's permission model.
 const writes = `(function () {
   const fs = process.getBuiltinModule('node:fs');
   const attempt = (path) => { try { fs.writeFileSync(path, 'x'); return 'ok' } catch (error) { return error.code } };
@@ -68,15 +68,17 @@ const writes = `(function () {
 })()`;
 
 for (const [label, config] of FORMATS) {
-  test(`${label}: a run in a subdirectory of the workspace keeps the environment, confined to the workspace`, async () => {
-    const run = runner(runtimeWith(config), {});
+  for (const backend of ['auto', 'node-permission'] as const) test(`${label} (sandbox ${backend}): a run in a subdirectory of the workspace keeps the environment, confined to the workspace`, async () => {
+    const runtime = runtimeWith({ ...config, sandbox: { backend } });
+    const run = runner(runtime, {});
     assert.equal((await run('var x = 41', { cwd: a })).environment, { fresh: true });
     const moved = await run('x + 1', { cwd: sub });
     assert.is(value(moved), 42);
     assert.equal(moved.environment, { fresh: false });
+    assert.is(moved.sandbox.backend, backend === 'auto' ? 'bwrap' : 'node-permission');
     const [cwd, inside, escaped] = value(await run(writes, { cwd: sub })) as string[];
     assert.equal([cwd, inside], [sub, 'ok']);
-    assert.ok(['EROFS', 'ENOENT', 'ERR_ACCESS_DENIED'].includes(escaped!), escaped);
+    assert.ok((backend === 'auto' ? ['EROFS', 'ENOENT'] : ['ERR_ACCESS_DENIED']).includes(escaped!), escaped);
     assert.is(readFileSync(join(sub, 'written.txt'), 'utf8'), 'x');
     rmSync(join(sub, 'written.txt'));
     assert.is(value(await run('x', { cwd: a })), 41);
