@@ -30,7 +30,7 @@ export function ownerPolicy(policy: SandboxPolicy, cwd: string, root: string, ch
   if (policy.mode === 'full-access' || within(realCwd(cwd, elsewhere), root)) return { ...policy, workspaceRoot: root };
   if (choice === 'replace') return policy;
   throw new Error(
-    `ptc run(): cwd ${show(cwd)} is outside this stateOwner's workspace root ${show(root)} (its first run's cwd, as the policy names no workspaceRoot), ` +
+    `ptc run(): cwd ${show(cwd)} is outside this stateOwner's workspace root ${show(root)} (the one its environment started with, which a policy without a workspaceRoot keeps), ` +
       `and a retained owner cannot change its workspace root until it is released: ${HOW_TO_RELEASE}. ` +
       'To move between directories, give the owner\'s runs a policy.workspaceRoot that holds all of them',
   );

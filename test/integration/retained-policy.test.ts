@@ -90,7 +90,7 @@ for (const [label, config] of FORMATS) {
     const run = runner(runtime, owner);
     await run('var x = 41', { cwd: a });
     const message = await refusal(run('x + 1', { cwd: b }));
-    assert.ok(message.startsWith(`ptc run(): cwd '${b}' is outside this stateOwner's workspace root '${a}' (its first run's cwd, as the policy names no workspaceRoot), and a retained owner cannot change its workspace root until it is released: `), message);
+    assert.ok(message.startsWith(`ptc run(): cwd '${b}' is outside this stateOwner's workspace root '${a}' (the one its environment started with, which a policy without a workspaceRoot keeps), and a retained owner cannot change its workspace root until it is released: `), message);
     assert.match(message, RELEASE);
     assert.match(message, /give the owner's runs a policy\.workspaceRoot that holds all of them$/);
     const kept = await run('x + 1', { cwd: a });
@@ -136,6 +136,7 @@ for (const [label, config] of FORMATS) {
     const same = await run('x + 1', { cwd: sub });
     assert.is(value(same), 42);
     assert.equal(same.environment, { fresh: false });
+    assert.match(await refusal(run('x', { cwd: b })), new RegExp(`^ptc run\\(\\): cwd '${b}' is outside this stateOwner's workspace root '${a}' \\(the one its environment started with`));
     // A one-time run takes its own policy in an environment of its own.
     const once = await run('typeof x', { cwd: a, policy: { mode: 'read-only' }, oneTime: true });
     assert.is(value(once), 'undefined');
