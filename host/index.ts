@@ -4,6 +4,7 @@ export type { Runtime, RunRequest, RunSpec, RunOptions, TimeoutDescriptor } from
 export type { RuntimeConfig, ResolvedConfig, LaunchConfig, ExecutionMode } from './runtime/config.ts';
 export { DEFAULTS } from './runtime/config.ts';
 export type { RunResult, SandboxReport, EnvironmentReport } from './execution/owners.ts';
+export type { PolicyChange } from './execution/owner-policy.ts';
 export { resolvePersistentExecution, type PersistentExecution } from './runtime/configuration.ts';
 export type { ProgramFormat } from './runtime/instructions.ts';
 export type { SandboxPolicy, SandboxMode, SandboxOptions, SandboxBackend, Enforcement } from './sandbox/index.ts';

@@ -5,10 +5,13 @@
 // next run, and the result says so. Retained environments do not pile up: one idle for
 // idleTimeoutMs is released, and past maxRetainedEnvironments the least recently used idle one
 // is; a busy one never is. When every one is busy, a new owner's environment starts anyway and
-// the excess is released as runs end (the least recently used idle one each time).
+// the excess is released as runs end (the least recently used idle one each time). An owner's
+// sandbox policy is fixed while its environment lives (owner-policy.ts).
 import type { ProgramFormat } from '../../carrier/protocol/messages.ts';
 import type { ResolvedConfig } from './settings.ts';
 import { confine, type CarrierRecipe } from '../worker/confinement.ts';
+import { isRemoteLaunch } from '../worker/launch.ts';
+import { ownerPolicy, policyChangeRefused, policyChangeReplaced, policyDifferences, type PolicyChange } from './owner-policy.ts';
 import { abortedBeforeStart, Environment, sandboxUnavailable, type Execution, type RunResult } from './environment.ts';
 import type { SandboxPolicy } from '../sandbox/index.ts';
 import { replenishSpare, takeCarrier } from '../worker/spare.ts';
@@ -18,7 +21,7 @@ export type { Execution, RunResult, SandboxReport, EnvironmentReport } from './e
 interface Owned {
   environment: Environment | undefined;
   /** The recipe (launch shape and sandbox policy) the environment was started with. */
-  recipeKey: string | undefined;
+  recipe: CarrierRecipe | undefined;
   /** The run (and its cleanup) in progress; undefined when idle. */
   busy: Promise<void> | undefined;
   /** Why the last environment was lost, reported by the next run. */
@@ -29,13 +32,19 @@ interface Owned {
   idleTimer: ReturnType<typeof setTimeout> | undefined;
 }
 
+interface Initializer {
+  code: string;
+  /** Runs under way that started an environment with it. */
+  runs: Set<Promise<unknown>>;
+}
+
 export class Executor {
   readonly #config: ResolvedConfig;
   readonly #format: ProgramFormat;
   readonly #retains: boolean;
   readonly #owners = new Map<object, Owned>();
   readonly #temporary = new Set<Environment>();
-  #initializer: string | undefined;
+  #initializer: Initializer | undefined;
   #clock = 0;
   /** Releases under way (idle or evicted), which dispose() waits for. */
   readonly #releasing = new Set<Promise<void>>();
@@ -46,17 +55,40 @@ export class Executor {
     this.#retains = retains;
   }
 
-  /** Installs source that runs once in every new retained environment (see the runtime). */
-  setInitializer(program: string): void {
-    this.#initializer = program;
+  /**
+   * Installs source that runs once in every new environment (see the runtime). The function it
+   * returns unregisters it: environments started afterwards run no initializer, and its promise
+   * resolves once the runs that were already initializing with it have ended.
+   */
+  setInitializer(program: string): () => Promise<void> {
+    const initializer: Initializer = { code: program, runs: new Set() };
+    this.#initializer = initializer;
+    return async () => {
+      if (this.#initializer === initializer) this.#initializer = undefined;
+      await Promise.allSettled([...initializer.runs]);
+    };
+  }
+
+  /** Runs `run` with the initializer, when there is one, counted among the initializer's runs. */
+  async #initializing<T>(run: (code: string | undefined) => Promise<T>): Promise<T> {
+    const initializer = this.#initializer;
+    if (initializer === undefined) return run(undefined);
+    const running = run(initializer.code);
+    initializer.runs.add(running);
+    try {
+      return await running;
+    } finally {
+      initializer.runs.delete(running);
+    }
   }
 
   /**
    * Runs one execution for `owner` under `policy`. Without an owner, or with `oneTime`, it runs in a
    * temporary environment that sees none of the owner's variables. A policy that is not valid
-   * rejects (caller misuse); confinement that cannot be had is a sandbox-unavailable result.
+   * rejects (caller misuse), and so does one that differs from the owner's live environment's
+   * unless `onPolicyChange` is 'replace'; confinement that cannot be had is a sandbox-unavailable result.
    */
-  async run(execution: Execution, owner: object | undefined, policy: SandboxPolicy, oneTime: boolean): Promise<RunResult> {
+  async run(execution: Execution, owner: object | undefined, policy: SandboxPolicy, oneTime: boolean, onPolicyChange: PolicyChange = 'refuse'): Promise<RunResult> {
     if (execution.signal?.aborted) return abortedBeforeStart(execution.signal.reason);
     if (!this.#retains || owner === undefined || oneTime) {
       const confinement = await confine(this.#config, policy, execution.cwd);
@@ -67,7 +99,7 @@ export class Executor {
     // second run called after this one must see the run in progress, not an idle environment.
     let owned = this.#owners.get(owner);
     if (owned === undefined) {
-      owned = { environment: undefined, recipeKey: undefined, busy: undefined, replaced: undefined, used: 0, idleTimer: undefined };
+      owned = { environment: undefined, recipe: undefined, busy: undefined, replaced: undefined, used: 0, idleTimer: undefined };
       this.#owners.set(owner, owned);
     }
     if (owned.busy !== undefined) {
@@ -81,9 +113,15 @@ export class Executor {
     owned.idleTimer = undefined;
     owned.used = ++this.#clock;
     try {
-      const confinement = await confine(this.#config, policy, execution.cwd);
+      // A live environment keeps its policy; a lost one is replaced anyway, under the run's own.
+      const live = owned.environment !== undefined && owned.environment.lost === undefined ? owned.recipe : undefined;
+      const elsewhere = isRemoteLaunch(this.#config.launch);
+      const asked = live === undefined ? policy : ownerPolicy(policy, execution.cwd, live.policy.workspaceRoot, onPolicyChange, { elsewhere });
+      const confinement = await confine(this.#config, asked, execution.cwd);
       if ('unavailable' in confinement) return sandboxUnavailable(confinement.unavailable, confinement.report);
-      return await this.#runRetained(owned, execution, confinement.recipe);
+      const changes = live === undefined ? [] : policyDifferences(live.policy, confinement.recipe.policy);
+      if (changes.length > 0 && onPolicyChange === 'refuse') throw policyChangeRefused(changes);
+      return await this.#runRetained(owned, execution, confinement.recipe, changes);
     } finally {
       owned.busy = undefined;
       owned.used = ++this.#clock;
@@ -149,14 +187,17 @@ export class Executor {
     await Promise.all(released);
   }
 
-  async #runRetained(owned: Owned, execution: Execution, recipe: CarrierRecipe): Promise<RunResult> {
+  /** `changes`: how the run's policy differs from the live environment's, which it then replaces (onPolicyChange: 'replace'). */
+  async #runRetained(owned: Owned, execution: Execution, recipe: CarrierRecipe, changes: string[]): Promise<RunResult> {
     const current = owned.environment;
-    // An owner's policy, workspace and writable roots are fixed while its environment lives.
     const reason = current?.lost !== undefined
       ? `the previous environment was lost: ${current.lost}`
-      : current !== undefined && owned.recipeKey !== recipe.key
-        ? 'the sandbox policy changed, so the previous environment was ended'
-        : undefined;
+      : current !== undefined && changes.length > 0
+        ? policyChangeReplaced(changes)
+        // The same policy in a carrier shaped otherwise: only a remote launch whose connection failed.
+        : current !== undefined && owned.recipe?.key !== recipe.key
+          ? 'the carrier\'s launch changed, so the previous environment was ended'
+          : undefined;
     if (current !== undefined && reason !== undefined) {
       owned.replaced = reason;
       owned.environment = undefined;
@@ -164,12 +205,13 @@ export class Executor {
     }
     const fresh = owned.environment === undefined;
     if (fresh) {
-      owned.recipeKey = recipe.key;
+      owned.recipe = recipe;
       await this.#evictOverLimit(owned);
     }
     const environment = (owned.environment ??= this.#newEnvironment(recipe, true));
-    const initializer = fresh && this.#initializer !== undefined && !environment.initialized ? this.#initializer : undefined;
-    const { result, usable } = await environment.run(execution, initializer);
+    const { result, usable } = fresh && !environment.initialized
+      ? await this.#initializing((initializer) => environment.run(execution, initializer))
+      : await environment.run(execution);
     if (fresh) replenishSpare(recipe);
     result.environment = { fresh, ...(owned.replaced !== undefined && fresh ? { replaced: owned.replaced } : {}) };
     if (fresh) owned.replaced = undefined;
@@ -184,8 +226,8 @@ export class Executor {
     const environment = this.#newEnvironment(recipe, false);
     this.#temporary.add(environment);
     try {
-      const initializer = this.#retains ? this.#initializer : undefined;
-      return (await environment.run(execution, initializer)).result;
+      if (!this.#retains) return (await environment.run(execution)).result;
+      return (await this.#initializing((initializer) => environment.run(execution, initializer))).result;
     } finally {
       // The kill has gone out; dispose() waits for what is still ending.
       void environment.terminate().then(() => this.#temporary.delete(environment));

@@ -3,6 +3,7 @@ import { isAbsolute, resolve as resolvePath } from 'node:path';
 import { flattenBindings, type Bindings } from '../execution/bindings.ts';
 import { policyShape, resolveConfig, show, type ResolvedConfig, type RuntimeConfig } from './config.ts';
 import { Executor, type RunResult } from '../execution/owners.ts';
+import { POLICY_CHANGES, type PolicyChange } from '../execution/owner-policy.ts';
 import { stripTypes } from '../execution/typescript.ts';
 import type { OutputEntry } from '../execution/output-ledger.ts';
 import { confine, releaseRemote } from '../worker/confinement.ts';
@@ -39,6 +40,14 @@ export interface RunRequest {
   policy?: SandboxPolicy;
   /** Run in a separate temporary environment even with a stateOwner (a one-time escalation); it cannot see or change the owner's variables. @default false */
   oneTime?: boolean;
+  /**
+   * When this run's policy differs from the one its stateOwner's live environment started with
+   * (mode, workspace root, writable roots, network; or a cwd outside the workspace root when the
+   * policy names none): 'refuse' throws, naming the change; 'replace' ends that environment and
+   * runs in a new one, whose result says `environment.replaced`.
+   * @default 'refuse'
+   */
+  onPolicyChange?: PolicyChange;
 }
 
 export interface RunSpec {
@@ -53,6 +62,7 @@ export interface RunSpec {
   readonly stateOwner: object | undefined;
   readonly policy: SandboxPolicy;
   readonly oneTime: boolean;
+  readonly onPolicyChange?: PolicyChange;
 }
 
 export interface RunOptions {
@@ -76,12 +86,16 @@ export interface Runtime {
   run(spec: RunSpec, options?: RunOptions): Promise<RunResult>;
   /** Ends the owner's retained environment (after a run in progress finishes). */
   release(owner: object): Promise<void>;
-  /** persistent-in-memory only, before the first run: source run once in every new environment. */
-  registerEnvironmentInitializer(program: string): void;
+  /**
+   * persistent-in-memory only, before the first run: source run once in every new environment.
+   * Returns its unregistration: environments started after the call run no initializer, and the
+   * promise resolves once the runs that were already initializing with it have ended.
+   */
+  registerEnvironmentInitializer(program: string): () => Promise<void>;
   dispose(): Promise<void>;
 }
 
-const REQUEST_FIELDS = new Set(['program', 'bindings', 'cwd', 'timeoutMs', 'cpuTimeMs', 'discardCompletion', 'display', 'filename', 'stateOwner', 'policy', 'oneTime']);
+const REQUEST_FIELDS = new Set(['program', 'bindings', 'cwd', 'timeoutMs', 'cpuTimeMs', 'discardCompletion', 'display', 'filename', 'stateOwner', 'policy', 'oneTime', 'onPolicyChange']);
 
 /** The program format and retention of a configuration. */
 export function executionShape(config: ResolvedConfig): { format: ProgramFormat; retains: boolean } {
@@ -150,6 +164,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       flattenBindings(request.bindings);
       const oneTime = request.oneTime ?? false;
       if (typeof oneTime !== 'boolean') throw new TypeError(`ptc request: oneTime must be a boolean, got ${show(oneTime)}`);
+      const onPolicyChange = policyChangeOption(request.onPolicyChange, 'ptc request: onPolicyChange');
       const stateOwner = request.stateOwner;
       if (stateOwner !== undefined && (typeof stateOwner !== 'object' || stateOwner === null) && typeof stateOwner !== 'function') {
         throw new TypeError(`ptc request: stateOwner must be an object, got ${show(stateOwner)}`);
@@ -167,6 +182,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
         stateOwner,
         policy,
         oneTime,
+        onPolicyChange,
       });
     },
 
@@ -192,7 +208,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
           signal,
           ...(options.onOutput ? { onOutput: options.onOutput } : {}),
           nextAttachmentId: () => `img-${++attachments}`,
-        }, spec.stateOwner, spec.policy ?? config.policy, spec.oneTime ?? false);
+        }, spec.stateOwner, spec.policy ?? config.policy, spec.oneTime ?? false, policyChangeOption(spec.onPolicyChange, 'ptc run(): spec.onPolicyChange'));
       } finally {
         active.delete(controller);
       }
@@ -222,10 +238,16 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       if (typeof program !== 'string') throw new TypeError(`ptc registerEnvironmentInitializer(): program must be a string, got ${show(program)}`);
       const stripped = stripTypes(program, '[initializer]', shape.format);
       if (!stripped.ok) throw new SyntaxError(`ptc registerEnvironmentInitializer(): ${stripped.error.message}${stripped.error.location ? ` at line ${stripped.error.location.line}, column ${stripped.error.location.column}` : ''}`);
-      executor.setInitializer(stripped.code);
+      return executor.setInitializer(stripped.code);
     },
   };
   return Object.freeze(runtime);
+}
+
+function policyChangeOption(value: unknown, field: string): PolicyChange {
+  if (value === undefined) return 'refuse';
+  if (!POLICY_CHANGES.includes(value as PolicyChange)) throw new TypeError(`${field} must be ${POLICY_CHANGES.map((choice) => `"${choice}"`).join(' or ')}, got ${show(value)}`);
+  return value as PolicyChange;
 }
 
 function displayOption(value: unknown): { colors: boolean } | undefined {

@@ -1,6 +1,6 @@
 // The parameters of each method, checked before anything starts. Errors name the method, the
 // field and the value, and an unknown field is refused so a typo never falls back to a default.
-import type { RuntimeConfig, SandboxPolicy } from '../index.ts';
+import type { PolicyChange, RuntimeConfig, SandboxPolicy } from '../index.ts';
 import { ErrorCode, RpcError } from './wire.ts';
 import { show } from './show.ts';
 import { checkTools, type Tool } from './tools.ts';
@@ -15,6 +15,7 @@ export interface RunParams {
   policy?: SandboxPolicy;
   cwd?: string;
   discardCompletion?: boolean;
+  onPolicyChange?: PolicyChange;
 }
 
 const invalid = (method: string, message: string): RpcError => new RpcError(ErrorCode.invalidParams, `${method}: ${message}`);
@@ -40,9 +41,9 @@ export function initializeParams(params: Record<string, unknown>): { protocolVer
   return { ...(protocolVersion !== undefined ? { protocolVersion } : {}), ...(config !== undefined ? { config: config as RuntimeConfig } : {}) };
 }
 
-/** Checks `run`; the library checks the values it owns (timeoutMs, cpuTimeMs, policy, cwd) when it resolves them. */
+/** Checks `run`; the library checks the values it owns (timeoutMs, cpuTimeMs, policy, cwd, onPolicyChange) when it resolves them. */
 export function runParams(params: Record<string, unknown>): RunParams {
-  only('run', params, ['program', 'tools', 'owner', 'runId', 'timeoutMs', 'cpuTimeMs', 'policy', 'cwd', 'discardCompletion']);
+  only('run', params, ['program', 'tools', 'owner', 'runId', 'timeoutMs', 'cpuTimeMs', 'policy', 'cwd', 'discardCompletion', 'onPolicyChange']);
   if (typeof params.program !== 'string') throw invalid('run', `program must be a string, got ${show(params.program)}`);
   const owner = name('run', params, 'owner', false);
   const runId = name('run', params, 'runId', false);

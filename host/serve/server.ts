@@ -152,6 +152,7 @@ export class Server {
         ...('cpuTimeMs' in request ? { cpuTimeMs: request.cpuTimeMs } : {}),
         ...(request.policy !== undefined ? { policy: request.policy } : {}),
         ...(request.discardCompletion !== undefined ? { discardCompletion: request.discardCompletion } : {}),
+        ...(request.onPolicyChange !== undefined ? { onPolicyChange: request.onPolicyChange } : {}),
         ...(owner !== undefined ? { stateOwner: this.#ownerObject(owner) } : {}),
       });
     } catch (error) {
@@ -166,7 +167,8 @@ export class Server {
         onOutput: (entry) => this.#connection.notify('output', { runId, entry }),
       });
     } catch (error) {
-      // The library rejects only caller misuse here, such as a writable root that does not exist.
+      // The library rejects only caller misuse here, such as a writable root that does not exist or
+      // a policy that would change a retained owner's (its message says how to release the owner).
       throw new RpcError(ErrorCode.invalidParams, `run: ${(error as Error).message}`, undefined, { cause: error });
     } finally {
       this.#runs.delete(runId);

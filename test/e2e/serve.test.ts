@@ -1,7 +1,8 @@
 // `ptc serve` as a client sees it: the built binary (and the CLI from source) spoken to over its
 // stdio in JSON-RPC, one message a line. Assumes `npm run build` has run.
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -326,6 +327,34 @@ for (const [label, file, args] of LAUNCHES) {
     assert.equal(await client.close(), { code: 0, signal: null });
   });
 
+  test(`${label}: an owner whose cwd moves keeps its environment inside the workspace; outside it is an error reply, or a new environment with onPolicyChange`, async () => {
+    const workspace = realpathSync(mkdtempSync(join(tmpdir(), 'ptc-serve-owner-')));
+    const inner = join(workspace, 'inner');
+    const other = `${workspace}-other`;
+    mkdirSync(inner);
+    mkdirSync(other);
+    try {
+      const client = start(['--mode', 'persistent-in-memory']);
+      assert.is((await client.request('run', { program: 'var n = 41', owner: 'x', cwd: workspace })).result.status, 'ok');
+      const moved = (await client.request('run', { program: '[n + 1, process.cwd()]', owner: 'x', cwd: inner })).result;
+      assert.equal([moved.value, moved.environment], [[42, inner], { fresh: false }]);
+      const refused = await client.request('run', { program: 'n', owner: 'x', cwd: other });
+      assert.is(refused.error.code, -32602);
+      assert.ok(refused.error.message.startsWith(`run: ptc run(): cwd '${other}' is outside this stateOwner's workspace root '${workspace}'`), refused.error.message);
+      assert.match(refused.error.message, /await runtime\.release\(owner\) before this run .* pass onPolicyChange: "replace"/);
+      assert.is((await client.request('run', { program: 'n', owner: 'x', cwd: workspace })).result.value, 41);
+      const replaced = (await client.request('run', { program: 'typeof n', owner: 'x', cwd: other, onPolicyChange: 'replace' })).result;
+      assert.equal([replaced.value, replaced.environment.fresh], ['undefined', true]);
+      assert.match(replaced.environment.replaced, /^the sandbox policy changed \(workspaceRoot/);
+      const bad = await client.request('run', { program: '1', onPolicyChange: 'keep' });
+      assert.equal(bad.error, { code: -32602, message: 'run: ptc request: onPolicyChange must be "refuse" or "replace", got \'keep\'' });
+      assert.equal(await client.close(), { code: 0, signal: null });
+    } finally {
+      rmSync(workspace, { recursive: true, force: true });
+      rmSync(other, { recursive: true, force: true });
+    }
+  });
+
   test(`${label}: malformed lines, unknown methods and bad params get error replies and the server keeps serving`, async () => {
     const client = start();
     const cases: Array<[string, unknown, Message]> = [
@@ -335,7 +364,7 @@ for (const [label, file, args] of LAUNCHES) {
       ['{"jsonrpc":"2.0","id":4,"method":"frobnicate"}', 4, { code: -32601, message: 'unknown method "frobnicate"; this server has initialize, run, cancel, release, declarations, shutdown' }],
       ['{"jsonrpc":"2.0","id":5,"method":"run","params":[1]}', 5, { code: -32602, message: 'params of run must be an object (by name), got [1]' }],
       ['{"jsonrpc":"2.0","id":6,"method":"run","params":{"program":5}}', 6, { code: -32602, message: 'run: program must be a string, got 5' }],
-      ['{"jsonrpc":"2.0","id":7,"method":"run","params":{"program":"","timeoutMz":5}}', 7, { code: -32602, message: 'run: unknown parameter "timeoutMz" (value 5); run takes program, tools, owner, runId, timeoutMs, cpuTimeMs, policy, cwd, discardCompletion' }],
+      ['{"jsonrpc":"2.0","id":7,"method":"run","params":{"program":"","timeoutMz":5}}', 7, { code: -32602, message: 'run: unknown parameter "timeoutMz" (value 5); run takes program, tools, owner, runId, timeoutMs, cpuTimeMs, policy, cwd, discardCompletion, onPolicyChange' }],
       ['{"jsonrpc":"2.0","id":8,"method":"run","params":{"program":"","timeoutMs":0}}', 8, { code: -32602, message: 'run: ptc request: timeoutMs must be a positive integer or null, got 0' }],
       ['{"jsonrpc":"2.0","id":9,"method":"run","params":{"program":"","tools":[{"name":"a"},{"name":"a.b"}]}}', 9, { code: -32602, message: 'run: tool 1: name "a.b" needs a namespace where another tool is named "a"' }],
       ['{"jsonrpc":"2.0","id":10,"method":"run","params":{"program":"","tools":[{"name":"my..tool"}]}}', 10, { code: -32602, message: 'run: tool 0: name must be a non-empty string of dot-separated parts, got \'my..tool\'' }],

@@ -246,6 +246,21 @@ test('run() with something that is not a resolved spec throws', async () => {
   await runtime.dispose();
 });
 
+// A deliberate difference from the reference, whose run(spec) "does not fill missing values": a
+// spec built by hand may leave out the fields resolve() adds for the newer options, and run()
+// fills them as resolve() would (README, Differences from the reference).
+test('run() fills what a spec leaves out of policy, oneTime, cpuTimeMs, stateOwner and onPolicyChange', async () => {
+  const runtime = createRuntime({ timeoutMs: 20_000, policy: { mode: 'full-access' } });
+  const spec = runtime.resolve({ program: 'return process.cwd()' });
+  const bare: Record<string, unknown> = { ...spec };
+  for (const field of ['policy', 'oneTime', 'cpuTimeMs', 'stateOwner', 'onPolicyChange']) delete bare[field];
+  const result = await runtime.run(bare as unknown as RunSpec);
+  assert.is(result.status, 'ok', JSON.stringify(result));
+  assert.is(result.status === 'ok' && result.value, spec.cwd);
+  assert.is(result.sandbox.mode, 'full-access');
+  await runtime.dispose();
+});
+
 test('a policy with an unknown field or a bad value throws in createRuntime and resolve(), not at every run', async () => {
   const table: Array<[Record<string, unknown>, string[]]> = [
     [{ mode: 'read-only', writeableRoots: ['/tmp'] }, ['"writeableRoots"']],

@@ -47,6 +47,20 @@ test('maxMessageBytes 1024: an invalid-output diagnostic with a huge key is cut 
   assert.ok(Buffer.byteLength(failure.message) + Buffer.byteLength(failure.path ?? '') < 1024);
 });
 
+// A deliberate difference from the reference (README, Differences from the reference): an
+// exception's diagnostic is cut to what the budget leaves and the run stays an exception, while a
+// completion value over the budget is output-limit as the reference says.
+test('maxOutputBytes: an exception diagnostic is cut to the budget the output leaves, and stays an exception', async () => {
+  const thrown = await runProgram("inspect('x'.repeat(150)); throw new Error('e'.repeat(500))", {}, { maxOutputBytes: 200 });
+  const failure = failureOf(thrown);
+  assert.is(failure.kind, 'exception');
+  assert.is(failure.name, 'Error');
+  assert.ok(/^e+$/.test(failure.message) && failure.message.length < 50, failure.message);
+  assert.equal(thrown.output, [{ type: 'text', text: `${'x'.repeat(150)}\n` }]);
+  const returned = failureOf(await runProgram("inspect('x'.repeat(150)); return 'v'.repeat(100)", {}, { maxOutputBytes: 200 }));
+  assert.equal(returned, { kind: 'output-limit', message: 'the completion value exceeded maxOutputBytes (200 bytes); the output that fit is kept' });
+});
+
 test('maxOutputBytes: the invalid-output diagnostic is counted against the budget with the output', async () => {
   const result = await runProgram("inspect('x'.repeat(150)); return { ['k'.repeat(100)]: new Date() }", {}, { maxOutputBytes: 200 });
   const failure = failureOf(result);

@@ -233,11 +233,11 @@ test('a refusal another client met does not relabel a fetch that failed for its 
   assert.is(value(await run({ allow: [`127.0.0.1:${A}`] }, program)), 'AbortError');
 });
 
-test('a retained environment keeps its proxy and rules, counts per run; a changed allowlist replaces it', async () => {
+test('a retained environment keeps its proxy and rules, counts per run; a changed allowlist is refused, or replaces it when asked', async () => {
   const runtime = createTestRuntime({ timeoutMs: 20_000, executionMode: 'persistent-in-memory' });
   runtimes.push(runtime);
   const owner = {};
-  const go = (program: string, network: SandboxPolicy['network']) => runtime.run(runtime.resolve({ program, cwd: workspace, stateOwner: owner, policy: { mode: 'workspace-write', network } }));
+  const go = (program: string, network: SandboxPolicy['network'], extra: Record<string, unknown> = {}) => runtime.run(runtime.resolve({ program, cwd: workspace, stateOwner: owner, policy: { mode: 'workspace-write', network }, ...extra }));
   const first = await go(`var seen = await (await fetch('http://127.0.0.1:${A}/1')).text(); seen`, { allow: [`127.0.0.1:${A}`] });
   assert.is(value(first), 'allowed GET /1');
   assert.equal(first.environment, { fresh: true });
@@ -245,9 +245,12 @@ test('a retained environment keeps its proxy and rules, counts per run; a change
   assert.equal(value(second), ['allowed GET /1', loopbackDenied(B)]);
   assert.equal(second.environment, { fresh: false });
   assert.equal(second.sandbox.network, { mode: 'allowlist', allowed: [], denied: [{ host: '127.0.0.1', port: B, count: 1 }] });
-  const changed = await go(`[typeof seen, await (await fetch('http://127.0.0.1:${B}/')).text()]`, { allow: [`127.0.0.1:${B}`] });
+  const refused = await go('seen', { allow: [`127.0.0.1:${B}`] }).then(() => 'ran', (error: Error) => error.message);
+  assert.match(refused, /^ptc run\(\): this run's sandbox policy differs from the one this stateOwner's environment started with \(network \{ allow: \[ '127\.0\.0\.1:\d+' \], deny: \[\] \} → \{ allow: \[ '127\.0\.0\.1:\d+' \], deny: \[\] \}\)/);
+  assert.is(value(await go('seen', { allow: [`127.0.0.1:${A}`] })), 'allowed GET /1');
+  const changed = await go(`[typeof seen, await (await fetch('http://127.0.0.1:${B}/')).text()]`, { allow: [`127.0.0.1:${B}`] }, { onPolicyChange: 'replace' });
   assert.equal(value(changed), ['undefined', 'the denied server answered']);
-  assert.equal(changed.environment, { fresh: true, replaced: 'the sandbox policy changed, so the previous environment was ended' });
+  assert.equal(changed.environment, { fresh: true, replaced: `the sandbox policy changed (network { allow: [ '127.0.0.1:${A}' ], deny: [] } → { allow: [ '127.0.0.1:${B}' ], deny: [] }), so the previous environment was ended (onPolicyChange: "replace")` });
 });
 
 test('the proxy\'s socket directory goes with the carrier: after a run, a timeout that kills it, a released owner, and its spare', () => {

@@ -190,6 +190,54 @@ test('initializer: runs once per new environment, output included, before the pr
   assert.throws(() => runtime.registerEnvironmentInitializer('1'), /before the first run/);
 });
 
+test('initializer: unregistering stops it for new environments and waits for the runs initializing with it', async () => {
+  const runtime = runtimeWith({ executionMode: 'persistent-in-memory' });
+  const events: string[] = [];
+  let reached!: () => void;
+  const inGate = new Promise<void>((resolve) => {
+    reached = resolve;
+  });
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => {
+    open = resolve;
+  });
+  const bindings = { gate: async () => {
+    reached();
+    await gate;
+    events.push('initializer went on');
+  } };
+  const unregister = runtime.registerEnvironmentInitializer('await gate(); inspect("initialized"); var ready = true;');
+  const owner = {};
+  const first = runner(runtime, owner, bindings)('ready');
+  await inGate;
+  const unregistered = unregister().then(() => events.push('unregistered'));
+  // Had unregistration not waited for the run initializing with it, it would have settled by now.
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(events, []);
+  open();
+  await unregistered;
+  assert.equal(events, ['initializer went on', 'unregistered']);
+  const result = await first;
+  assert.is(value(result), true);
+  assert.is(text(result), 'initialized\n');
+  // The environment it initialized keeps what it made; new ones start without it.
+  assert.is(value(await runner(runtime, owner, bindings)('ready')), true);
+  const other = await runner(runtime, {}, bindings)('typeof ready');
+  assert.is(value(other), 'undefined');
+  assert.is(text(other), '');
+  assert.is(value(await runner(runtime, undefined, bindings)('typeof ready')), 'undefined');
+  await unregister();
+  assert.throws(() => runtime.registerEnvironmentInitializer('1'), /before the first run/);
+});
+
+test('initializer: a replaced registration is not unregistered by the old one\'s function', async () => {
+  const runtime = runtimeWith({ executionMode: 'persistent-in-memory' });
+  const unregisterOld = runtime.registerEnvironmentInitializer('var from = "old"');
+  runtime.registerEnvironmentInitializer('var from = "new"');
+  await unregisterOld();
+  assert.is(value(await runner(runtime, {})('from')), 'new');
+});
+
 test('initializer: a failure ends the environment before the program runs; other modes refuse it', async () => {
   const runtime = runtimeWith({ executionMode: 'persistent-in-memory' });
   runtime.registerEnvironmentInitializer('throw new Error("no database")');

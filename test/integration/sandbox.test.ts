@@ -203,7 +203,7 @@ test('fail closed: missing bubblewrap or too little enforcement is sandbox-unava
   assert.is(value(unconfined), 1);
 });
 
-test('retained owners: a policy change starts a fresh environment; a one-time run cannot see the owner', async () => {
+test('retained owners: a policy change is refused, or starts a fresh environment when asked; a one-time run cannot see the owner', async () => {
   const runtime = createTestRuntime({ executionMode: 'persistent-in-memory', policy: { mode: 'workspace-write' } });
   runtimes.push(runtime);
   const owner = {};
@@ -214,9 +214,12 @@ test('retained owners: a policy change starts a fresh environment; a one-time ru
   assert.is(value(once), 'undefined');
   assert.is(once.sandbox.network, true);
   assert.is(value(await go('secret')), 42);
-  const changed = await go('typeof secret', { policy: { mode: 'read-only' } });
+  const refused = await go('secret', { policy: { mode: 'read-only' } }).then(() => 'ran', (error: Error) => error.message);
+  assert.match(refused, /^ptc run\(\): this run's sandbox policy differs from the one this stateOwner's environment started with \(mode 'workspace-write' → 'read-only'\)/);
+  assert.is(value(await go('secret')), 42);
+  const changed = await go('typeof secret', { policy: { mode: 'read-only' }, onPolicyChange: 'replace' });
   assert.is(value(changed), 'undefined');
-  assert.equal(changed.environment, { fresh: true, replaced: 'the sandbox policy changed, so the previous environment was ended' });
+  assert.equal(changed.environment, { fresh: true, replaced: 'the sandbox policy changed (mode \'workspace-write\' → \'read-only\'), so the previous environment was ended (onPolicyChange: "replace")' });
   assert.is(changed.sandbox.mode, 'read-only');
 });
 

@@ -1,8 +1,10 @@
 """PtcClient against the real `ptc serve`: tools, output, errors, owners, cancel, timeouts, cleanup."""
 import json
 import subprocess
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -136,6 +138,32 @@ def test_owners_keep_an_environment_until_released_and_a_busy_owner_is_refused(b
         assert ptc.release("agent") is True
         assert ptc.release("agent") is False
         assert ptc.run("typeof n", owner="agent")["value"] == "undefined"
+
+
+def test_an_owner_keeps_its_workspace_while_its_cwd_moves_and_a_move_out_raises_unless_replaced(binary):
+    with tempfile.TemporaryDirectory(prefix="ptc-client-owner-") as tmp:
+        owner_moves(binary, Path(tmp).resolve())
+
+
+def owner_moves(binary, tmp):
+    workspace = tmp / "workspace"
+    inner = workspace / "inner"
+    other = tmp / "other"
+    inner.mkdir(parents=True)
+    other.mkdir()
+    with PtcClient(binary=binary, config={"executionMode": "persistent-in-memory"}) as ptc:
+        assert ptc.run("var n = 41", owner="agent", cwd=str(workspace))["status"] == "ok"
+        moved = ptc.run("[n + 1, process.cwd()]", owner="agent", cwd=str(inner))
+        assert moved["value"] == [42, str(inner)] and moved["environment"] == {"fresh": False}
+        with pytest.raises(PtcError) as raised:
+            ptc.run("n", owner="agent", cwd=str(other))
+        assert raised.value.code == -32602
+        assert raised.value.message.startswith(f"run: ptc run(): cwd '{other}' is outside this stateOwner's workspace root '{workspace}'")
+        assert 'onPolicyChange: "replace"' in raised.value.message
+        assert ptc.run("n", owner="agent", cwd=str(workspace))["value"] == 41
+        replaced = ptc.run("typeof n", owner="agent", cwd=str(other), on_policy_change="replace")
+        assert replaced["value"] == "undefined" and replaced["environment"]["fresh"] is True
+        assert replaced["environment"]["replaced"].startswith("the sandbox policy changed (workspaceRoot")
 
 
 def test_runs_are_concurrent_and_cancel_ends_one_as_abort(binary):

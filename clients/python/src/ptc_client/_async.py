@@ -66,12 +66,13 @@ class AsyncPtcClient:
     async def run(self, program: str, tools: Tools = None, *, on_output: Optional[Callable[[Dict[str, Any]], Any]] = None,
                   cwd: Optional[str] = None, timeout_ms: Any = DEFAULT, cpu_time_ms: Any = DEFAULT,
                   policy: Optional[Mapping[str, Any]] = None, owner: Optional[str] = None, run_id: Optional[str] = None,
-                  discard_completion: bool = False) -> Dict[str, Any]:
+                  discard_completion: bool = False, on_policy_change: Optional[str] = None) -> Dict[str, Any]:
         """Runs a program; returns the result dict exactly as ``ptc run --json`` prints it. ``on_output`` may be async."""
         table = tool_table(tools)
         run_id = run_id if run_id is not None else uuid.uuid4().hex
         params = run_params(program, table, run_id, cwd=cwd, timeout_ms=timeout_ms, cpu_time_ms=cpu_time_ms,
-                            policy=policy, owner=owner, discard_completion=discard_completion)
+                            policy=policy, owner=owner, discard_completion=discard_completion,
+                            on_policy_change=on_policy_change)
         if run_id in self._runs:
             raise PtcError(f"run_id {run_id!r} is already in flight on this client")
         self._runs[run_id] = _Run(table, on_output)

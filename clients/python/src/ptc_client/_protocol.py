@@ -86,7 +86,7 @@ DEFAULT: Any = _Default()
 
 def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Optional[str], timeout_ms: Any,
                cpu_time_ms: Any, policy: Optional[Mapping[str, Any]], owner: Optional[str],
-               discard_completion: bool) -> Dict[str, Any]:
+               discard_completion: bool, on_policy_change: Optional[str] = None) -> Dict[str, Any]:
     if not isinstance(program, str):
         raise TypeError(f"program must be a string, got {program!r}")
     params: Dict[str, Any] = {"program": program, "runId": run_id, "tools": describe_tools(table)}
@@ -102,6 +102,8 @@ def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Opt
         params["owner"] = owner
     if discard_completion:
         params["discardCompletion"] = True
+    if on_policy_change is not None:
+        params["onPolicyChange"] = on_policy_change
     return params
 
 
