@@ -27,7 +27,9 @@ export interface DeclarationOptions {
 
 /** The identifier for one segment of a tool name: invalid characters become `_`, a leading digit or reserved word gets one too. */
 export function identifierFor(segment: string, topLevel: boolean): string {
-  let name = segment.replace(/[^\w$]+/g, '_');
+  // The scoped REPL refuses a program that holds its generated code's prefix anywhere
+  // (carrier/evaluators/scoped-repl/declarations.ts), so a name holding it could never be called.
+  let name = segment.replace(/[^\w$]+/g, '_').replaceAll('__$binding_', '__$binding$_');
   if (name === '' || /^[0-9]/.test(name)) name = `_${name}`;
   // A global named `__proto__` would replace the global object's prototype instead of being defined.
   if (RESERVED_WORDS.has(name) || (topLevel && (RUNTIME_GLOBALS.has(name) || name === '__proto__'))) name = `${name}_`;
