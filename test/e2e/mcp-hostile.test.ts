@@ -191,7 +191,7 @@ test('an upstream whose failure to start writes declarations, or whose tools/lis
 
 test('an upstream that writes garbage, floods notifications, asks the client, answers badly, never answers or exits fails only its own calls', async () => {
   const tools = [{ name: 't', inputSchema: { type: 'object' } }];
-  const session = await start(['garbage', 'notify', 'ask', 'proto-result', 'bad-result', 'silent', 'exit'].map((mode) => [mode === 'bad-result' ? 'bad' : mode === 'exit' ? 'exits' : mode, { tools, mode }]));
+  const session = await start(['garbage', 'notify', 'ask', 'proto-result', 'proto-image', 'bad-result', 'silent', 'exit'].map((mode) => [mode === 'bad-result' ? 'bad' : mode === 'exit' ? 'exits' : mode, { tools, mode }]));
   const attempt = (namespace: string) => `try { return { ok: (await ${namespace}.t({})).called } } catch (error) { return { code: error.code, message: error.message } }`;
   try {
     assertClean(session.found);
@@ -201,6 +201,8 @@ test('an upstream that writes garbage, floods notifications, asks the client, an
     }
     const keys = await value(session, 'const got = await proto_result.t({}); return { own: Object.keys(got), proto: Object.getPrototypeOf(got) === Object.prototype, polluted: "polluted" in Object.prototype, called: got.called }');
     assert.equal(keys, { own: ['__proto__', 'constructor', 'called'], proto: true, polluted: false, called: 't' });
+    await trackerAnswers(session);
+    assert.equal(await value(session, attempt('proto_image')), { code: 'UPSTREAM_IMAGE_TYPE', message: 'upstream returned an image of type "constructor"; programs take PNG, JPEG, GIF or WebP' });
     await trackerAnswers(session);
     const bad = await value(session, attempt('bad')) as { code: string; message: string };
     // The SDK client refuses a result that is not a CallToolResult as invalid params (-32602).
