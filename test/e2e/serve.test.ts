@@ -304,8 +304,11 @@ for (const [label, file, args] of LAUNCHES) {
     assert.equal(await client.close(), { code: 0, signal: null });
   });
 
-  test(`${label}: tools named for Object.prototype members and globals, at the top level and in namespaces, are called by their declared names`, async () => {
-    const client = start();
+  test(`${label}: tools named for Object.prototype members and globals, at the top level and in namespaces, are called by their declared names in every mode`, async () => {
+    for (const mode of ['per-call', 'vm-script', 'persistent-in-memory']) await callsPrototypeNames(start(['--mode', mode]), mode);
+  });
+
+  async function callsPrototypeNames(client: Client, mode: string): Promise<void> {
     const names = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'NaN', 'Infinity', 'ns.__proto__', 'ns.constructor', 'ns.delete', 'constructor2.__proto__', 'toLocaleString.x'];
     const tools = names.map((name) => ({ name }));
     const text = (await client.request('declarations', { tools })).result.declarations;
@@ -313,11 +316,12 @@ for (const [label, file, args] of LAUNCHES) {
     assert.equal(found.errors, []);
     assert.is(found.functions.length, names.length);
     client.onInvoke = (message) => client.send({ jsonrpc: '2.0', id: message.id, result: message.params.name });
-    const program = `const out: string[] = [];\n${found.functions.map((path) => `out.push(await ${path}());`).join('\n')}\nreturn { out, polluted: "polluted" in Object.prototype }`;
+    // The Script and REPL modes take the last expression as the value; per-call returns it.
+    const program = `const out: string[] = [];\n${found.functions.map((path) => `out.push(await ${path}());`).join('\n')}\n${mode === 'per-call' ? 'return ' : ''}({ out, polluted: "polluted" in Object.prototype })`;
     const { result } = await client.request('run', { program, tools });
-    assert.equal(result.value, { out: names, polluted: false }, JSON.stringify(result.failure));
+    assert.equal(result.value, { out: names, polluted: false }, `${mode}: ${JSON.stringify(result.failure)}`);
     assert.equal(await client.close(), { code: 0, signal: null });
-  });
+  }
 
   test(`${label}: several runs are in flight at once`, async () => {
     const client = start();
