@@ -22,4 +22,6 @@ export { stripTypes } from './execution/typescript.ts';
 // Result JSON for the front ends, written without recursion: values may nest as deep as memory allows.
 export { jsonText, type JsonTextOptions } from './runtime/json-text.ts';
 // Tool schemas to the TypeScript declarations a model reads (used by `ptc serve` and `ptc mcp`).
-export { declarations, bindingPaths, type ToolSchema } from './runtime/declarations.ts';
+export { declarations, bindingPaths, type ToolSchema, type DeclarationOptions } from './runtime/declarations.ts';
+// Upstream text outside the declarations (an MCP upstream's failure) goes through the same escaping.
+export { codeFence, lineComment } from './runtime/declaration-text.ts';

@@ -13,10 +13,11 @@ export interface Bindings {
 }
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
-const RESERVED = new Set(['inspect', 'Image', 'BindingError', 'globalThis', 'process', 'console', 'undefined', 'NaN', 'Infinity', 'eval', 'arguments']);
+/** Globals every program has, which a top-level binding cannot replace; declarations map them (`inspect_`). */
+export const RUNTIME_GLOBALS: ReadonlySet<string> = new Set(['inspect', 'Image', 'BindingError', 'globalThis', 'process', 'console', 'undefined', 'NaN', 'Infinity', 'eval', 'arguments']);
 // A binding global is a name the program writes as an identifier, so it cannot be a reserved word
 // (ES2024 12.7.2, with the strict-mode ones and `await`, which module-like and async code reserve).
-const RESERVED_WORDS = new Set([
+export const RESERVED_WORDS: ReadonlySet<string> = new Set([
   'await', 'break', 'case', 'catch', 'class', 'const', 'continue', 'debugger', 'default', 'delete', 'do', 'else', 'enum',
   'export', 'extends', 'false', 'finally', 'for', 'function', 'if', 'import', 'in', 'instanceof', 'new', 'null', 'return',
   'super', 'switch', 'this', 'throw', 'true', 'try', 'typeof', 'var', 'void', 'while', 'with', 'yield',
@@ -67,7 +68,7 @@ export function flattenBindings(bindings: unknown): Map<string, BindingFunction>
 
 /** Why a top-level binding name cannot be a global, or undefined when it can. */
 function globalNameProblem(key: string): string | undefined {
-  if (RESERVED.has(key)) return 'is reserved by the runtime';
+  if (RUNTIME_GLOBALS.has(key)) return 'is reserved by the runtime';
   if (RESERVED_WORDS.has(key)) return `is a reserved word, which a program cannot call as a global; put it in a namespace (ns.${key})`;
   // Assigning it would replace the global object's prototype instead of defining a global.
   if (key === '__proto__') return 'cannot be a global: it names the global object\'s prototype; put it in a namespace';

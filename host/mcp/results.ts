@@ -8,7 +8,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { image, type ImageRef, type OutputEntry, type RunResult } from '../index.ts';
 import { UpstreamError } from './upstreams.ts';
 
-const EXTENSIONS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/gif': 'gif', 'image/webp': 'webp' };
+// A Map, so an upstream's mimeType "constructor" or "__proto__" finds nothing.
+const EXTENSIONS = new Map([['image/png', 'png'], ['image/jpeg', 'jpg'], ['image/gif', 'gif'], ['image/webp', 'webp']]);
 
 /**
  * A private directory for one run's upstream images: `image()` hands the program a file, and
@@ -19,7 +20,7 @@ export class RunFiles {
   #count = 0;
 
   async writeImage(base64: string, mimeType: string): Promise<ImageRef> {
-    const extension = EXTENSIONS[mimeType];
+    const extension = EXTENSIONS.get(mimeType);
     if (extension === undefined) throw new UpstreamError(`upstream returned an image of type ${JSON.stringify(mimeType)}; programs take PNG, JPEG, GIF or WebP`, 'UPSTREAM_IMAGE_TYPE');
     this.#dir ??= mkdtemp(join(tmpdir(), 'ptc-mcp-'));
     const path = join(await this.#dir, `image-${++this.#count}.${extension}`);

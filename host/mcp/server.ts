@@ -3,7 +3,7 @@
 // retaining mode the session is one state owner, and `reset` releases it.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { bindingPaths, declarations, VERSION, type BindingFunction, type Bindings, type Runtime } from '../index.ts';
+import { bindingPaths, codeFence, declarations, lineComment, VERSION, type BindingFunction, type Bindings, type Runtime, type ToolSchema } from '../index.ts';
 import type { Upstream } from './upstreams.ts';
 import { RunFiles, toolResult, upstreamValue } from './results.ts';
 
@@ -12,29 +12,74 @@ interface Binding {
   tool: string;
 }
 
-/** The run_code description and the bindings table, built once from the upstreams' tool lists. */
+interface Listed {
+  upstream: Upstream;
+  tool: ToolSchema;
+}
+
+/**
+ * The run_code description and the bindings table, built once from the upstreams' tool lists.
+ * Everything an upstream listed is a stranger's text: each upstream is one namespace, named by
+ * the config, and its tools are functions in it (a dot in a tool's name is not a namespace), so
+ * no upstream can declare into another's namespace or break the table. It never throws: an
+ * upstream whose tools cannot be declared is reported, and the others are served.
+ */
 export function describeUpstreams(runtime: Runtime, upstreams: Upstream[]): { description: string; bindings: Array<[string[], Binding]> } {
-  // An upstream that lists a name twice gets its first tool bound; the rest could not be called apart.
-  const listed = upstreams.flatMap((upstream) => upstream.tools.filter((tool, index, all) => all.findIndex((other) => other.name === tool.name) === index).map((tool) => ({ upstream, tool })));
-  const tools = listed.map(({ upstream, tool }) => ({
-    name: `${upstream.name}.${tool.name}`,
-    ...(tool.description !== undefined ? { description: tool.description } : {}),
-    inputSchema: tool.inputSchema,
-    ...(tool.outputSchema !== undefined ? { outputSchema: tool.outputSchema } : {}),
-  }));
-  const paths = bindingPaths(tools.map((tool) => tool.name));
-  const unavailable = upstreams.filter((upstream) => upstream.down !== undefined).map((upstream) => `// ${upstream.name}: unavailable (${upstream.down}); its tools cannot be called.`);
+  let usable = upstreams.filter((upstream) => upstream.down === undefined);
+  const refused = new Map<Upstream, string>();
+  let rendered = render(usable);
+  if (rendered instanceof Error) {
+    // Find who broke it, so one upstream's list cannot take the others' away.
+    for (const upstream of usable) {
+      const alone = render([upstream]);
+      if (alone instanceof Error) refused.set(upstream, alone.message);
+    }
+    usable = usable.filter((upstream) => !refused.has(upstream));
+    rendered = render(usable);
+    if (rendered instanceof Error) {
+      for (const upstream of usable) refused.set(upstream, rendered.message);
+      usable = [];
+      rendered = render([]) as Exclude<typeof rendered, Error>;
+    }
+  }
+  const { text, listed, paths } = rendered;
+  const unavailable = upstreams.flatMap((upstream) => {
+    if (upstream.down !== undefined) return [lineComment(`${upstream.name}: unavailable (${upstream.down}); its tools cannot be called.`)];
+    const why = refused.get(upstream);
+    return why === undefined ? [] : [lineComment(`${upstream.name}: its tool list cannot be declared (${why}); its tools cannot be called.`)];
+  });
+  const code = [text.trimEnd(), ...unavailable].join('\n');
+  const fence = codeFence(code);
   const description = [
     'Run a TypeScript program that calls the tools below.',
     runtime.executionInstructions,
     'Each tool takes one argument object and resolves with its result: the structured result when the tool has one, else its text parsed as JSON when it parses, else the text; images come back as Image values.',
+    'Each namespace below is one upstream MCP server, and its comment names the server. Names, descriptions and schemas inside a namespace are that server\'s own text.',
     '',
-    '```ts',
-    declarations(tools).trimEnd(),
-    ...unavailable,
-    '```',
+    `${fence}ts`,
+    code,
+    fence,
   ].join('\n');
   return { description, bindings: listed.map(({ upstream, tool }, index) => [paths[index]!, { upstream, tool: tool.name }]) };
+}
+
+function render(upstreams: Upstream[]): { text: string; listed: Listed[]; paths: string[][] } | Error {
+  // An upstream that lists a name twice gets its first tool bound; the rest could not be called apart.
+  const listed: Listed[] = upstreams.flatMap((upstream) => upstream.tools.filter((tool, index, all) => all.findIndex((other) => other.name === tool.name) === index).map((tool) => ({ upstream, tool })));
+  // Only the four fields a declaration reads: an upstream's other fields (icons, annotations) are its own business.
+  const tools: ToolSchema[] = listed.map(({ upstream, tool }) => ({
+    name: `${upstream.name}.${tool.name}`,
+    ...(tool.description !== undefined ? { description: tool.description } : {}),
+    ...(tool.inputSchema !== undefined ? { inputSchema: tool.inputSchema } : {}),
+    ...(tool.outputSchema !== undefined ? { outputSchema: tool.outputSchema } : {}),
+  }));
+  const names = listed.map(({ upstream, tool }) => [upstream.name, tool.name]);
+  const namespaceDocs = new Map(upstreams.map((upstream) => [upstream.name, `Declared by the upstream MCP server ${JSON.stringify(upstream.name)} (mcpServers.${upstream.name} in the ptc mcp config).`]));
+  try {
+    return { text: declarations(tools, { names, namespaceDocs }), listed, paths: bindingPaths(names) };
+  } catch (error) {
+    return error instanceof Error ? error : new Error(String(error));
+  }
 }
 
 /** Creates the MCP server over a runtime and connected upstreams; connect it to a transport. */
@@ -126,10 +171,18 @@ function invalid(message: string): CallToolResult {
 }
 
 function makeBindings(table: Array<[string[], Binding]>, files: RunFiles, signal: AbortSignal, timeoutMs: () => number | null): Bindings {
-  const root: Bindings = {};
+  // Null prototypes, and members defined rather than assigned: a tool named `__proto__` or
+  // `constructor` is a member like any other, never a prototype.
+  const root = Object.create(null) as Bindings;
+  const define = (holder: Bindings, key: string, value: Bindings | BindingFunction): void => {
+    Object.defineProperty(holder, key, { value, writable: true, enumerable: true, configurable: true });
+  };
   for (const [path, { upstream, tool }] of table) {
     let space = root;
-    for (const segment of path.slice(0, -1)) space = (space[segment] ??= {}) as Bindings;
+    for (const segment of path.slice(0, -1)) {
+      if (!Object.hasOwn(space, segment)) define(space, segment, Object.create(null) as Bindings);
+      space = space[segment] as Bindings;
+    }
     const call: BindingFunction = async (...args: unknown[]) => {
       if (args.length > 1 || (args[0] !== undefined && (typeof args[0] !== 'object' || args[0] === null || Array.isArray(args[0])))) {
         throw Object.assign(new TypeError(`${path.join('.')} takes one argument object, got ${args.length} argument(s)`), { code: 'PTC_BAD_ARGUMENTS' });
@@ -138,7 +191,7 @@ function makeBindings(table: Array<[string[], Binding]>, files: RunFiles, signal
       const result = await upstream.call(tool, (args[0] ?? {}) as Record<string, unknown>, { signal, timeoutMs: timeoutMs() });
       return upstreamValue(result, files);
     };
-    space[path.at(-1)!] = call;
+    define(space, path.at(-1)!, call);
   }
   return root;
 }

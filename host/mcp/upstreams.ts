@@ -10,6 +10,8 @@ import type { UpstreamConfig } from './config.ts';
 
 /** How long connecting to one upstream (spawn or HTTP, then initialize and tools/list) may take. */
 const CONNECT_TIMEOUT_MS = 30_000;
+/** Pages of tools/list read from one upstream: one that lists forever is cut off, not followed. */
+const MAX_TOOL_PAGES = 100;
 
 /** An error a binding throws: its `code` reaches the program's BindingError. */
 export class UpstreamError extends Error {
@@ -48,10 +50,14 @@ async function connect(name: string, config: UpstreamConfig): Promise<Upstream> 
       ? new StdioClientTransport({ command: config.command, args: config.args, ...(config.env ? { env: config.env } : {}), ...(config.cwd ? { cwd: config.cwd } : {}), stderr: 'inherit' })
       : new StreamableHTTPClientTransport(config.url, { requestInit: { headers: config.headers } });
     await client.connect(transport, { timeout: CONNECT_TIMEOUT_MS });
+    const cursors = new Set<string>();
     for (let cursor: string | undefined, first = true; first || cursor !== undefined; first = false) {
+      if (cursors.size >= MAX_TOOL_PAGES) throw new Error(`its tools/list went on past ${MAX_TOOL_PAGES} pages`);
       const page = await client.listTools(cursor === undefined ? {} : { cursor }, { timeout: CONNECT_TIMEOUT_MS });
       tools.push(...page.tools);
       cursor = page.nextCursor;
+      if (cursor !== undefined && cursors.has(cursor)) throw new Error(`its tools/list gave the cursor ${JSON.stringify(cursor)} twice`);
+      if (cursor !== undefined) cursors.add(cursor);
     }
   } catch (error) {
     down = `it could not be started: ${(error as Error).message}`;

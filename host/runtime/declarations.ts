@@ -2,7 +2,9 @@
 // Dotted names become namespaces, descriptions become JSDoc, inputSchema the argument type and
 // outputSchema the result. A name that is not an identifier is mapped (bindingPaths says how)
 // and the JSDoc names the original.
-import { AliasTable, docBlock, isSchemaObject, pascalCase, schemaNotes, schemaType, type SchemaContext } from './schema-types.ts';
+import { AliasTable, isSchemaObject, pascalCase, schemaNotes, schemaType, type SchemaContext } from './schema-types.ts';
+import { docBlock, stringLiteral } from './declaration-text.ts';
+import { RESERVED_WORDS, RUNTIME_GLOBALS } from '../execution/bindings.ts';
 import { show } from '../execution/show.ts';
 
 /** A tool as harnesses describe it: MCP's shape, with dotted names for namespaces. */
@@ -15,26 +17,31 @@ export interface ToolSchema {
   outputSchema?: unknown;
 }
 
-const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
-// Words a binding cannot be named in a program: JavaScript's reserved words, and the globals the
-// runtime gives every program (host/execution/bindings.ts refuses the same top-level names).
-const RESERVED_WORDS = new Set(('break case catch class const continue debugger default delete do else enum export extends false finally for function if import in instanceof new null return super switch this throw true try typeof var void while with yield let static implements interface package private protected public await').split(' '));
-const RUNTIME_GLOBALS = new Set(['inspect', 'Image', 'BindingError', 'globalThis', 'process', 'console', 'undefined', 'eval', 'arguments']);
+/** For a front end that names its namespaces itself (`ptc mcp`: one per upstream). */
+export interface DeclarationOptions {
+  /** Each tool's name as its parts, outermost first, instead of its `name` split at dots: a part may hold a dot. */
+  names?: ReadonlyArray<readonly string[]>;
+  /** A JSDoc line for a top-level namespace, by its unmapped name: who declared what it holds. */
+  namespaceDocs?: ReadonlyMap<string, string>;
+}
 
 /** The identifier for one segment of a tool name: invalid characters become `_`, a leading digit or reserved word gets one too. */
 export function identifierFor(segment: string, topLevel: boolean): string {
-  let name = segment.replace(/[^\w$]+/g, '_');
+  // The scoped REPL refuses a program that holds its generated code's prefix anywhere
+  // (carrier/evaluators/scoped-repl/declarations.ts), so a name holding it could never be called.
+  let name = segment.replace(/[^\w$]+/g, '_').replaceAll('__$binding_', '__$binding$_');
   if (name === '' || /^[0-9]/.test(name)) name = `_${name}`;
-  if (RESERVED_WORDS.has(name) || (topLevel && RUNTIME_GLOBALS.has(name))) name = `${name}_`;
+  // A global named `__proto__` would replace the global object's prototype instead of being defined.
+  if (RESERVED_WORDS.has(name) || (topLevel && (RUNTIME_GLOBALS.has(name) || name === '__proto__'))) name = `${name}_`;
   return name;
 }
 
 /**
- * The binding path (identifiers, outermost namespace first) of each tool, in order. Names are
- * split on dots; a segment that collides after mapping gets `_2`, `_3`, … in the order given.
- * Throws when a name is empty, repeated, or both a tool and a namespace.
+ * The binding path (identifiers, outermost namespace first) of each tool, in order. A name is
+ * split on dots, or given as its parts; a segment that collides after mapping gets `_2`, `_3`, …
+ * in the order given. Throws when a name is empty, repeated, or both a tool and a namespace.
  */
-export function bindingPaths(names: readonly string[]): string[][] {
+export function bindingPaths(names: ReadonlyArray<string | readonly string[]>): string[][] {
   const seen = new Set<string>();
   const tools = new Set<string>();
   const namespaces = new Set<string>();
@@ -42,14 +49,24 @@ export function bindingPaths(names: readonly string[]): string[][] {
   const mapped = new Map<string, Map<string, string>>();
   const used = new Map<string, Set<string>>();
   return names.map((name, index) => {
-    if (typeof name !== 'string' || name === '' || name.split('.').some((segment) => segment === '')) {
-      throw new TypeError(`tool ${index}: name must be a non-empty string of dot-separated parts, got ${show(name)}`);
+    let segments: readonly string[];
+    if (Array.isArray(name)) {
+      if (name.length === 0 || !name.every((segment) => typeof segment === 'string')) throw new TypeError(`tool ${index}: name parts must be strings, got ${show(name)}`);
+      segments = name;
+    } else {
+      if (typeof name !== 'string' || name === '' || name.split('.').some((segment) => segment === '')) {
+        throw new TypeError(`tool ${index}: name must be a non-empty string of dot-separated parts, got ${show(name)}`);
+      }
+      segments = name.split('.');
     }
-    if (seen.has(name)) throw new TypeError(`tool ${index}: name ${JSON.stringify(name)} is used twice`);
-    seen.add(name);
+    const key = JSON.stringify(segments);
+    const shown = JSON.stringify(segments.join('.'));
+    if (seen.has(key)) throw new TypeError(`tool ${index}: name ${shown} is used twice`);
+    seen.add(key);
     const path: string[] = [];
-    for (const segment of name.split('.')) {
-      const parent = path.join('.');
+    for (const segment of segments) {
+      // Paths are joined with NUL, which no identifier holds, so a parent path is never ambiguous.
+      const parent = path.join('\0');
       const mine = mapped.get(parent) ?? new Map<string, string>();
       mapped.set(parent, mine);
       let id = mine.get(segment);
@@ -67,10 +84,10 @@ export function bindingPaths(names: readonly string[]): string[][] {
     const full = path.join('.');
     for (let i = 1; i < path.length; i++) {
       const prefix = path.slice(0, i).join('.');
-      if (tools.has(prefix)) throw new TypeError(`tool ${index}: name ${JSON.stringify(name)} needs a namespace where another tool is named ${JSON.stringify(prefix)}`);
+      if (tools.has(prefix)) throw new TypeError(`tool ${index}: name ${shown} needs a namespace where another tool is named ${JSON.stringify(prefix)}`);
       namespaces.add(prefix);
     }
-    if (namespaces.has(full)) throw new TypeError(`tool ${index}: name ${JSON.stringify(name)} is also a namespace of other tools`);
+    if (namespaces.has(full)) throw new TypeError(`tool ${index}: name ${shown} is also a namespace of other tools`);
     tools.add(full);
     return path;
   });
@@ -82,10 +99,15 @@ interface Namespace {
 }
 
 /** The `.d.ts` text for `tools`: one function per tool, namespaces for dotted names, then the named types their `$ref`s use. */
-export function declarations(tools: readonly ToolSchema[]): string {
+export function declarations(tools: readonly ToolSchema[], options: DeclarationOptions = {}): string {
   if (!Array.isArray(tools)) throw new TypeError(`declarations() expects an array of tools, got ${show(tools)}`);
   tools.forEach(checkTool);
-  const paths = bindingPaths(tools.map((tool) => tool.name));
+  const names = options.names ?? tools.map((tool) => tool.name);
+  if (names.length !== tools.length) throw new TypeError(`declarations(): ${names.length} names for ${tools.length} tools`);
+  const paths = bindingPaths(names);
+  // The unmapped top-level name of each namespace, for its JSDoc.
+  const originals = new Map<string, string>();
+  names.forEach((name, index) => originals.set(paths[index]![0]!, typeof name === 'string' ? name.split('.')[0]! : name[0]!));
   const aliases = new AliasTable(paths.map((path) => path[0]!));
   const root: Namespace = { functions: [], children: new Map() };
   tools.forEach((tool, index) => {
@@ -95,7 +117,8 @@ export function declarations(tools: readonly ToolSchema[]): string {
       if (!space.children.has(segment)) space.children.set(segment, { functions: [], children: new Map() });
       space = space.children.get(segment)!;
     }
-    space.functions.push(declareFunction(tool, path, aliases, path.length - 1));
+    const original = typeof names[index] === 'string' ? names[index] : (names[index] as readonly string[]).join('.');
+    space.functions.push(declareFunction(tool, original, path, aliases, path.length - 1));
   });
 
   const out: string[] = [];
@@ -103,6 +126,8 @@ export function declarations(tools: readonly ToolSchema[]): string {
     const pad = '  '.repeat(depth);
     out.push(...space.functions);
     for (const [name, child] of space.children) {
+      const doc = depth === 0 ? options.namespaceDocs?.get(originals.get(name)!) : undefined;
+      if (doc !== undefined) out.push(docBlock([doc], pad).trimEnd());
       out.push(`${pad}${depth === 0 ? 'declare ' : ''}namespace ${name} {`);
       emit(child, depth + 1);
       out.push(`${pad}}`);
@@ -127,7 +152,7 @@ function checkTool(tool: ToolSchema, index: number): void {
   }
 }
 
-function declareFunction(tool: ToolSchema, path: string[], aliases: AliasTable, depth: number): string {
+function declareFunction(tool: ToolSchema, original: string, path: string[], aliases: AliasTable, depth: number): string {
   const pad = '  '.repeat(depth);
   const name = path.at(-1)!;
   const prefix = pascalCase(path.join('_'));
@@ -140,7 +165,7 @@ function declareFunction(tool: ToolSchema, path: string[], aliases: AliasTable, 
   });
   const docs: string[] = [];
   if (tool.description) docs.push(tool.description);
-  if (path.join('.') !== tool.name) docs.push(`(The tool's name is ${JSON.stringify(tool.name)}; call it as ${path.join('.')}.)`);
+  if (path.join('.') !== original) docs.push(`(The tool's name is ${stringLiteral(original)}; call it as ${path.join('.')}.)`);
 
   let parameters = '...args: unknown[]';
   if (tool.inputSchema !== undefined) {

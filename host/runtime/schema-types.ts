@@ -1,8 +1,18 @@
 // JSON Schema -> TypeScript type text, for the declarations a model reads. Real-world tool
 // schemas are messy, so nothing here throws: a part that cannot be expressed becomes `unknown`
 // (with a comment saying why) and the rest of the type survives.
+import { docBlock, inlineComment, literalType, stringLiteral } from './declaration-text.ts';
+
 const MAX_DEPTH = 48;
 type Schema = Record<string, unknown>;
+
+// Global type names the declarations use or a model would take for the standard ones: a `$ref`
+// to `#/$defs/Promise` must not redefine `Promise<…>` for every tool.
+const GLOBAL_TYPES = [
+  'Promise', 'PromiseLike', 'Array', 'ReadonlyArray', 'Record', 'Partial', 'Required', 'Readonly', 'Pick', 'Omit', 'Exclude', 'Extract',
+  'NonNullable', 'Awaited', 'ReturnType', 'Parameters', 'Object', 'String', 'Number', 'Boolean', 'Symbol', 'BigInt', 'Function', 'Date',
+  'Error', 'RegExp', 'Map', 'Set', 'WeakMap', 'WeakSet', 'JSON', 'Math', 'Iterable', 'Uint8Array', 'ArrayBuffer', 'Image', 'BindingError',
+];
 
 /** Named types made from `$ref`s, shared by every tool of one declarations() call. */
 export class AliasTable {
@@ -11,7 +21,7 @@ export class AliasTable {
   readonly #taken: Set<string>;
 
   constructor(taken: Iterable<string>) {
-    this.#taken = new Set(taken);
+    this.#taken = new Set([...GLOBAL_TYPES, ...taken]);
   }
 
   /** The alias for `key`, created (and its body rendered by `render`) on first use. */
@@ -99,13 +109,20 @@ function refType(ref: string, ctx: SchemaContext, depth: number): string {
     ctx.rootAlias ??= ctx.aliases.reserve(ctx.rootAliasWanted);
     return ctx.rootAlias;
   }
-  if (!ref.startsWith('#/')) return `unknown /* $ref ${JSON.stringify(ref)} is not followed */`;
-  const segments = ref.slice(2).split('/').map((part) => decodeURIComponent(part).replaceAll('~1', '/').replaceAll('~0', '~'));
+  if (!ref.startsWith('#/')) return `unknown /* ${inlineComment(`$ref ${JSON.stringify(ref)} is not followed`)} */`;
+  const unresolved = `unknown /* ${inlineComment(`$ref ${JSON.stringify(ref)} does not resolve`)} */`;
+  let segments: string[];
+  try {
+    segments = ref.slice(2).split('/').map((part) => decodeURIComponent(part).replaceAll('~1', '/').replaceAll('~0', '~'));
+  } catch {
+    return unresolved;
+  }
   let target: unknown = ctx.root;
   for (const segment of segments) {
-    if (!isSchemaObject(target) && !Array.isArray(target)) return `unknown /* $ref ${JSON.stringify(ref)} does not resolve */`;
+    // Own members only: `#/__proto__` or `#/constructor` names nothing in the schema.
+    if ((!isSchemaObject(target) && !Array.isArray(target)) || !Object.hasOwn(target, segment)) return unresolved;
     target = (target as Record<string, unknown>)[segment];
-    if (target === undefined) return `unknown /* $ref ${JSON.stringify(ref)} does not resolve */`;
+    if (target === undefined) return unresolved;
   }
   const wanted = pascalCase(segments.at(-1)!) || 'Def';
   return ctx.aliases.name(`${ctx.rootKey}\0${ref}`, wanted, ctx.prefix, () => schemaType(target, ctx, 0, depth + 1));
@@ -123,7 +140,7 @@ function coreType(schema: Schema, ctx: SchemaContext, indent: number, depth: num
   return union(types.map((type) => {
     switch (type) {
       case 'string':
-        return typeof schema.format === 'string' && !documented ? `string /* ${comment(schema.format)} */` : 'string';
+        return typeof schema.format === 'string' && !documented ? `string /* ${inlineComment(schema.format)} */` : 'string';
       case 'integer':
         return 'number /* integer */';
       case 'number':
@@ -135,7 +152,7 @@ function coreType(schema: Schema, ctx: SchemaContext, indent: number, depth: num
       case 'object':
         return objectType(schema, ctx, indent, depth);
       default:
-        return `unknown /* type ${comment(JSON.stringify(type))} */`;
+        return `unknown /* ${inlineComment(`type ${json(type)}`)} */`;
     }
   }));
 }
@@ -164,7 +181,7 @@ function objectType(schema: Schema, ctx: SchemaContext, indent: number, depth: n
     const readonly = isSchemaObject(sub) && sub.readOnly === true ? 'readonly ' : '';
     members.push(`${jsDoc(sub, pad)}${pad}${readonly}${propertyKey(key)}${required.has(key) ? '' : '?'}: ${schemaType(sub, ctx, indent + 1, depth + 1, true)};`);
   }
-  for (const key of required) if (!(key in properties)) members.push(`${pad}${propertyKey(key)}: unknown;`);
+  for (const key of required) if (!Object.hasOwn(properties, key)) members.push(`${pad}${propertyKey(key)}: unknown;`);
 
   // One string index signature is all TypeScript allows: patternProperties and
   // additionalProperties share it, and its JSDoc says which keys have which type.
@@ -190,7 +207,7 @@ function objectType(schema: Schema, ctx: SchemaContext, indent: number, depth: n
   if (isSchemaObject(schema.propertyNames)) {
     const names = schema.propertyNames;
     if (typeof names.pattern === 'string') indexDocs.push(`key names match /${names.pattern}/`);
-    if (Array.isArray(names.enum)) indexDocs.push(`key names are ${names.enum.map((name) => JSON.stringify(name)).join(', ')}`);
+    if (Array.isArray(names.enum)) indexDocs.push(`key names are ${names.enum.map((name) => json(name)).join(', ')}`);
   }
   const index = indexTypes.length === 0 ? [] : [`${docBlock(indexDocs, pad)}${pad}[key: string]: ${union(indexTypes)};`];
   const block = (lines: string[]): string => `{\n${lines.join('\n')}\n${'  '.repeat(indent)}}`;
@@ -207,14 +224,6 @@ export function jsDoc(schema: unknown, pad: string, extra: string[] = []): strin
   return docBlock([...lines, ...extra], pad);
 }
 
-export function docBlock(lines: string[], pad: string): string {
-  const text = lines.flatMap((line) => line.split(/\r?\n/)).map((line) => line.trimEnd().replaceAll('*/', '*\\/'));
-  while (text.length > 0 && text.at(-1) === '') text.pop();
-  if (text.length === 0) return '';
-  if (text.length === 1) return `${pad}/** ${text[0]} */\n`;
-  return `${pad}/**\n${text.map((line) => `${pad} *${line === '' ? '' : ` ${line}`}`).join('\n')}\n${pad} */\n`;
-}
-
 const CONSTRAINTS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf', 'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems', 'uniqueItems', 'minProperties', 'maxProperties', 'contentEncoding', 'contentMediaType'];
 
 function annotations(schema: Schema): string[] {
@@ -228,12 +237,12 @@ function annotations(schema: Schema): string[] {
 export function schemaNotes(schema: Schema): string[] {
   const lines: string[] = [];
   if (typeof schema.format === 'string') lines.push(`@format ${schema.format}`);
-  const constraints = CONSTRAINTS.filter((key) => key in schema && schema[key] !== false).map((key) => `${key} ${key === 'pattern' ? `/${String(schema[key])}/` : JSON.stringify(schema[key])}`);
+  const constraints = CONSTRAINTS.filter((key) => key in schema && schema[key] !== false).map((key) => `${key} ${key === 'pattern' ? `/${String(schema[key])}/` : json(schema[key])}`);
   if (constraints.length > 0) lines.push(constraints.join(', '));
-  if ('default' in schema) lines.push(`@default ${JSON.stringify(schema.default)}`);
-  if (Array.isArray(schema.examples) && schema.examples.length > 0) lines.push(`@example ${JSON.stringify(schema.examples[0])}`);
-  if (schema.if !== undefined && schema.then !== undefined && schema.else === undefined) lines.push(`when it matches ${JSON.stringify(schema.if)}, it must also match ${JSON.stringify(schema.then)}`);
-  if (schema.not !== undefined) lines.push(`must not match ${JSON.stringify(schema.not)}`);
+  if ('default' in schema) lines.push(`@default ${json(schema.default)}`);
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) lines.push(`@example ${json(schema.examples[0])}`);
+  if (schema.if !== undefined && schema.then !== undefined && schema.else === undefined) lines.push(`when it matches ${json(schema.if)}, it must also match ${json(schema.then)}`);
+  if (schema.not !== undefined) lines.push(`must not match ${json(schema.not)}`);
   if (schema.deprecated === true) lines.push('@deprecated');
   return lines;
 }
@@ -241,23 +250,31 @@ export function schemaNotes(schema: Schema): string[] {
 function literal(value: unknown): string {
   // JSON text is also TypeScript literal-type syntax: strings, numbers, booleans, null, and
   // object and tuple literal types for structured consts.
-  const text = JSON.stringify(value);
-  return text === undefined ? 'unknown' : text;
+  try {
+    return literalType(value) ?? 'unknown';
+  } catch {
+    return 'unknown /* too deep to show */';
+  }
+}
+
+/** JSON text for JSDoc; a value nested past the stack (JSON.stringify recurses) is not shown. */
+function json(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return '(too deep to show)';
+  }
 }
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
 function propertyKey(key: string): string {
-  return IDENTIFIER.test(key) ? key : JSON.stringify(key);
+  return IDENTIFIER.test(key) ? key : stringLiteral(key);
 }
 
 // A type shown inside a JSDoc block cannot keep its own comments.
 function plain(type: string): string {
   return type.replace(/ ?\/\*.*?\*\//g, '');
-}
-
-function comment(text: string): string {
-  return text.replaceAll('*/', '*\\/');
 }
 
 export function pascalCase(text: string): string {

@@ -89,6 +89,15 @@ export class Connection {
       message = decodeMessage(line);
     } catch (error) {
       const rpc = error instanceof RpcError ? error : new RpcError(ErrorCode.parse, String(error));
+      const pending = rpc.response && typeof rpc.id === 'number' ? this.#pending.get(rpc.id) : undefined;
+      if (pending !== undefined) {
+        // The client's reply to one of our requests cannot be read: that request fails now, with
+        // the reason, and a reply gets no reply of its own (JSON-RPC 2.0, section 5).
+        this.#pending.delete(rpc.id as number);
+        this.#handlers.log(`the reply to request ${rpc.id} could not be read (${rpc.message}); that call failed`);
+        pending.reject(new RpcError(rpc.code, `the client's reply could not be read: ${rpc.message}`, { code: 'PTC_INVALID_REPLY' }));
+        return;
+      }
       this.#reply(rpc.id, rpc);
       return;
     }

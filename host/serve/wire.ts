@@ -27,6 +27,8 @@ export class RpcError extends Error {
   readonly data: unknown;
   /** The id of the request this error answers, when the line was readable that far. */
   id: Id = null;
+  /** Set when the line was a response (it had no method), so it answers one of our requests and gets no reply itself. */
+  response = false;
   constructor(code: number, message: string, data?: unknown, options?: ErrorOptions) {
     super(message, options);
     this.code = code;
@@ -52,7 +54,12 @@ export function decodeMessage(line: string): Incoming {
   try {
     message = LONG_DIGITS.test(line) ? parseLossless(line, null, parseNumber) : JSON.parse(line);
   } catch (error) {
-    throw new RpcError(ErrorCode.parse, `parse error: ${(error as Error).message}`, undefined, { cause: error });
+    const unreadable = new RpcError(ErrorCode.parse, `parse error: ${(error as Error).message}`, undefined, { cause: error });
+    // A reply that is not JSON still names the request it answers, more often than not: read
+    // that much, so the call it answers fails now instead of at the run's deadline.
+    const reply = replyId(line);
+    if (reply !== undefined) Object.assign(unreadable, { id: reply, response: true });
+    throw unreadable;
   }
   if (Array.isArray(message)) throw new RpcError(ErrorCode.invalidRequest, 'batches are not supported: send one message per line');
   if (typeof message !== 'object' || message === null) throw new RpcError(ErrorCode.invalidRequest, `a message must be a JSON object, got ${preview(line)}`);
@@ -63,7 +70,7 @@ export function decodeMessage(line: string): Incoming {
     throw new RpcError(ErrorCode.invalidRequest, `id must be a string, a number or null, got ${preview(stringifyLossless(id) ?? String(id))}`);
   }
   const known = (id ?? null) as Id;
-  const invalid = (code: number, text: string): RpcError => Object.assign(new RpcError(code, text), { id: known });
+  const invalid = (code: number, text: string): RpcError => Object.assign(new RpcError(code, text), { id: known, response: !('method' in object) });
   if (object.jsonrpc !== '2.0') throw invalid(ErrorCode.invalidRequest, `jsonrpc must be "2.0", got ${preview(stringifyLossless(object.jsonrpc) ?? 'nothing')}`);
   if (!('method' in object)) {
     if (!hasId || !('result' in object || 'error' in object)) throw invalid(ErrorCode.invalidRequest, 'a message needs a method (a request) or an id with result or error (a response)');
@@ -80,6 +87,49 @@ export function decodeMessage(line: string): Incoming {
   }
   const shaped = params as Record<string, unknown>;
   return hasId ? { kind: 'request', id: known, method: object.method, params: shaped } : { kind: 'notification', method: object.method, params: shaped };
+}
+
+/**
+ * The id of a line that fails to parse but begins as a response does: `{`, then members at the
+ * top level up to a numeric `"id"`, and no `"method"` among them. Strings are skipped whole, so
+ * an `"id"` inside a result is not taken for it. Undefined when the line does not read so far.
+ */
+export function replyId(line: string): number | undefined {
+  let depth = 0;
+  let id: number | undefined;
+  let key: string | undefined;
+  let expectKey = false;
+  for (let i = 0; i < line.length; i++) {
+    const char = line[i]!;
+    if (char === '"') {
+      let end = i + 1;
+      while (end < line.length && line[end] !== '"') end += line[end] === '\\' ? 2 : 1;
+      if (end >= line.length) break;
+      const text = line.slice(i + 1, end);
+      if (depth === 1 && expectKey) {
+        if (text === 'method') return undefined;
+        key = text;
+        expectKey = false;
+      }
+      i = end;
+    } else if (char === '{' || char === '[') {
+      if (depth === 0 && char !== '{') return undefined;
+      depth++;
+      if (depth === 1) expectKey = true;
+    } else if (char === '}' || char === ']') {
+      depth--;
+      if (depth <= 0) break;
+    } else if (char === ',' && depth === 1) {
+      expectKey = true;
+    } else if (char === ':' && depth === 1 && key === 'id') {
+      const digits = /^\s*(\d{1,15})\s*[,}]/.exec(line.slice(i + 1));
+      if (digits !== null) id = Number(digits[1]);
+      key = undefined;
+    } else if (depth === 0 && !/\s/.test(char)) {
+      return undefined;
+    }
+  }
+  return id;
 }
 
 export function encodeMessage(message: object): string {

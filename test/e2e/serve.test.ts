@@ -8,6 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { decodeJson } from '../../carrier/protocol/json.ts';
 import { repoRoot, waitUntil } from '../helpers/runtime.ts';
+import { declared } from '../helpers/declared.ts';
 
 const BIN = join(repoRoot, 'dist', 'ptc');
 const LAUNCHES: Array<[string, string, string[]]> = [
@@ -270,6 +271,58 @@ for (const [label, file, args] of LAUNCHES) {
     assert.is(uncaught.result.failure.code, 'E_NOT_FOUND');
     assert.equal(await client.close(), { code: 0, signal: null });
   });
+
+  test(`${label}: a reply that cannot be read fails its invoke at once with PTC_INVALID_REPLY, and gets no reply of its own`, async () => {
+    const client = start();
+    const raw: Record<string, (id: number) => string> = {
+      notJson: (id) => `{"jsonrpc":"2.0","id":${id},"result":NaN}`,
+      truncated: (id) => `{"jsonrpc":"2.0","id":${id},"result":{"text":"}{","more":`,
+      noResult: (id) => `{"jsonrpc":"2.0","id":${id}}`,
+      noVersion: (id) => `{"id":${id},"result":1}`,
+    };
+    client.onInvoke = (message) => client.send(raw[message.params.name]?.(message.id) ?? { jsonrpc: '2.0', id: message.id, result: 'fine' });
+    const program = [
+      'const out: unknown[] = [];',
+      'for (const call of [notJson, truncated, noResult, noVersion]) {',
+      '  try { out.push(await call()) } catch (e) { out.push([e.binding, e.code, e.message.split(":")[0]]) }',
+      '}',
+      'out.push(await ok());',
+      'return out',
+    ].join('\n');
+    const tools = [...Object.keys(raw), 'ok'].map((name) => ({ name }));
+    // Without the fix each call waited for the deadline, so the run would end as a timeout.
+    const { result } = await client.request('run', { program, tools, timeoutMs: 20_000 });
+    assert.is(result.status, 'ok', JSON.stringify(result.failure));
+    assert.equal(result.value, [
+      ['notJson', 'PTC_INVALID_REPLY', "the client's reply could not be read"],
+      ['truncated', 'PTC_INVALID_REPLY', "the client's reply could not be read"],
+      ['noResult', 'PTC_INVALID_REPLY', "the client's reply could not be read"],
+      ['noVersion', 'PTC_INVALID_REPLY', "the client's reply could not be read"],
+      'fine',
+    ]);
+    assert.equal(client.messages.filter((message) => message.error !== undefined), [], 'a reply is not answered');
+    assert.match(client.stderr, /the reply to request \d+ could not be read \(parse error: /);
+    assert.equal(await client.close(), { code: 0, signal: null });
+  });
+
+  test(`${label}: tools named for Object.prototype members and globals, at the top level and in namespaces, are called by their declared names in every mode`, async () => {
+    for (const mode of ['per-call', 'vm-script', 'persistent-in-memory']) await callsPrototypeNames(start(['--mode', mode]), mode);
+  });
+
+  async function callsPrototypeNames(client: Client, mode: string): Promise<void> {
+    const names = ['__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'NaN', 'Infinity', 'ns.__proto__', 'ns.constructor', 'ns.delete', 'constructor2.__proto__', 'toLocaleString.x'];
+    const tools = names.map((name) => ({ name }));
+    const text = (await client.request('declarations', { tools })).result.declarations;
+    const found = declared(text);
+    assert.equal(found.errors, []);
+    assert.is(found.functions.length, names.length);
+    client.onInvoke = (message) => client.send({ jsonrpc: '2.0', id: message.id, result: message.params.name });
+    // The Script and REPL modes take the last expression as the value; per-call returns it.
+    const program = `const out: string[] = [];\n${found.functions.map((path) => `out.push(await ${path}());`).join('\n')}\n${mode === 'per-call' ? 'return ' : ''}({ out, polluted: "polluted" in Object.prototype })`;
+    const { result } = await client.request('run', { program, tools });
+    assert.equal(result.value, { out: names, polluted: false }, `${mode}: ${JSON.stringify(result.failure)}`);
+    assert.equal(await client.close(), { code: 0, signal: null });
+  }
 
   test(`${label}: several runs are in flight at once`, async () => {
     const client = start();
