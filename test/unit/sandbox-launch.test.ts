@@ -10,9 +10,16 @@ import { join } from 'node:path';
 import type { LaunchCommand } from '../../host/worker/launch.ts';
 import { appendNodeOptions, bwrapArgs, permissionArgs, readableRoots, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
 
-const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+/** /dev/shm: the one RAM-backed place a program may write, 64 MiB, world-writable like the host's. */
+const SHM = ['--perms', '1777', '--size', String(64 * 1024 * 1024), '--tmpfs', '/dev/shm'];
+const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', ...SHM, '--proc', '/proc', '--tmpfs', '/tmp'];
 /** Without network, the host's /run (service sockets) is replaced as well. */
 const HEAD_NO_NET = [...HEAD, '--tmpfs', '/run'];
+/** The unsized tmpfs mounts (/dev; /run when it is the sandbox's own) are read-only once their mount points exist. */
+const RO = ['--remount-ro', '/dev'];
+const RO_NO_NET = [...RO, '--remount-ro', '/run'];
+/** No user namespace inside: it would let the program mount a tmpfs of its own. */
+const NS = ['--unshare-pid', '--unshare-ipc', '--unshare-user', '--disable-userns'];
 const TAIL = ['--cap-drop', 'ALL', '--die-with-parent', '--new-session'];
 const PRIV = '/tmp/ptc-sandbox-x';
 
@@ -21,14 +28,14 @@ function policy(mode: ResolvedPolicy['mode'], network: boolean, writableRoots: s
 }
 
 const ARGV: Array<[string, ResolvedPolicy, string[]]> = [
-  ['read-only, no network', policy('read-only', false, ['/srv/extra']), [...HEAD_NO_NET, '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
-  ['read-only, network', policy('read-only', true), [...HEAD, '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', ...TAIL]],
-  ['workspace-write, no network', policy('workspace-write', false, ['/srv/extra']), [...HEAD_NO_NET, '--bind', '/srv/ws', '/srv/ws', '--bind', '/srv/extra', '/srv/extra', '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
-  ['workspace-write, network', policy('workspace-write', true), [...HEAD, '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', ...TAIL]],
+  ['read-only, no network', policy('read-only', false, ['/srv/extra']), [...HEAD_NO_NET, '--bind', PRIV, PRIV, '--remount-ro', '/tmp', ...RO_NO_NET, ...NS, '--unshare-net', ...TAIL]],
+  ['read-only, network', policy('read-only', true), [...HEAD, '--bind', PRIV, PRIV, '--remount-ro', '/tmp', ...RO, ...NS, ...TAIL]],
+  ['workspace-write, no network', policy('workspace-write', false, ['/srv/extra']), [...HEAD_NO_NET, '--bind', '/srv/ws', '/srv/ws', '--bind', '/srv/extra', '/srv/extra', '--bind', PRIV, PRIV, '--remount-ro', '/tmp', ...RO_NO_NET, ...NS, '--unshare-net', ...TAIL]],
+  ['workspace-write, network', policy('workspace-write', true), [...HEAD, '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, '--remount-ro', '/tmp', ...RO, ...NS, ...TAIL]],
   // Parents are mounted before children, whatever order the roots were given in.
-  ['nested roots', policy('workspace-write', false, ['/srv/ws/a/b', '/srv']), [...HEAD_NO_NET, '--bind', '/srv', '/srv', '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, '--bind', '/srv/ws/a/b', '/srv/ws/a/b', '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
+  ['nested roots', policy('workspace-write', false, ['/srv/ws/a/b', '/srv']), [...HEAD_NO_NET, '--bind', '/srv', '/srv', '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, '--bind', '/srv/ws/a/b', '/srv/ws/a/b', '--remount-ro', '/tmp', ...RO_NO_NET, ...NS, '--unshare-net', ...TAIL]],
   // The host's /tmp is writable only when it is itself a root; then it must not be remounted.
-  ['/tmp as a root', policy('workspace-write', false, ['/tmp']), [...HEAD_NO_NET, '--bind', '/tmp', '/tmp', '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
+  ['/tmp as a root', policy('workspace-write', false, ['/tmp']), [...HEAD_NO_NET, '--bind', '/tmp', '/tmp', '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, ...RO_NO_NET, ...NS, '--unshare-net', ...TAIL]],
 ];
 
 for (const [name, resolved, expected] of ARGV) {
