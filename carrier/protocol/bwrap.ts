@@ -1,7 +1,7 @@
 // bubblewrap arguments for one carrier: the whole host read-only, fresh read-only /dev with a
-// sized /dev/shm, fresh /proc, a private read-only /tmp holding only the run's temp directory, the
-// policy's writable roots bound read-write, and new pid, ipc, user (no nested ones) and (unless the
-// whole network is allowed) network namespaces. Pure: paths arrive
+// sized /dev/shm, fresh /proc, a private read-only /tmp holding only the run's temp directory (a
+// sized tmpfs), the policy's writable roots bound read-write, and new pid, ipc, user (no nested
+// ones) and (unless the whole network is allowed) network namespaces. Pure: paths arrive
 // resolved, and the argv is a function of them alone. It lives with the wire code because both the
 // host (local carriers) and the relay (carriers on the far side of SSH) confine with it.
 
@@ -22,7 +22,7 @@ export function writablePaths(policy: ConfinedPolicy): string[] {
 }
 
 export interface BwrapLayout {
-  /** The run's private temp directory (real path), bound writable. */
+  /** The run's private temp directory (real path): a sized tmpfs is mounted over it. */
   privateTmp: string;
   /** Real paths the launch reads (executable, script, caches); bound read-only where /tmp hides them. */
   launchPaths?: string[];
@@ -32,12 +32,14 @@ export interface BwrapLayout {
 
 const PRIVATE_TMP = '/tmp';
 /**
- * The size of the sandbox's /dev/shm, the one RAM-backed place a program may write (Docker's
- * default --shm-size). /dev, /run and /tmp are tmpfs too, all read-only once their mount points
- * exist, and no user namespace can be made inside to mount another; under maxMemoryMb what
- * /dev/shm holds also counts against the limit (host/worker/resources/held.ts).
+ * The RAM-backed places a program may write are sized: /dev/shm (Docker's default --shm-size)
+ * and the private temp directory, a tmpfs over the host directory that names it, gone with the
+ * sandbox. /dev, /run and /tmp are tmpfs too, all read-only once their mount points exist, and no
+ * user namespace can be made inside to mount another. Under maxMemoryMb what the two hold also
+ * counts against the limit (host/worker/resources/held.ts).
  */
 export const SHM_BYTES = 64 * 1024 * 1024;
+export const PRIVATE_TMP_BYTES = 512 * 1024 * 1024;
 
 /** The bwrap options (everything before `--`) that confine a carrier to `policy`. */
 export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[] {
@@ -58,7 +60,7 @@ export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[]
   // network namespace does not cover Unix sockets that sit on the file system.
   const shared = policy.network === true;
   if (!shared) args.push('--tmpfs', '/run');
-  for (const { path, option } of binds) args.push(option, path, path);
+  for (const { path, option } of binds) args.push(...(path === layout.privateTmp ? privateTmpArgs(path) : [option, path, path]));
   // Read-only once the mount points exist; non-recursive, so the binds inside keep their modes.
   if (!writable.includes(PRIVATE_TMP)) args.push('--remount-ro', PRIVATE_TMP);
   args.push('--remount-ro', '/dev');
@@ -76,6 +78,10 @@ export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[]
 /** /dev/shm as a world-writable tmpfs of SHM_BYTES, over the directory bwrap's --dev makes. */
 export function sharedMemoryArgs(): string[] {
   return ['--perms', '1777', '--size', String(SHM_BYTES), '--tmpfs', '/dev/shm'];
+}
+
+function privateTmpArgs(path: string): string[] {
+  return ['--perms', '0700', '--size', String(PRIVATE_TMP_BYTES), '--tmpfs', path];
 }
 
 /** True when `path` is `root` or inside it (both real, absolute). */

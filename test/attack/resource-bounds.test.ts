@@ -1,7 +1,7 @@
-// Issue 16, item 6: memory a program holds outside its resident set. Under bwrap /dev, /dev/shm
-// and /run were RAM-backed, unsized and writable, and memfd files hold pages no VmRSS shows: a
-// program capped at maxMemoryMb 128 held 200 MiB of host memory for its whole run and returned
-// ok. Each attack runs through dist/ptc under the real bubblewrap, as root and as the victim, and
+// Issue 16, item 6: memory and disk a program holds outside its resident set. Under bwrap /dev,
+// /dev/shm and /run were RAM-backed, unsized and writable, the private temp directory an unsized
+// host directory, and memfd files hold pages no VmRSS shows: a program capped at maxMemoryMb 128
+// held 200 MiB of host memory (or disk) for its whole run and returned ok. Each attack runs through dist/ptc under the real bubblewrap, as root and as the victim, and
 // must now be refused (EROFS, ENOSPC, no user namespace) or killed naming maxMemoryMb; nothing it
 // made outlives the run. The fills are done by child processes (sh, dd, python3), as a program
 // reaching raw syscalls would.
@@ -34,8 +34,10 @@ async function run(user: TestUser, program: string, flags: string[] = ['--max-me
 
 /** A program that runs `script` in sh (the fill, which prints what it held), then holds it a while. */
 function shell(script: string): string {
+  // The program's environment is its own: TMPDIR is handed to the child as the program sees it.
   return `const { execFileSync } = await import('node:child_process');
-return execFileSync('sh', ['-c', ${JSON.stringify(`${script}; sleep 1`)}, ${JSON.stringify(MARKER)}], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();`;
+const { tmpdir } = await import('node:os');
+return execFileSync('sh', ['-c', ${JSON.stringify(`${script}; sleep 1`)}, ${JSON.stringify(MARKER)}], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin', TMPDIR: tmpdir() } }).trim();`;
 }
 
 /** Fills `path` with FILL_MB MiB; prints "held" only when all of it was written. */
@@ -92,6 +94,18 @@ for (const user of victims()) {
     assert.is(result.status, 'ok', JSON.stringify(result));
     assert.match(result.value, /No space left on device/);
     assert.match(result.value, /\s65536\s+65536\s+0\s/);
+  });
+
+  test(`${as}: the private temp directory is a tmpfs whose use counts against maxMemoryMb`, async () => {
+    memoryKilled(await run(user, fill('"$TMPDIR/f"')));
+    assert.equal(leftBehind(), []);
+  });
+
+  test(`${as}: without maxMemoryMb, the private temp directory still holds at most 512 MiB`, async () => {
+    const result = await run(user, shell('dd if=/dev/zero of="$TMPDIR/f" bs=1M count=600 2>&1; df -k "$TMPDIR" | tail -1'), []);
+    assert.is(result.status, 'ok', JSON.stringify(result));
+    assert.match(result.value, /No space left on device/);
+    assert.match(result.value, /\s524288\s+524288\s+0\s/);
   });
 
   for (const path of ['/dev/f', '/run/f', '/tmp/f']) {
