@@ -18,13 +18,13 @@ const MARKER = `ptc-bounds-${process.pid}`;
 
 test.after(() => removeReachableBinary());
 
-/** Runs `program` through dist/ptc under bwrap as `user`; extra flags after the defaults. */
-async function run(user: TestUser, program: string, flags: string[] = ['--max-memory-mb', String(LIMIT_MB)]): Promise<Record<string, any>> {
+/** Runs `program` through dist/ptc under `backend` as `user`, with `flags`. */
+async function run(user: TestUser, program: string, flags: string[] = ['--max-memory-mb', String(LIMIT_MB)], backend: 'bwrap' | 'node-permission' = 'bwrap'): Promise<Record<string, any>> {
   const directory = ownedDirectory(user, 'ptc-bounds-');
   try {
     const file = join(directory.path, 'program.ts');
     writeFileSync(file, program, { mode: 0o644 });
-    const finished = await runAs(user, [binaryFor(user), 'run', '--json', '--sandbox-backend', 'bwrap', '--require-enforcement', 'full', ...flags, file], { cwd: directory.path });
+    const finished = await runAs(user, [binaryFor(user), 'run', '--json', '--sandbox-backend', backend, '--require-enforcement', backend === 'bwrap' ? 'full' : 'partial', ...flags, file], { cwd: directory.path });
     assert.ok(finished.stdout.trim() !== '', `no result: ${finished.stderr}`);
     return JSON.parse(finished.stdout) as Record<string, any>;
   } finally {
@@ -126,6 +126,19 @@ for (const user of victims()) {
     const result = await run(user, shell(`unshare -rm sh -c 'mount -t tmpfs fill /mnt && dd if=/dev/zero of=/mnt/f bs=1M count=${FILL_MB} 2>&1 | tail -1' 2>&1`));
     assert.is(result.status, 'ok', JSON.stringify(result));
     assert.match(result.value, /unshare failed: No space left on device/);
+  });
+
+  test(`${as}: under node-permission /dev/shm cannot be written, nor a child process started to make a memfd`, async () => {
+    const program = `const { writeFileSync } = await import('node:fs');
+const { execFileSync } = await import('node:child_process');
+const tried = [];
+for (const attempt of [() => writeFileSync('/dev/shm/f', 'x'), () => execFileSync('/usr/bin/python3', ['-c', 'import os; os.memfd_create("f")'])]) {
+  try { attempt(); tried.push('done'); } catch (error) { tried.push(error.code); }
+}
+return tried;`;
+    const result = await run(user, program, ['--max-memory-mb', String(LIMIT_MB)], 'node-permission');
+    assert.is(result.status, 'ok', JSON.stringify(result));
+    assert.equal(result.value, ['ERR_ACCESS_DENIED', 'ERR_ACCESS_DENIED']);
   });
 }
 
