@@ -9,7 +9,8 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { binaryFor, ownedDirectory, removeReachableBinary, runAs, victims, type TestUser } from '../helpers/users.ts';
+import { sshLaunch, sshServer } from '../helpers/runtime.ts';
+import { binaryFor, currentUser, ownedDirectory, removeReachableBinary, runAs, victims, type TestUser } from '../helpers/users.ts';
 
 const LIMIT_MB = 128;
 const FILL_MB = 200;
@@ -141,5 +142,33 @@ return tried;`;
     assert.equal(result.value, ['ERR_ACCESS_DENIED', 'ERR_ACCESS_DENIED']);
   });
 }
+
+// The relay's far side builds the same bwrap argv. maxMemoryMb is refused for a remote carrier
+// (its tree is out of the host's sight), so there the sizes alone bound what a program holds.
+const server = sshServer();
+test(`over ssh (as ${server === undefined ? 'root: skipped, no sshd of test/helpers/sshd.sh' : server.destination}): the far side's /dev/shm and private temp directory are sized, /dev and /run read-only, no user namespace`, async () => {
+  if (server === undefined) return;
+  const user = currentUser();
+  const directory = ownedDirectory(user, 'ptc-bounds-');
+  try {
+    const config = join(directory.path, 'config.json');
+    writeFileSync(config, JSON.stringify({ launch: sshLaunch(), sandbox: { backend: 'bwrap', require: 'full' } }));
+    const file = join(directory.path, 'program.ts');
+    writeFileSync(file, shell(`dd if=/dev/zero of=/dev/shm/f bs=1M count=${FILL_MB} 2>&1 | grep -c 'No space'; df -k /dev/shm "$TMPDIR" | tail -2; touch /run/f /dev/f 2>&1; unshare -rm true 2>&1; true`));
+    const finished = await runAs(user, [binaryFor(user), 'run', '--json', '--config', config, file], { cwd: directory.path });
+    const result = JSON.parse(finished.stdout) as Record<string, any>;
+    assert.is(result.status, 'ok', JSON.stringify(result));
+    assert.is(result.sandbox.location, 'remote');
+    const lines = (result.value as string).split('\n');
+    assert.is(lines[0], '1', result.value);
+    assert.match(lines[1]!, /^tmpfs\s+65536\s+65536\s+0\s.*\/dev\/shm$/);
+    assert.match(lines[2]!, /^tmpfs\s+524288\s+0\s+524288\s.*ptc-sandbox-/);
+    assert.match(lines[3]!, /\/run\/f': Read-only file system/);
+    assert.match(lines[4]!, /\/dev\/f': Read-only file system/);
+    assert.match(lines[5]!, /unshare failed: No space left on device/);
+  } finally {
+    directory.remove();
+  }
+});
 
 test.run();
