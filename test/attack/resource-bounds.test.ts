@@ -117,6 +117,12 @@ for (const user of victims()) {
     });
   }
 
+  test(`${as}: a workspace at /tmp hides the sandbox's /tmp tmpfs, which counts nothing`, async () => {
+    // The sleep gives the watchdog samples to take; a mount it could not measure once killed this run.
+    const result = await run(user, "await new Promise((resolve) => setTimeout(resolve, 300)); return process.cwd();", ['--max-memory-mb', String(LIMIT_MB), '--cwd', '/tmp']);
+    assert.equal(result.status === 'ok' ? result.value : result, '/tmp');
+  });
+
   test(`${as}: a memfd's pages count against maxMemoryMb`, async () => {
     memoryKilled(await run(user, MEMFD));
     assert.equal(leftBehind(), []);

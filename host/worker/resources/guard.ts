@@ -152,7 +152,7 @@ export function cpuMessage(usedMs: number, budgetMs: number): string {
 
 /**
  * The failure message of a memory overrun, from the watchdog (with what it saw, rounded up: a tree
- * just past the limit must not read as using exactly the limit) or the cgroup. Infinity: a hidden tmpfs (held.ts).
+ * just past the limit must not read as using exactly the limit) or the cgroup.
  */
 export function memoryMessage(limitMb: number, used?: MemoryUsage): string {
   if (used === undefined) return `the carrier's process tree reached its maxMemoryMb limit of ${grouped(limitMb)} MiB and the kernel killed it (cgroup memory.max)`;
@@ -163,7 +163,7 @@ export function memoryMessage(limitMb: number, used?: MemoryUsage): string {
 }
 
 function mib(bytes: number): string {
-  return Number.isFinite(bytes) ? grouped(Math.ceil(bytes / 1024 / 1024)) : 'an unmeasurable amount';
+  return grouped(Math.ceil(bytes / 1024 / 1024));
 }
 
 function grouped(value: number): string {

@@ -32,8 +32,7 @@ export function treeMemory(root: number): MemoryUsage | undefined {
  * Bytes held by the processes `pids` in tmpfs mounts that are not the host's own (a tmpfs of the
  * host's that the sandbox sees, such as /run with the network shared, holds the host's memory) and
  * in memfd files open in them. Each mount and each file counts once; a page that is also mapped
- * and touched counts again in RSS. A tmpfs of the tree's that cannot be measured (another mount
- * hides it) counts at its full size, so hiding one only gets the tree killed sooner.
+ * and touched counts again in RSS.
  */
 export function heldBytes(pids: readonly number[]): number {
   const own = ownMountNamespace();
@@ -61,7 +60,6 @@ interface Mount {
   device: string;
   mountPoint: string;
   type: string;
-  options: string;
 }
 
 function tmpfsBytes(pid: number, counted: Set<string>): number {
@@ -85,16 +83,16 @@ function tmpfsBytes(pid: number, counted: Set<string>): number {
 
 function mountBytes(path: string, mount: Mount): number {
   try {
-    // The path reaches the topmost mount there: measure only if that is this one.
-    if (deviceOf(statSync(path).dev) === mount.device) {
-      const fs = statfsSync(path);
-      return (fs.blocks - fs.bfree) * fs.bsize;
-    }
+    // The path reaches the topmost mount there: measure only if that is this one. A mount hidden
+    // under another (the sandbox's /tmp under a writable root /tmp) was hidden by bwrap while it
+    // set the sandbox up, before the program ran, and no user namespace can be made inside to
+    // mount anything later: it holds nothing.
+    if (deviceOf(statSync(path).dev) !== mount.device) return 0;
+    const fs = statfsSync(path);
+    return (fs.blocks - fs.bfree) * fs.bsize;
   } catch {
-    // Gone, or out of reach: counted at its size below.
+    return 0; // unmounted since the mountinfo was read
   }
-  const size = /(?:^|,)size=(\d+)k(?:,|$)/.exec(mount.options);
-  return size === null ? Infinity : Number(size[1]) * 1024;
 }
 
 /** memfd files open in `pid`, by their inode: they live in the kernel's internal tmpfs (or hugetlbfs), which no mount shows. */
@@ -133,7 +131,6 @@ export function parseMountInfo(text: string): Mount[] {
       device: fields[2]!,
       mountPoint: fields[4]!.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))),
       type: fields[separator + 1] ?? '',
-      options: fields[separator + 3] ?? '',
     });
   }
   return mounts;
