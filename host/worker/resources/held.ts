@@ -1,6 +1,6 @@
 // Memory a carrier's process tree holds outside its resident set, for the maxMemoryMb watchdog:
-// files in tmpfs mounts of the tree's own (the bwrap sandbox's /dev/shm) and memfd files it has
-// open. Neither shows in VmRSS until mapped and touched, and a tmpfs file outlives its writer, so
+// files in tmpfs mounts of the tree's own (the bwrap sandbox's /dev/shm and private temp
+// directory) and memfd files it has open. Neither shows in VmRSS until mapped and touched, and a tmpfs file outlives its writer, so
 // a tree at 10 MiB of RSS could hold gigabytes of host memory. The host reads all of it from
 // /proc, as it does RSS: the carrier cannot be trusted to report it.
 import { readdirSync, readFileSync, readlinkSync, statfsSync, statSync } from 'node:fs';
