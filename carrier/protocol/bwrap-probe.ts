@@ -4,7 +4,7 @@
 // `true` through PATH reported bwrap unusable there, so `auto` fell to node-permission in silence.
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
-import { within } from './bwrap.ts';
+import { sharedMemoryArgs, within } from './bwrap.ts';
 
 /** Where distributions install bwrap, tried after PATH (Debian/Fedora/Arch, /usr/local builds, NixOS). */
 export const BWRAP_LOCATIONS = ['/usr/bin/bwrap', '/usr/local/bin/bwrap', '/bin/bwrap', '/run/current-system/sw/bin/bwrap'];
@@ -35,9 +35,10 @@ export function bwrapProbeArgs(bwrapPath: string): string[] {
   } catch {
     // Missing: the spawn reports it.
   }
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+  // --size and --disable-userns need bubblewrap 0.8, and the user namespace a kernel that allows one.
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', ...sharedMemoryArgs(), '--proc', '/proc', '--tmpfs', '/tmp'];
   if (within(real, '/tmp')) args.push('--ro-bind', real, real);
-  args.push('--unshare-pid', '--unshare-net', '--unshare-ipc', '--cap-drop', 'ALL', '--die-with-parent', '--new-session', '--', real, '--version');
+  args.push('--remount-ro', '/dev', '--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-user', '--disable-userns', '--cap-drop', 'ALL', '--die-with-parent', '--new-session', '--', real, '--version');
   return args;
 }
 

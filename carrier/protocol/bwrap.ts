@@ -1,6 +1,7 @@
-// bubblewrap arguments for one carrier: the whole host read-only, fresh /dev and /proc, a private
-// read-only /tmp holding only the run's temp directory, the policy's writable roots bound
-// read-write, and new pid, ipc and (unless the whole network is allowed) network namespaces. Pure: paths arrive
+// bubblewrap arguments for one carrier: the whole host read-only, fresh read-only /dev with a
+// sized /dev/shm, fresh /proc, a private read-only /tmp holding only the run's temp directory (a
+// sized tmpfs), the policy's writable roots bound read-write, and new pid, ipc, user (no nested
+// ones) and (unless the whole network is allowed) network namespaces. Pure: paths arrive
 // resolved, and the argv is a function of them alone. It lives with the wire code because both the
 // host (local carriers) and the relay (carriers on the far side of SSH) confine with it.
 
@@ -21,7 +22,7 @@ export function writablePaths(policy: ConfinedPolicy): string[] {
 }
 
 export interface BwrapLayout {
-  /** The run's private temp directory (real path), bound writable. */
+  /** The run's private temp directory (real path): a sized tmpfs is mounted over it. */
   privateTmp: string;
   /** Real paths the launch reads (executable, script, caches); bound read-only where /tmp hides them. */
   launchPaths?: string[];
@@ -30,6 +31,15 @@ export interface BwrapLayout {
 }
 
 const PRIVATE_TMP = '/tmp';
+/**
+ * The RAM-backed places a program may write are sized: /dev/shm (Docker's default --shm-size)
+ * and the private temp directory, a tmpfs over the host directory that names it, gone with the
+ * sandbox. /dev, /run and /tmp are tmpfs too, all read-only once their mount points exist, and no
+ * user namespace can be made inside to mount another. Under maxMemoryMb what the two hold also
+ * counts against the limit (host/worker/resources/held.ts).
+ */
+export const SHM_BYTES = 64 * 1024 * 1024;
+export const PRIVATE_TMP_BYTES = 512 * 1024 * 1024;
 
 /** The bwrap options (everything before `--`) that confine a carrier to `policy`. */
 export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[] {
@@ -45,21 +55,33 @@ export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[]
   // A parent is mounted before anything inside it, or it would cover the child's mount.
   binds.sort((a, b) => depth(a.path) - depth(b.path));
 
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', PRIVATE_TMP];
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', ...sharedMemoryArgs(), '--proc', '/proc', '--tmpfs', PRIVATE_TMP];
   // Without network the host's service sockets (docker, dbus, systemd under /run) go too: a new
   // network namespace does not cover Unix sockets that sit on the file system.
   const shared = policy.network === true;
   if (!shared) args.push('--tmpfs', '/run');
-  for (const { path, option } of binds) args.push(option, path, path);
+  for (const { path, option } of binds) args.push(...(path === layout.privateTmp ? privateTmpArgs(path) : [option, path, path]));
   // Read-only once the mount points exist; non-recursive, so the binds inside keep their modes.
   if (!writable.includes(PRIVATE_TMP)) args.push('--remount-ro', PRIVATE_TMP);
+  args.push('--remount-ro', '/dev');
+  if (!shared) args.push('--remount-ro', '/run');
   // --unshare-pid: every descendant dies with the sandbox's pid 1. --cap-drop ALL: a host running
   // as root would otherwise keep CAP_SYS_ADMIN inside and could remount / read-write.
-  args.push('--unshare-pid', '--unshare-ipc');
+  // --disable-userns: a user namespace of its own would let the program mount an unbounded tmpfs.
+  args.push('--unshare-pid', '--unshare-ipc', '--unshare-user', '--disable-userns');
   if (!shared) args.push('--unshare-net');
   args.push('--cap-drop', 'ALL', '--die-with-parent', '--new-session');
   if (layout.cwd !== undefined) args.push('--chdir', layout.cwd);
   return args;
+}
+
+/** /dev/shm as a world-writable tmpfs of SHM_BYTES, over the directory bwrap's --dev makes. */
+export function sharedMemoryArgs(): string[] {
+  return ['--perms', '1777', '--size', String(SHM_BYTES), '--tmpfs', '/dev/shm'];
+}
+
+function privateTmpArgs(path: string): string[] {
+  return ['--perms', '0700', '--size', String(PRIVATE_TMP_BYTES), '--tmpfs', path];
 }
 
 /** True when `path` is `root` or inside it (both real, absolute). */

@@ -76,7 +76,7 @@ export function sandboxOptions(command: Argv): Argv {
 /** What the resource limits bound, for --help (the config table in the README words every field). */
 const LIMIT_MEANINGS: Partial<Record<string, string>> = {
   cpuTimeMs: 'CPU time of one run, the carrier and every process it starts; over it the run fails as timeout',
-  maxMemoryMb: 'resident memory of the carrier and every process it starts, in MiB (at least 64); over it the run fails as worker-exit',
+  maxMemoryMb: 'resident memory of the carrier and every process it starts, plus the tmpfs and memfd files they hold, in MiB (at least 64); over it the run fails as worker-exit',
 };
 
 /**

@@ -101,26 +101,26 @@ if (server === undefined) {
     const workspace = mkdtempSync(join(tmpdir(), 'ptc-remote-image-'));
     const png = readFileSync(join(repoRoot, 'test/fixtures/images/rgb-300x7.png')).toString('base64');
     try {
-      // Without network, the far side's bubblewrap gives the carrier an empty private /run: the host has no such file.
+      // The far side's bubblewrap gives the carrier a /dev/shm of its own: the host has no such file.
       const result = await run(`
         const fs = await import('node:fs');
-        fs.writeFileSync('/run/only-there.png', Buffer.from(${JSON.stringify(png)}, 'base64'));
-        const image = await Image.fromFile('/run/only-there.png');
+        fs.writeFileSync('/dev/shm/only-there.png', Buffer.from(${JSON.stringify(png)}, 'base64'));
+        const image = await Image.fromFile('/dev/shm/only-there.png');
         inspect(image);
         return [image.width, image.height, image.path];
       `, { policy: { mode: 'workspace-write', workspaceRoot: workspace } }, { cwd: workspace });
-      assert.ok(!existsSync('/run/only-there.png'), 'the file leaked to the host');
+      assert.ok(!existsSync('/dev/shm/only-there.png'), 'the file leaked to the host');
       assert.is(result.status, 'ok', JSON.stringify(result));
       const ok = result as Extract<RunResult, { status: 'ok' }>;
-      assert.equal(ok.value, [300, 7, '/run/only-there.png']);
-      assert.equal(ok.output.map((entry) => (entry.type === 'image' ? { ...entry, attachmentId: '<id>' } : entry)), [{ type: 'image', attachmentId: '<id>', path: '/run/only-there.png', width: 300, height: 7 }]);
+      assert.equal(ok.value, [300, 7, '/dev/shm/only-there.png']);
+      assert.equal(ok.output.map((entry) => (entry.type === 'image' ? { ...entry, attachmentId: '<id>' } : entry)), [{ type: 'image', attachmentId: '<id>', path: '/dev/shm/only-there.png', width: 300, height: 7 }]);
       assert.is(ok.sandbox.location, 'remote');
       const notImage = failure(await run(`
-        (await import('node:fs')).writeFileSync('/run/not-an-image.png', 'hello');
-        await Image.fromFile('/run/not-an-image.png');
+        (await import('node:fs')).writeFileSync('/dev/shm/not-an-image.png', 'hello');
+        await Image.fromFile('/dev/shm/not-an-image.png');
       `, { policy: { mode: 'workspace-write', workspaceRoot: workspace } }, { cwd: workspace }));
       assert.is(notImage.kind, 'exception');
-      assert.match(notImage.message as string, /^Image\.fromFile: "\/run\/not-an-image\.png" is not a PNG, JPEG, GIF or WebP/);
+      assert.match(notImage.message as string, /^Image\.fromFile: "\/dev\/shm\/not-an-image\.png" is not a PNG, JPEG, GIF or WebP/);
     } finally {
       rmSync(workspace, { recursive: true, force: true });
     }

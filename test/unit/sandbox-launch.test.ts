@@ -10,25 +10,34 @@ import { join } from 'node:path';
 import type { LaunchCommand } from '../../host/worker/launch.ts';
 import { appendNodeOptions, bwrapArgs, permissionArgs, readableRoots, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
 
-const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+/** /dev/shm: the one RAM-backed place a program may write, 64 MiB, world-writable like the host's. */
+const SHM = ['--perms', '1777', '--size', String(64 * 1024 * 1024), '--tmpfs', '/dev/shm'];
+const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', ...SHM, '--proc', '/proc', '--tmpfs', '/tmp'];
 /** Without network, the host's /run (service sockets) is replaced as well. */
 const HEAD_NO_NET = [...HEAD, '--tmpfs', '/run'];
+/** The unsized tmpfs mounts (/dev; /run when it is the sandbox's own) are read-only once their mount points exist. */
+const RO = ['--remount-ro', '/dev'];
+const RO_NO_NET = [...RO, '--remount-ro', '/run'];
+/** No user namespace inside: it would let the program mount a tmpfs of its own. */
+const NS = ['--unshare-pid', '--unshare-ipc', '--unshare-user', '--disable-userns'];
 const TAIL = ['--cap-drop', 'ALL', '--die-with-parent', '--new-session'];
 const PRIV = '/tmp/ptc-sandbox-x';
+/** The private temp directory: a 512 MiB tmpfs of the sandbox's own over the host directory. */
+const TMP = ['--perms', '0700', '--size', String(512 * 1024 * 1024), '--tmpfs', PRIV];
 
 function policy(mode: ResolvedPolicy['mode'], network: boolean, writableRoots: string[] = [], workspaceRoot = '/srv/ws'): ResolvedPolicy {
   return { mode, network, workspaceRoot, writableRoots };
 }
 
 const ARGV: Array<[string, ResolvedPolicy, string[]]> = [
-  ['read-only, no network', policy('read-only', false, ['/srv/extra']), [...HEAD_NO_NET, '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
-  ['read-only, network', policy('read-only', true), [...HEAD, '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', ...TAIL]],
-  ['workspace-write, no network', policy('workspace-write', false, ['/srv/extra']), [...HEAD_NO_NET, '--bind', '/srv/ws', '/srv/ws', '--bind', '/srv/extra', '/srv/extra', '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
-  ['workspace-write, network', policy('workspace-write', true), [...HEAD, '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', ...TAIL]],
+  ['read-only, no network', policy('read-only', false, ['/srv/extra']), [...HEAD_NO_NET, ...TMP, '--remount-ro', '/tmp', ...RO_NO_NET, ...NS, '--unshare-net', ...TAIL]],
+  ['read-only, network', policy('read-only', true), [...HEAD, ...TMP, '--remount-ro', '/tmp', ...RO, ...NS, ...TAIL]],
+  ['workspace-write, no network', policy('workspace-write', false, ['/srv/extra']), [...HEAD_NO_NET, '--bind', '/srv/ws', '/srv/ws', '--bind', '/srv/extra', '/srv/extra', ...TMP, '--remount-ro', '/tmp', ...RO_NO_NET, ...NS, '--unshare-net', ...TAIL]],
+  ['workspace-write, network', policy('workspace-write', true), [...HEAD, '--bind', '/srv/ws', '/srv/ws', ...TMP, '--remount-ro', '/tmp', ...RO, ...NS, ...TAIL]],
   // Parents are mounted before children, whatever order the roots were given in.
-  ['nested roots', policy('workspace-write', false, ['/srv/ws/a/b', '/srv']), [...HEAD_NO_NET, '--bind', '/srv', '/srv', '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, '--bind', '/srv/ws/a/b', '/srv/ws/a/b', '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
+  ['nested roots', policy('workspace-write', false, ['/srv/ws/a/b', '/srv']), [...HEAD_NO_NET, '--bind', '/srv', '/srv', '--bind', '/srv/ws', '/srv/ws', ...TMP, '--bind', '/srv/ws/a/b', '/srv/ws/a/b', '--remount-ro', '/tmp', ...RO_NO_NET, ...NS, '--unshare-net', ...TAIL]],
   // The host's /tmp is writable only when it is itself a root; then it must not be remounted.
-  ['/tmp as a root', policy('workspace-write', false, ['/tmp']), [...HEAD_NO_NET, '--bind', '/tmp', '/tmp', '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
+  ['/tmp as a root', policy('workspace-write', false, ['/tmp']), [...HEAD_NO_NET, '--bind', '/tmp', '/tmp', '--bind', '/srv/ws', '/srv/ws', ...TMP, ...RO_NO_NET, ...NS, '--unshare-net', ...TAIL]],
 ];
 
 for (const [name, resolved, expected] of ARGV) {
@@ -41,7 +50,7 @@ test('bwrapArgs binds back, read-only, what the private /tmp hides: a read-only 
   const resolved = policy('read-only', false, [], '/tmp/ws');
   const args = bwrapArgs(resolved, { privateTmp: PRIV, launchPaths: ['/usr/bin/node', '/tmp/app/bootstrap.mjs'], cwd: '/tmp/ws/sub' });
   assert.equal(args.slice(HEAD_NO_NET.length, args.indexOf('--remount-ro')), [
-    '--bind', PRIV, PRIV,
+    ...TMP,
     '--ro-bind', '/tmp/ws', '/tmp/ws',
     '--ro-bind', '/tmp/app/bootstrap.mjs', '/tmp/app/bootstrap.mjs',
     '--ro-bind', '/tmp/ws/sub', '/tmp/ws/sub',
@@ -121,7 +130,7 @@ test('wrapLaunch under bwrap: bwrap runs the command after --, with a private te
   assert.equal(wrapped.command.env, { ...original.env, TMPDIR: tmp, TMP: tmp, TEMP: tmp });
   assert.equal(wrapped.report, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false });
   const options = wrapped.command.args.slice(0, separator).join(' ');
-  assert.ok(options.includes(`--bind ${ws} ${ws} --bind ${tmp} ${tmp} --ro-bind ${join(dir, 'bootstrap.mjs')} ${join(dir, 'bootstrap.mjs')}`), options);
+  assert.ok(options.includes(`--bind ${ws} ${ws} --perms 0700 --size 536870912 --tmpfs ${tmp} --ro-bind ${join(dir, 'bootstrap.mjs')} ${join(dir, 'bootstrap.mjs')}`), options);
   assert.ok(options.endsWith(`--chdir ${ws}`), options);
   await wrapped.cleanup();
   assert.not.ok(existsSync(tmp));

@@ -4,6 +4,7 @@
 // with or without a cgroup. The host samples: the carrier cannot be trusted to report itself.
 import { availableParallelism } from 'node:os';
 import { confineMemory, type CarrierCgroup } from './cgroup.ts';
+import { treeMemory, type MemoryUsage } from './held.ts';
 import { treeUsage } from './proc.ts';
 
 /** How a carrier's memory is bounded: reported on every result as `sandbox.memory`. */
@@ -37,7 +38,7 @@ export class ResourceGuard {
   #busy = false;
   #released = false;
   /** What the watchdog saw when it killed the tree. */
-  #overBytes: number | undefined;
+  #overBytes: MemoryUsage | undefined;
 
   /**
    * `maxMemoryMb` null: no memory limit. The carrier must be idle (no program started yet). Over
@@ -62,10 +63,10 @@ export class ResourceGuard {
     const tick = (): void => {
       this.#memoryTimer = undefined;
       if (this.#released) return;
-      const { rssBytes, processes } = treeUsage(pid);
-      if (processes === 0) return; // the tree is gone: nothing left to watch
-      if (rssBytes > limitBytes) {
-        this.#overBytes = rssBytes;
+      const usage = treeMemory(pid);
+      if (usage === undefined) return; // the tree is gone: nothing left to watch
+      if (usage.rssBytes + usage.heldBytes > limitBytes) {
+        this.#overBytes = usage;
         return kill();
       }
       this.#schedule();
@@ -153,10 +154,16 @@ export function cpuMessage(usedMs: number, budgetMs: number): string {
  * The failure message of a memory overrun, from the watchdog (with what it saw, rounded up: a tree
  * just past the limit must not read as using exactly the limit) or the cgroup.
  */
-export function memoryMessage(limitMb: number, usedBytes?: number): string {
-  return usedBytes === undefined
-    ? `the carrier's process tree reached its maxMemoryMb limit of ${grouped(limitMb)} MiB and the kernel killed it (cgroup memory.max)`
-    : `the carrier's process tree used ${grouped(Math.ceil(usedBytes / 1024 / 1024))} MiB of resident memory, over its maxMemoryMb limit of ${grouped(limitMb)} MiB, and was killed`;
+export function memoryMessage(limitMb: number, used?: MemoryUsage): string {
+  if (used === undefined) return `the carrier's process tree reached its maxMemoryMb limit of ${grouped(limitMb)} MiB and the kernel killed it (cgroup memory.max)`;
+  const what = used.heldBytes === 0
+    ? `${mib(used.rssBytes)} MiB of resident memory`
+    : `${mib(used.rssBytes + used.heldBytes)} MiB of memory (${mib(used.rssBytes)} MiB resident, ${mib(used.heldBytes)} MiB in tmpfs and memfd files)`;
+  return `the carrier's process tree used ${what}, over its maxMemoryMb limit of ${grouped(limitMb)} MiB, and was killed`;
+}
+
+function mib(bytes: number): string {
+  return grouped(Math.ceil(bytes / 1024 / 1024));
 }
 
 function grouped(value: number): string {
