@@ -1,8 +1,10 @@
-// bubblewrap arguments for one carrier: the whole host read-only, fresh /dev and /proc, a private
+// bubblewrap arguments for one carrier: the whole host read-only, fresh /dev and read-only /proc, a private
 // read-only /tmp holding only the run's temp directory, the policy's writable roots bound
 // read-write, and new pid, ipc and (unless the whole network is allowed) network namespaces. Pure: paths arrive
 // resolved, and the argv is a function of them alone. It lives with the wire code because both the
-// host (local carriers) and the relay (carriers on the far side of SSH) confine with it.
+// host (local carriers) and the relay (carriers on the far side of SSH) confine with it. bwrap reads
+// the seccomp filter (seccomp.ts) from SECCOMP_FD, which every spawn of this argv must supply.
+import { SECCOMP_FD } from './seccomp.ts';
 
 /** The parts of a resolved policy (host/sandbox/policy.ts) that shape a sandbox; paths are real. */
 export interface ConfinedPolicy {
@@ -45,7 +47,10 @@ export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[]
   // A parent is mounted before anything inside it, or it would cover the child's mount.
   binds.sort((a, b) => depth(a.path) - depth(b.path));
 
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', PRIVATE_TMP];
+  // /proc read-only: root without capabilities still writes every sysctl that checks only file
+  // modes (kernel.core_pattern runs a helper as host root), and /proc/sysrq-trigger. /sys is
+  // already read-only, under the bind of /.
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--remount-ro', '/proc', '--tmpfs', PRIVATE_TMP];
   // Without network the host's service sockets (docker, dbus, systemd under /run) go too: a new
   // network namespace does not cover Unix sockets that sit on the file system.
   const shared = policy.network === true;
@@ -57,7 +62,7 @@ export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[]
   // as root would otherwise keep CAP_SYS_ADMIN inside and could remount / read-write.
   args.push('--unshare-pid', '--unshare-ipc');
   if (!shared) args.push('--unshare-net');
-  args.push('--cap-drop', 'ALL', '--die-with-parent', '--new-session');
+  args.push('--cap-drop', 'ALL', '--die-with-parent', '--new-session', '--seccomp', String(SECCOMP_FD));
   if (layout.cwd !== undefined) args.push('--chdir', layout.cwd);
   return args;
 }

@@ -8,12 +8,15 @@ import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LaunchCommand } from '../../host/worker/launch.ts';
+import { seccompFilter } from '../../carrier/protocol/seccomp.ts';
 import { appendNodeOptions, bwrapArgs, permissionArgs, readableRoots, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
 
-const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', '/tmp'];
+/** /proc read-only: root would otherwise write sysctls (kernel.core_pattern) as host root. */
+const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--remount-ro', '/proc', '--tmpfs', '/tmp'];
 /** Without network, the host's /run (service sockets) is replaced as well. */
 const HEAD_NO_NET = [...HEAD, '--tmpfs', '/run'];
-const TAIL = ['--cap-drop', 'ALL', '--die-with-parent', '--new-session'];
+/** The seccomp filter arrives on fd 4 (carrier/protocol/seccomp.ts). */
+const TAIL = ['--cap-drop', 'ALL', '--die-with-parent', '--new-session', '--seccomp', '4'];
 const PRIV = '/tmp/ptc-sandbox-x';
 
 function policy(mode: ResolvedPolicy['mode'], network: boolean, writableRoots: string[] = [], workspaceRoot = '/srv/ws'): ResolvedPolicy {
@@ -40,7 +43,7 @@ for (const [name, resolved, expected] of ARGV) {
 test('bwrapArgs binds back, read-only, what the private /tmp hides: a read-only workspace, the cwd, launch files', () => {
   const resolved = policy('read-only', false, [], '/tmp/ws');
   const args = bwrapArgs(resolved, { privateTmp: PRIV, launchPaths: ['/usr/bin/node', '/tmp/app/bootstrap.mjs'], cwd: '/tmp/ws/sub' });
-  assert.equal(args.slice(HEAD_NO_NET.length, args.indexOf('--remount-ro')), [
+  assert.equal(args.slice(HEAD_NO_NET.length, args.lastIndexOf('--remount-ro')), [
     '--bind', PRIV, PRIV,
     '--ro-bind', '/tmp/ws', '/tmp/ws',
     '--ro-bind', '/tmp/app/bootstrap.mjs', '/tmp/app/bootstrap.mjs',
@@ -123,6 +126,8 @@ test('wrapLaunch under bwrap: bwrap runs the command after --, with a private te
   const options = wrapped.command.args.slice(0, separator).join(' ');
   assert.ok(options.includes(`--bind ${ws} ${ws} --bind ${tmp} ${tmp} --ro-bind ${join(dir, 'bootstrap.mjs')} ${join(dir, 'bootstrap.mjs')}`), options);
   assert.ok(options.endsWith(`--chdir ${ws}`), options);
+  // The spawn hands bwrap this filter on the fd that --seccomp names.
+  assert.equal(wrapped.command.seccompFilter, seccompFilter());
   await wrapped.cleanup();
   assert.not.ok(existsSync(tmp));
   await wrapped.cleanup();
