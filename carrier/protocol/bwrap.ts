@@ -29,6 +29,8 @@ export interface BwrapLayout {
   launchPaths?: string[];
   /** The carrier's working directory: entered with --chdir, so a missing one fails the launch loudly. */
   cwd?: string;
+  /** Where /etc/resolv.conf really lives when under /run (resolver.ts): bound back read-only with the network. */
+  resolver?: string;
 }
 
 const PRIVATE_TMP = '/tmp';
@@ -51,10 +53,12 @@ export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[]
   // modes (kernel.core_pattern runs a helper as host root), and /proc/sysrq-trigger. /sys is
   // already read-only, under the bind of /.
   const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--remount-ro', '/proc', '--tmpfs', PRIVATE_TMP];
-  // Without network the host's service sockets (docker, dbus, systemd under /run) go too: a new
-  // network namespace does not cover Unix sockets that sit on the file system.
+  // The host's service sockets (docker, containerd, the dbus buses, systemd's own, under /run) go
+  // too, with the network or without: a network namespace does not cover Unix sockets on the file
+  // system, and through them root (or a user's session bus) runs anything outside the sandbox.
   const shared = policy.network === true;
-  if (!shared) args.push('--tmpfs', '/run');
+  args.push('--tmpfs', '/run');
+  if (shared && layout.resolver !== undefined) args.push('--ro-bind', layout.resolver, layout.resolver);
   for (const { path, option } of binds) args.push(option, path, path);
   // Read-only once the mount points exist; non-recursive, so the binds inside keep their modes.
   if (!writable.includes(PRIVATE_TMP)) args.push('--remount-ro', PRIVATE_TMP);

@@ -7,6 +7,7 @@ import { isAbsolute, join } from 'node:path';
 import { bwrapArgs, writablePaths, type ConfinedPolicy } from '../protocol/bwrap.ts';
 import { permissionArgs, readableRoots } from '../protocol/node-permission.ts';
 import { seccompFilter, seccompUnavailable } from '../protocol/seccomp.ts';
+import { resolverLayout } from '../protocol/resolver.ts';
 import type { RelayStart } from '../protocol/mux.ts';
 
 export interface CarrierLaunch {
@@ -56,7 +57,7 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string): CarrierL
     return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readableRoots(), { allowNet: sandbox.allowNet === true }), heap, script], env, cwd, privateTmp };
   }
   const realNode = realpathSync(node);
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: [realNode, script], cwd }), '--', realNode, heap, script];
+  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: [realNode, script], cwd, ...resolverLayout(policy) }), '--', realNode, heap, script];
   return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp, seccompFilter: filter };
 }
 

@@ -13,6 +13,7 @@ import type { NetworkReport } from './network/proxy.ts';
 import { bwrapArgs, within } from './bwrap.ts';
 import { removeTree, removeTreeSync } from '../../carrier/protocol/remove-tree.ts';
 import { seccompFilter, seccompUnavailable } from '../../carrier/protocol/seccomp.ts';
+import { resolverLayout } from '../../carrier/protocol/resolver.ts';
 import { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';
 import type { Enforcement, SandboxBackend } from './options.ts';
 import type { SandboxPlan } from './plan.ts';
@@ -84,7 +85,7 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   if (allowlist !== undefined) Object.assign(env, proxyEnvironment(), { [NETWORK_SOCKET_ENV]: allowlist.socketPath });
   const launch = exposeLaunchPaths(command, allowlist === undefined ? [] : [allowlist.directory]);
   // An allowlist gets its own network namespace and no /run sockets: the proxy is the only way out.
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: launch.paths, cwd }), '--', launch.executable, ...launch.args];
+  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: launch.paths, cwd, ...resolverLayout(policy) }), '--', launch.executable, ...launch.args];
   const wrapped: WrappedLaunch = {
     command: { ...command, executable: plan.bwrapPath, args, env, seccompFilter: filter },
     report,

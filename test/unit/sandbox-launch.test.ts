@@ -11,10 +11,10 @@ import type { LaunchCommand } from '../../host/worker/launch.ts';
 import { seccompFilter } from '../../carrier/protocol/seccomp.ts';
 import { appendNodeOptions, bwrapArgs, permissionArgs, readableRoots, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
 
-/** /proc read-only: root would otherwise write sysctls (kernel.core_pattern) as host root. */
-const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--remount-ro', '/proc', '--tmpfs', '/tmp'];
-/** Without network, the host's /run (service sockets) is replaced as well. */
-const HEAD_NO_NET = [...HEAD, '--tmpfs', '/run'];
+/** /proc read-only: root would otherwise write sysctls (kernel.core_pattern) as host root. The
+ * host's /run (service sockets) is replaced, with the network or without. */
+const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--remount-ro', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/run'];
+const HEAD_NO_NET = HEAD;
 /** The seccomp filter arrives on fd 4 (carrier/protocol/seccomp.ts). */
 const TAIL = ['--cap-drop', 'ALL', '--die-with-parent', '--new-session', '--seccomp', '4'];
 const PRIV = '/tmp/ptc-sandbox-x';
@@ -34,9 +34,14 @@ const ARGV: Array<[string, ResolvedPolicy, string[]]> = [
   ['/tmp as a root', policy('workspace-write', false, ['/tmp']), [...HEAD_NO_NET, '--bind', '/tmp', '/tmp', '--bind', '/srv/ws', '/srv/ws', '--bind', PRIV, PRIV, '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]],
 ];
 
+// With the network, the resolver's directory under /run comes back read-only; without, it has no use.
+ARGV.push(['network, resolv.conf under /run', policy('read-only', true), [...HEAD, '--ro-bind', '/run/systemd/resolve', '/run/systemd/resolve', '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', ...TAIL]]);
+ARGV.push(['no network, resolv.conf under /run', policy('read-only', false), [...HEAD, '--bind', PRIV, PRIV, '--remount-ro', '/tmp', '--unshare-pid', '--unshare-ipc', '--unshare-net', ...TAIL]]);
+
 for (const [name, resolved, expected] of ARGV) {
   test(`bwrapArgs: ${name}`, () => {
-    assert.equal(bwrapArgs(resolved, { privateTmp: PRIV }), expected);
+    const resolver = name.includes('resolv.conf') ? { resolver: '/run/systemd/resolve' } : {};
+    assert.equal(bwrapArgs(resolved, { privateTmp: PRIV, ...resolver }), expected);
   });
 }
 
