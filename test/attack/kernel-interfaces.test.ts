@@ -10,7 +10,8 @@
 // launch under test (source by default; PTC_TEST_LAUNCH=ssh takes the relay's path).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync } from 'node:fs';
+import { chownSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { binaryFor, ownedDirectory, removeReachableBinary, runAs, victims, type TestUser } from '../helpers/users.ts';
 import { repoRoot, runProgram } from '../helpers/runtime.ts';
 
@@ -95,6 +96,24 @@ return { status: run.status, stderr: run.stderr.trim() };`;
     }
   });
 }
+
+test('dist/ptc run as root: root without capabilities cannot read a file another user keeps to itself (0600)', async () => {
+  const [root, victim] = victims();
+  if (victim === undefined || root!.uid !== 0) return console.log('  (skipped: needs root and the victim)');
+  // In the victim's home: /tmp is private inside the sandbox.
+  const secret = join(victim.home, `.ptc-attack-secret-${process.pid}`);
+  const ws = ownedDirectory(root!);
+  try {
+    writeFileSync(secret, 'the victim\'s\n', { mode: 0o600 });
+    chownSync(secret, victim.uid, victim.gid);
+    const program = `const fs = await import('node:fs'); try { return fs.readFileSync(${JSON.stringify(secret)}, 'utf8'); } catch (error) { return error.code; }`;
+    const run = await runAs(root!, [binaryFor(root!), 'run', '--json', '--sandbox-backend', 'bwrap', '-'], { cwd: ws.path, input: program });
+    assert.is((JSON.parse(run.stdout) as { value: string }).value, 'EACCES', run.stdout);
+  } finally {
+    ws.remove();
+    rmSync(secret, { force: true });
+  }
+});
 
 test.after(() => removeReachableBinary());
 
