@@ -5,6 +5,7 @@
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { sharedMemoryArgs, within } from './bwrap.ts';
+import { SECCOMP_FD } from './seccomp.ts';
 
 /** Where distributions install bwrap, tried after PATH (Debian/Fedora/Arch, /usr/local builds, NixOS). */
 export const BWRAP_LOCATIONS = ['/usr/bin/bwrap', '/usr/local/bin/bwrap', '/bin/bwrap', '/run/current-system/sw/bin/bwrap'];
@@ -26,19 +27,20 @@ export function locateBwrap(configured: string | undefined, path: string | undef
  * bwrap's argv for a test sandbox with the namespaces and mounts a launch uses, so a probe that
  * passes means launches can start. The program inside is bwrap itself (`--version`, which it
  * answers before touching any namespace): the one executable known to exist at an absolute path
- * wherever the probe runs. A bwrap under /tmp is bound back, as a launch binds its own files.
+ * wherever the probe runs. A bwrap under /tmp is bound back, as a launch binds its own files. The
+ * seccomp filter (seccomp.ts) is read from `seccompFd`: a kernel that refuses it fails the probe.
  */
-export function bwrapProbeArgs(bwrapPath: string): string[] {
+export function bwrapProbeArgs(bwrapPath: string, seccompFd: number = SECCOMP_FD): string[] {
   let real = bwrapPath;
   try {
     real = realpathSync(bwrapPath);
   } catch {
     // Missing: the spawn reports it.
   }
-  // --size and --disable-userns need bubblewrap 0.8, and the user namespace a kernel that allows one.
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', ...sharedMemoryArgs(), '--proc', '/proc', '--tmpfs', '/tmp'];
+  // --size needs a recent bubblewrap (0.8 here): an older one fails the probe, so auto falls back.
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', ...sharedMemoryArgs(), '--proc', '/proc', '--remount-ro', '/proc', '--tmpfs', '/tmp'];
   if (within(real, '/tmp')) args.push('--ro-bind', real, real);
-  args.push('--remount-ro', '/dev', '--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-user', '--disable-userns', '--cap-drop', 'ALL', '--die-with-parent', '--new-session', '--', real, '--version');
+  args.push('--remount-ro', '/dev', '--unshare-pid', '--unshare-net', '--unshare-ipc', '--cap-drop', 'ALL', '--die-with-parent', '--new-session', '--seccomp', String(seccompFd), '--', real, '--version');
   return args;
 }
 

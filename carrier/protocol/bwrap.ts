@@ -1,9 +1,11 @@
 // bubblewrap arguments for one carrier: the whole host read-only, fresh read-only /dev with a
-// sized /dev/shm, fresh /proc, a private read-only /tmp holding only the run's temp directory (a
-// sized tmpfs), the policy's writable roots bound read-write, and new pid, ipc, user (no nested
-// ones) and (unless the whole network is allowed) network namespaces. Pure: paths arrive
+// sized /dev/shm, fresh read-only /proc, a private read-only /tmp holding only the run's temp
+// directory (a sized tmpfs), an empty read-only /run, the policy's writable roots bound
+// read-write, and new pid, ipc and (unless the whole network is allowed) network namespaces. Pure: paths arrive
 // resolved, and the argv is a function of them alone. It lives with the wire code because both the
-// host (local carriers) and the relay (carriers on the far side of SSH) confine with it.
+// host (local carriers) and the relay (carriers on the far side of SSH) confine with it. bwrap reads
+// the seccomp filter (seccomp.ts) from SECCOMP_FD, which every spawn of this argv must supply.
+import { SECCOMP_FD } from './seccomp.ts';
 
 /** The parts of a resolved policy (host/sandbox/policy.ts) that shape a sandbox; paths are real. */
 export interface ConfinedPolicy {
@@ -28,6 +30,8 @@ export interface BwrapLayout {
   launchPaths?: string[];
   /** The carrier's working directory: entered with --chdir, so a missing one fails the launch loudly. */
   cwd?: string;
+  /** Where /etc/resolv.conf really lives when under /run (resolver.ts): bound back read-only with the network. */
+  resolver?: string;
 }
 
 const PRIVATE_TMP = '/tmp';
@@ -55,22 +59,28 @@ export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[]
   // A parent is mounted before anything inside it, or it would cover the child's mount.
   binds.sort((a, b) => depth(a.path) - depth(b.path));
 
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', ...sharedMemoryArgs(), '--proc', '/proc', '--tmpfs', PRIVATE_TMP];
-  // Without network the host's service sockets (docker, dbus, systemd under /run) go too: a new
-  // network namespace does not cover Unix sockets that sit on the file system.
+  // /proc read-only: root without capabilities still writes every sysctl that checks only file
+  // modes (kernel.core_pattern runs a helper as host root), and /proc/sysrq-trigger. /sys is
+  // already read-only, under the bind of /.
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', ...sharedMemoryArgs(), '--proc', '/proc', '--remount-ro', '/proc', '--tmpfs', PRIVATE_TMP];
+  // The host's service sockets (docker, containerd, the dbus buses, systemd's own, under /run) go
+  // too, with the network or without: a network namespace does not cover Unix sockets on the file
+  // system, and through them root (or a user's session bus) runs anything outside the sandbox.
   const shared = policy.network === true;
-  if (!shared) args.push('--tmpfs', '/run');
+  args.push('--tmpfs', '/run');
+  if (shared && layout.resolver !== undefined) args.push('--ro-bind', layout.resolver, layout.resolver);
   for (const { path, option } of binds) args.push(...(path === layout.privateTmp ? privateTmpArgs(path) : [option, path, path]));
   // Read-only once the mount points exist; non-recursive, so the binds inside keep their modes.
   if (!writable.includes(PRIVATE_TMP)) args.push('--remount-ro', PRIVATE_TMP);
-  args.push('--remount-ro', '/dev');
-  if (!shared) args.push('--remount-ro', '/run');
+  // Read-only /dev and /run: RAM-backed, unbounded tmpfs mounts a program could otherwise fill.
+  args.push('--remount-ro', '/dev', '--remount-ro', '/run');
   // --unshare-pid: every descendant dies with the sandbox's pid 1. --cap-drop ALL: a host running
   // as root would otherwise keep CAP_SYS_ADMIN inside and could remount / read-write.
-  // --disable-userns: a user namespace of its own would let the program mount an unbounded tmpfs.
-  args.push('--unshare-pid', '--unshare-ipc', '--unshare-user', '--disable-userns');
+  // Nested user namespaces (in which a program could mount an unbounded tmpfs) are refused by the
+  // seccomp filter, as are mounts.
+  args.push('--unshare-pid', '--unshare-ipc');
   if (!shared) args.push('--unshare-net');
-  args.push('--cap-drop', 'ALL', '--die-with-parent', '--new-session');
+  args.push('--cap-drop', 'ALL', '--die-with-parent', '--new-session', '--seccomp', String(SECCOMP_FD));
   if (layout.cwd !== undefined) args.push('--chdir', layout.cwd);
   return args;
 }

@@ -6,6 +6,8 @@ import { hostname, tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { bwrapArgs, writablePaths, type ConfinedPolicy } from '../protocol/bwrap.ts';
 import { permissionArgs, readableRoots } from '../protocol/node-permission.ts';
+import { seccompFilter, seccompUnavailable } from '../protocol/seccomp.ts';
+import { resolverLayout } from '../protocol/resolver.ts';
 import type { RelayStart } from '../protocol/mux.ts';
 
 export interface CarrierLaunch {
@@ -15,6 +17,8 @@ export interface CarrierLaunch {
   cwd: string;
   /** The carrier's private temp directory, removed by the relay once the carrier is gone. */
   privateTmp: string | undefined;
+  /** bubblewrap's seccomp filter, handed over on SECCOMP_FD (protocol/seccomp-fd.ts). */
+  seccompFilter?: Uint8Array;
 }
 
 const KEPT_ENV = ['PATH', 'TMPDIR', 'TMP', 'TEMP'];
@@ -43,6 +47,9 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string): CarrierL
     workspaceRoot: realDirectory(sandbox.workspaceRoot, 'workspaceRoot'),
     writableRoots: sandbox.writableRoots.map((root, index) => realDirectory(root, `writableRoots[${index}]`)),
   };
+  // This machine's own filter, for its architecture; the probe reported bwrap unavailable without one.
+  const filter = sandbox.backend === 'bwrap' ? seccompFilter() : undefined;
+  if (sandbox.backend === 'bwrap' && filter === undefined) throw new Error(seccompUnavailable());
   const privateTmp = mkdtempSync(join(realpathSync(tmpdir()), 'ptc-sandbox-'));
   for (const name of TEMP_VARIABLES) env[name] = privateTmp;
   const writable = [...writablePaths(policy), privateTmp];
@@ -50,8 +57,8 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string): CarrierL
     return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readableRoots(), { allowNet: sandbox.allowNet === true }), heap, script], env, cwd, privateTmp };
   }
   const realNode = realpathSync(node);
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: [realNode, script], cwd }), '--', realNode, heap, script];
-  return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp };
+  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: [realNode, script], cwd, ...resolverLayout(policy) }), '--', realNode, heap, script];
+  return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp, seccompFilter: filter };
 }
 
 function realDirectory(path: string, what: string): string {

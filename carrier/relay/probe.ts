@@ -4,6 +4,7 @@
 import { spawnSync } from 'node:child_process';
 import { bwrapProbeArgs, isExecutableFile, locateBwrap } from '../protocol/bwrap-probe.ts';
 import { PROTOCOL_REVISION } from '../protocol/revision.ts';
+import { seccompFilter, seccompUnavailable } from '../protocol/seccomp.ts';
 
 export interface ProbeReport {
   revision: number;
@@ -24,8 +25,11 @@ export function runProbe(configuredBwrap?: string): void {
 
 function bwrapProblem(path: string): string | undefined {
   if (process.platform !== 'linux') return `bubblewrap needs Linux; this is ${process.platform}`;
+  const filter = seccompFilter();
+  if (filter === undefined) return seccompUnavailable();
   if (!isExecutableFile(path)) return `bubblewrap is not installed (${path} not found)`;
-  const result = spawnSync(path, bwrapProbeArgs(path), { encoding: 'utf8', timeout: 10_000, stdio: ['ignore', 'ignore', 'pipe'], env: {} });
+  // spawnSync writes only to stdin, so here bwrap reads the filter from fd 0 (the probe reads no input).
+  const result = spawnSync(path, bwrapProbeArgs(path, 0), { encoding: 'utf8', timeout: 10_000, stdio: ['pipe', 'ignore', 'pipe'], input: filter, env: {} });
   if (result.status === 0) return undefined;
   const detail = (result.stderr ?? '').trim().slice(0, 2_000) || (result.error?.message ?? `exit code ${result.status}`);
   return `bubblewrap at ${path} cannot create a sandbox here: ${detail}`;

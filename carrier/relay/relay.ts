@@ -14,6 +14,7 @@ import { createMuxReader, muxChunks, muxFrame, type MuxType, type RelayHello, ty
 import { killChildTree, treeSpawnOptions } from '../protocol/process-tree.ts';
 import { removeTreeSync } from '../protocol/remove-tree.ts';
 import { pipeDrainer } from '../protocol/pipe-drain.ts';
+import { filterStdio, sendFilter } from '../protocol/seccomp-fd.ts';
 import { carrierLaunch, type CarrierLaunch } from './launch.ts';
 
 /** Exit status of a relay that could not do its job; the host reads the reason from its F frame or stderr. */
@@ -64,7 +65,8 @@ export function runRelay(bootstrapPath: string): void {
     } catch (error) {
       return fail((error as Error).message);
     }
-    const started = spawn(launch.executable, launch.args, { cwd: launch.cwd, env: launch.env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], ...treeSpawnOptions(), windowsHide: true });
+    const started = spawn(launch.executable, launch.args, { cwd: launch.cwd, env: launch.env, stdio: filterStdio(['ignore', 'pipe', 'pipe', 'pipe'], launch.seccompFilter), ...treeSpawnOptions(), windowsHide: true });
+    sendFilter(started, launch.seccompFilter);
     child = started;
     const control = started.stdio[3] as Socket;
     const stdout = started.stdout as Socket;

@@ -5,6 +5,8 @@
 import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { bwrapProbeArgs, isExecutableFile, locateBwrap as locateOnDisk } from '../../carrier/protocol/bwrap-probe.ts';
+import { filterStdio, sendFilter } from '../../carrier/protocol/seccomp-fd.ts';
+import { seccompFilter, seccompUnavailable } from '../../carrier/protocol/seccomp.ts';
 import { cachedPass, probeCacheFile, probeKey, recordPass } from './probe-cache.ts';
 
 /** bwrap prints its error and exits at once; a probe this slow means something is wedged. */
@@ -49,6 +51,8 @@ export function bwrapStatus(bwrapPath: string, options: DetectOptions = {}): Pro
   const platform = options.platform ?? process.platform;
   // bubblewrap is built on Linux namespaces; nothing else has them.
   if (platform !== 'linux') return Promise.resolve({ unavailable: `bubblewrap needs Linux; this is ${platform}`, source: 'none' });
+  const noFilter = seccompUnavailable();
+  if (noFilter !== undefined) return Promise.resolve({ unavailable: noFilter, source: 'none' });
   const memo = `${bwrapPath}\0${options.cacheFile ?? ''}`;
   let probe = probes.get(memo);
   if (probe === undefined) {
@@ -104,9 +108,11 @@ async function probeOrRecall(bwrapPath: string, cacheFile: string): Promise<Bwra
 
 function probeBwrap(bwrapPath: string): Promise<string | undefined> {
   return new Promise((resolve) => {
-    const child = spawn(bwrapPath, bwrapProbeArgs(bwrapPath), { stdio: ['ignore', 'ignore', 'pipe'], env: {} });
+    const filter = seccompFilter();
+    const child = spawn(bwrapPath, bwrapProbeArgs(bwrapPath), { stdio: filterStdio(['ignore', 'ignore', 'pipe'], filter), env: {} });
+    sendFilter(child, filter);
     let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
+    child.stderr!.setEncoding('utf8').on('data', (text: string) => {
       if (stderr.length < STDERR_LIMIT) stderr += text;
     });
     const timer = setTimeout(() => child.kill('SIGKILL'), PROBE_TIMEOUT_MS);

@@ -13,7 +13,8 @@ const FILE_NAME = 'bwrap-probe.json';
 /** One machine has a handful of bwraps at most; a bigger file is not ours. */
 const MAX_FILE_BYTES = 64 * 1024;
 const MAX_ENTRIES = 8;
-const FORMAT = 1;
+/** 2: the probe also loads the seccomp filter and remounts /proc read-only; passes of 1 did not. */
+const FORMAT = 2;
 
 /** Read alongside the boot id: each can make bwrap fail without a reboot or a new binary. */
 const USERNS_SYSCTLS = [

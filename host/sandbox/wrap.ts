@@ -12,6 +12,8 @@ import { emptyNetworkReport, openAllowlist, type NetworkSession } from './allowl
 import type { NetworkReport } from './network/proxy.ts';
 import { bwrapArgs, within } from './bwrap.ts';
 import { removeTree, removeTreeSync } from '../../carrier/protocol/remove-tree.ts';
+import { seccompFilter, seccompUnavailable } from '../../carrier/protocol/seccomp.ts';
+import { resolverLayout } from '../../carrier/protocol/resolver.ts';
 import { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';
 import type { Enforcement, SandboxBackend } from './options.ts';
 import type { SandboxPlan } from './plan.ts';
@@ -59,6 +61,9 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
 
   // Resolved first: a missing cwd throws before anything is created.
   const cwd = options.cwd === undefined ? undefined : realpathSync(options.cwd);
+  // The plan never picks bwrap where there is no filter (detect.ts); checked before anything is made.
+  const filter = plan.backend === 'bwrap' ? seccompFilter() : undefined;
+  if (plan.backend === 'bwrap' && filter === undefined) throw new Error(seccompUnavailable());
   const privateTmp = mkdtempSync(join(realpathSync(options.tmpdir ?? tmpdir()), 'ptc-sandbox-'));
   const env = { ...command.env };
   for (const name of TEMP_VARIABLES) env[name] = privateTmp;
@@ -80,9 +85,9 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   if (allowlist !== undefined) Object.assign(env, proxyEnvironment(), { [NETWORK_SOCKET_ENV]: allowlist.socketPath });
   const launch = exposeLaunchPaths(command, allowlist === undefined ? [] : [allowlist.directory]);
   // An allowlist gets its own network namespace and no /run sockets: the proxy is the only way out.
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: launch.paths, cwd }), '--', launch.executable, ...launch.args];
+  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: launch.paths, cwd, ...resolverLayout(policy) }), '--', launch.executable, ...launch.args];
   const wrapped: WrappedLaunch = {
-    command: { ...command, executable: plan.bwrapPath, args, env },
+    command: { ...command, executable: plan.bwrapPath, args, env, seccompFilter: filter },
     report,
     privateTmp,
     cleanup: async () => {

@@ -40,7 +40,7 @@ test('a first probe runs a sandbox (without PATH), records the pass 0600 in a 07
   assert.is(statSync(cacheFile).mode & 0o777, 0o600);
   assert.is(statSync(join(cacheFile, '..')).mode & 0o777, 0o700);
   const recorded = JSON.parse(readFileSync(cacheFile, 'utf8'));
-  assert.is(recorded.format, 1);
+  assert.is(recorded.format, 2);
   assert.is(recorded.passes.length, 1);
   assert.is(recorded.passes[0].bwrap.path, bwrap);
   assert.is(recorded.passes[0].kernel.bootId, readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim());
@@ -70,7 +70,8 @@ test('a different kernel (boot id or release in the key) is probed again', () =>
 
 test('a corrupt, truncated, oversized or foreign-format file means probe, and is replaced by a good one', () => {
   const good = readFileSync(cacheFile, 'utf8');
-  for (const bad of ['{"format":1,"passes":[{"bwr', 'not json at all', `{"format":2,"passes":${JSON.stringify(JSON.parse(good).passes)}}`, `${good.trimEnd()}${' '.repeat(70_000)}`, '{"format":1,"passes":"all"}', '{"format":1,"passes":[{},{"bwrap":null},{"bwrap":{"path":7}}]}']) {
+  // Format 1 is a pass of the probe before it loaded the seccomp filter: it must not stand.
+  for (const bad of ['{"format":1,"passes":[{"bwr', 'not json at all', `{"format":1,"passes":${JSON.stringify(JSON.parse(good).passes)}}`, `{"format":3,"passes":${JSON.stringify(JSON.parse(good).passes)}}`, `${good.trimEnd()}${' '.repeat(70_000)}`, '{"format":1,"passes":"all"}', '{"format":1,"passes":[{},{"bwrap":null},{"bwrap":{"path":7}}]}']) {
     writeFileSync(cacheFile, bad, { mode: 0o600 });
     assert.equal(status(), { source: 'probe', cacheFile }, `after ${JSON.stringify(bad.slice(0, 40))}`);
     assert.equal(status(), { source: 'cache', cacheFile }, `rewritten after ${JSON.stringify(bad.slice(0, 40))}`);

@@ -6,6 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
+import { filterStdio, sendFilter } from '../../carrier/protocol/seccomp-fd.ts';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -166,7 +167,8 @@ interface Watchers {
 /** Spawns the wrapped launch the way host/worker/carrier.ts does, and waits for it to close. */
 function launch(command: LaunchCommand, watch: Watchers = {}): Promise<Spawned> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command.executable, command.args, { cwd: ws, env: command.env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: true });
+    const child = spawn(command.executable, command.args, { cwd: ws, env: command.env, stdio: filterStdio(['ignore', 'pipe', 'pipe', 'pipe'], command.seccompFilter), detached: true });
+    sendFilter(child, command.seccompFilter);
     const seen = { stdout: '', stderr: '', control: '' };
     const control = child.stdio[3] as Socket;
     child.stdout!.setEncoding('utf8').on('data', (text: string) => {

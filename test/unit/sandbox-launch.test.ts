@@ -8,19 +8,22 @@ import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LaunchCommand } from '../../host/worker/launch.ts';
+import { seccompFilter } from '../../carrier/protocol/seccomp.ts';
 import { appendNodeOptions, bwrapArgs, permissionArgs, readableRoots, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
 
 /** /dev/shm: the one RAM-backed place a program may write, 64 MiB, world-writable like the host's. */
 const SHM = ['--perms', '1777', '--size', String(64 * 1024 * 1024), '--tmpfs', '/dev/shm'];
-const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', ...SHM, '--proc', '/proc', '--tmpfs', '/tmp'];
-/** Without network, the host's /run (service sockets) is replaced as well. */
-const HEAD_NO_NET = [...HEAD, '--tmpfs', '/run'];
-/** The unsized tmpfs mounts (/dev; /run when it is the sandbox's own) are read-only once their mount points exist. */
-const RO = ['--remount-ro', '/dev'];
-const RO_NO_NET = [...RO, '--remount-ro', '/run'];
-/** No user namespace inside: it would let the program mount a tmpfs of its own. */
-const NS = ['--unshare-pid', '--unshare-ipc', '--unshare-user', '--disable-userns'];
-const TAIL = ['--cap-drop', 'ALL', '--die-with-parent', '--new-session'];
+/** /proc read-only: root would otherwise write sysctls (kernel.core_pattern) as host root. The
+ * host's /run (service sockets) is replaced, with the network or without. */
+const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', ...SHM, '--proc', '/proc', '--remount-ro', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/run'];
+const HEAD_NO_NET = HEAD;
+/** The unsized tmpfs mounts (/dev, /run) are read-only once their mount points exist. */
+const RO = ['--remount-ro', '/dev', '--remount-ro', '/run'];
+const RO_NO_NET = RO;
+/** Nested user namespaces and mounts are refused by the seccomp filter. */
+const NS = ['--unshare-pid', '--unshare-ipc'];
+/** The seccomp filter arrives on fd 4 (carrier/protocol/seccomp.ts). */
+const TAIL = ['--cap-drop', 'ALL', '--die-with-parent', '--new-session', '--seccomp', '4'];
 const PRIV = '/tmp/ptc-sandbox-x';
 /** The private temp directory: a 512 MiB tmpfs of the sandbox's own over the host directory. */
 const TMP = ['--perms', '0700', '--size', String(512 * 1024 * 1024), '--tmpfs', PRIV];
@@ -40,16 +43,21 @@ const ARGV: Array<[string, ResolvedPolicy, string[]]> = [
   ['/tmp as a root', policy('workspace-write', false, ['/tmp']), [...HEAD_NO_NET, '--bind', '/tmp', '/tmp', '--bind', '/srv/ws', '/srv/ws', ...TMP, ...RO_NO_NET, ...NS, '--unshare-net', ...TAIL]],
 ];
 
+// With the network, the resolver's directory under /run comes back read-only; without, it has no use.
+ARGV.push(['network, resolv.conf under /run', policy('read-only', true), [...HEAD, '--ro-bind', '/run/systemd/resolve', '/run/systemd/resolve', ...TMP, '--remount-ro', '/tmp', ...RO, ...NS, ...TAIL]]);
+ARGV.push(['no network, resolv.conf under /run', policy('read-only', false), [...HEAD, ...TMP, '--remount-ro', '/tmp', ...RO, ...NS, '--unshare-net', ...TAIL]]);
+
 for (const [name, resolved, expected] of ARGV) {
   test(`bwrapArgs: ${name}`, () => {
-    assert.equal(bwrapArgs(resolved, { privateTmp: PRIV }), expected);
+    const resolver = name.includes('resolv.conf') ? { resolver: '/run/systemd/resolve' } : {};
+    assert.equal(bwrapArgs(resolved, { privateTmp: PRIV, ...resolver }), expected);
   });
 }
 
 test('bwrapArgs binds back, read-only, what the private /tmp hides: a read-only workspace, the cwd, launch files', () => {
   const resolved = policy('read-only', false, [], '/tmp/ws');
   const args = bwrapArgs(resolved, { privateTmp: PRIV, launchPaths: ['/usr/bin/node', '/tmp/app/bootstrap.mjs'], cwd: '/tmp/ws/sub' });
-  assert.equal(args.slice(HEAD_NO_NET.length, args.indexOf('--remount-ro')), [
+  assert.equal(args.slice(HEAD_NO_NET.length, args.indexOf('--remount-ro', HEAD_NO_NET.length)), [
     ...TMP,
     '--ro-bind', '/tmp/ws', '/tmp/ws',
     '--ro-bind', '/tmp/app/bootstrap.mjs', '/tmp/app/bootstrap.mjs',
@@ -132,6 +140,8 @@ test('wrapLaunch under bwrap: bwrap runs the command after --, with a private te
   const options = wrapped.command.args.slice(0, separator).join(' ');
   assert.ok(options.includes(`--bind ${ws} ${ws} --perms 0700 --size 536870912 --tmpfs ${tmp} --ro-bind ${join(dir, 'bootstrap.mjs')} ${join(dir, 'bootstrap.mjs')}`), options);
   assert.ok(options.endsWith(`--chdir ${ws}`), options);
+  // The spawn hands bwrap this filter on the fd that --seccomp names.
+  assert.equal(wrapped.command.seccompFilter, seccompFilter());
   await wrapped.cleanup();
   assert.not.ok(existsSync(tmp));
   await wrapped.cleanup();

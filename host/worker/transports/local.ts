@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { killChildTree, treeSpawnOptions } from '../../../carrier/protocol/process-tree.ts';
 import { pipeDrainer } from '../../../carrier/protocol/pipe-drain.ts';
+import { filterStdio, sendFilter } from '../../../carrier/protocol/seccomp-fd.ts';
 import type { LaunchCommand } from '../../sandbox/index.ts';
 import type { CarrierConnection, StdioStream } from './connection.ts';
 
@@ -12,12 +13,13 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
   const child = spawn(command.executable, command.args, {
     cwd,
     env: command.env,
-    stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
+    stdio: filterStdio(['ignore', 'pipe', 'pipe', 'pipe'], command.seccompFilter),
     // POSIX: its own session and process group, so one signal reaches everything the program
     // starts. Windows: not detached, so it stays in libuv's kill-on-close job (process-tree.ts).
     ...treeSpawnOptions(),
     windowsHide: true,
   });
+  sendFilter(child, command.seccompFilter);
   const control = child.stdio[3] as Socket;
   const stdout = child.stdout as Socket;
   const stderr = child.stderr as Socket;
