@@ -82,6 +82,54 @@ if (server === undefined) {
     }
   });
 
+  // The far side's loader hashes the cached bootstrap and then runs it: a file swapped between the
+  // two would run unverified and unconfined (the relay, the probe) or as the carrier. A swapper
+  // replaces the file in a loop, half of the time with one that leaves a mark when it runs.
+  test('a bootstrap swapped in a loop during many starts never runs: only the bytes that were verified run', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'ptc-remote-swap-'));
+    const marker = join(workspace, 'unverified-ran');
+    const evil = join(workspace, 'evil.mjs');
+    const good = join(workspace, 'good.mjs');
+    writeFileSync(evil, `import { appendFileSync } from 'node:fs';\nappendFileSync(${JSON.stringify(marker)}, JSON.stringify(process.argv.slice(2)) + '\\n');\n`);
+    writeFileSync(good, bootstrap);
+    mkdirSync(cache, { recursive: true });
+    copyFileSync(good, cached);
+    // Hard link then rename: each swap is atomic, so every read sees one whole file or the other.
+    const swapper = spawn(process.execPath, ['-e', `
+      const fs = require('fs');
+      const [evil, good, cached] = process.argv.slice(1);
+      const end = Date.now() + 180_000;
+      for (let i = 0; Date.now() < end; i++) {
+        const temp = cached + '.swap';
+        fs.linkSync(i % 2 ? good : evil, temp);
+        fs.renameSync(temp, cached);
+      }
+    `, evil, good, cached], { stdio: 'ignore' });
+    const runtime = createRuntime({ launch: sshLaunch(), policy: { mode: 'workspace-write', workspaceRoot: workspace }, prestartCarrier: false });
+    const outcomes: string[] = [];
+    try {
+      const spec = runtime.resolve({ program: 'return 6 * 7', cwd: workspace, timeoutMs: 30_000 });
+      for (let start = 0; start < 20; start++) {
+        const result = await runtime.run(spec);
+        outcomes.push(result.status === 'ok' ? `ok ${JSON.stringify(result.value)}` : result.failure.kind);
+      }
+    } finally {
+      swapper.kill('SIGKILL');
+      await new Promise((resolve) => (swapper.exitCode !== null || swapper.signalCode !== null ? resolve(undefined) : swapper.once('close', resolve)));
+      await runtime.dispose();
+      copyFileSync(good, cached);
+      rmSync(`${cached}.swap`, { force: true });
+    }
+    try {
+      assert.not.ok(existsSync(marker), `unverified bootstrap bytes ran ${existsSync(marker) ? readFileSync(marker, 'utf8').trim().split('\n').length : 0} times, as: ${existsSync(marker) ? readFileSync(marker, 'utf8').replace(/\n/g, ' ') : ''}`);
+      // The race was on: some starts met the good file throughout and ran the program.
+      assert.ok(outcomes.includes('ok 42'), outcomes.join(', '));
+      assert.ok(outcomes.every((outcome) => outcome === 'ok 42' || outcome === 'worker-exit'), outcomes.join(', '));
+    } finally {
+      rmSync(workspace, { recursive: true, force: true });
+    }
+  });
+
   test('the far side enforces the policy with its own bubblewrap, and says so', async () => {
     const workspace = mkdtempSync(join(tmpdir(), 'ptc-remote-ws-'));
     try {
