@@ -84,7 +84,7 @@ if (server === undefined) {
 
   // The far side's loader hashes the cached bootstrap and then runs it: a file swapped between the
   // two would run unverified and unconfined (the relay, the probe) or as the carrier. A swapper
-  // replaces the file in a loop, half of the time with one that leaves a mark when it runs.
+  // replaces the file in a loop, a quarter of the time with one that leaves a mark when it runs.
   test('a bootstrap swapped in a loop during many starts never runs: only the bytes that were verified run', async () => {
     const workspace = mkdtempSync(join(tmpdir(), 'ptc-remote-swap-'));
     const marker = join(workspace, 'unverified-ran');
@@ -101,7 +101,7 @@ if (server === undefined) {
       const end = Date.now() + 180_000;
       for (let i = 0; Date.now() < end; i++) {
         const temp = cached + '.swap';
-        fs.linkSync(i % 2 ? good : evil, temp);
+        fs.linkSync(i % 4 ? good : evil, temp);
         fs.renameSync(temp, cached);
       }
     `, evil, good, cached], { stdio: 'ignore' });
