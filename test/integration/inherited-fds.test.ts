@@ -18,7 +18,7 @@ mkdirSync(workspace);
 test.after(() => rmSync(root, { recursive: true, force: true }));
 
 /** Tries the inherited descriptor every way a program can: write, fstat, the fd listing, a child's shell. */
-export const PROBE_FD = `
+const PROBE_FD = `
   const fs = await import('node:fs');
   const code = (error) => error.code ?? String(error.message).trim();
   const out = {};

@@ -2,7 +2,7 @@
 // private temp directory removed at close) carries every command and relay, so a run pays for a
 // channel, not a handshake. Preparing checks the remote Node and delivers the bootstrap: it is
 // content-addressed in the remote cache, uploaded through the same connection when missing,
-// written atomically (temp file, then rename) and its hash checked before use.
+// written atomically (temp file, then rename), and run only from bytes read once and hashed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmdirSync, rmSync, statSync } from 'node:fs';
