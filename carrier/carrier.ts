@@ -11,7 +11,9 @@ import { inspect as utilInspect, types } from 'node:util';
 import vm from 'node:vm';
 import { openChannel, type HostLink } from './channel.ts';
 import { scrubEnvironment } from './environment.ts';
+import { closeInheritedDescriptors } from './protocol/descriptors.ts';
 import { NETWORK_SOCKET_ENV } from './protocol/network.ts';
+import { CONTROL_FD } from './protocol/revision.ts';
 import { takeDenied, watchDenials } from './denials.ts';
 import { guardProcesses } from './process-guard.ts';
 import { beginOutput, captureStandardStreams, endOutput, inspect } from './output.ts';
@@ -60,6 +62,8 @@ let forwarding: Promise<void> = resolved(undefined);
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
+  // stdin, stdout, stderr and the control channel are ptc's; anything else open is inherited.
+  closeInheritedDescriptors([0, 1, 2, CONTROL_FD]);
   forwarding = startNetwork();
   forwarding.catch(() => {});
   scrubEnvironment();

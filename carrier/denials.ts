@@ -2,9 +2,10 @@
 // come out of the file system, child process and socket APIs while a run is active. The host
 // reports `sandbox.denied` from this and from what the run printed or returned.
 import { EventEmitter } from 'node:events';
-import { createRequire, syncBuiltinESMExports } from 'node:module';
+import { syncBuiltinESMExports } from 'node:module';
 import { types } from 'node:util';
 import { append, apply, defineProperty, getOwnPropertyDescriptor, SafeSet, stringIncludes, then } from './intrinsics.ts';
+import { requireBuiltin } from './builtins.ts';
 
 const DENIAL_CODES = new SafeSet(['EACCES', 'EROFS', 'EPERM', 'ERR_ACCESS_DENIED', 'ECONNREFUSED', 'ENETUNREACH']);
 const { isPromise } = types;
@@ -48,8 +49,7 @@ export function takeDenied(): boolean {
 
 /** Wraps the module functions that can fail with a denial, and watches 'error' events. Call once at start-up. */
 export function watchDenials(): void {
-  const require = createRequire(import.meta.url);
-  for (const name of ['fs', 'fs/promises', 'child_process']) wrapExports(require(name) as Record<string, unknown>);
+  for (const name of ['fs', 'fs/promises', 'child_process']) wrapExports(requireBuiltin(name) as Record<string, unknown>);
   syncBuiltinESMExports();
   // Streams and sockets report failures as 'error' events (a refused connection, a write stream).
   // The control socket's data events pass through here too, so no spread (it would iterate with

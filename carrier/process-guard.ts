@@ -3,10 +3,9 @@
 // the host (and os.setPriority could renice it); bubblewrap's pid namespace already hides it, and
 // under the `none` backend a child process can still signal anything (the README says so).
 // Allowed targets: the carrier itself, its own process group, and processes descended from it.
-import { createRequire, syncBuiltinESMExports } from 'node:module';
+import { syncBuiltinESMExports } from 'node:module';
+import { requireBuiltin as require } from './builtins.ts';
 
-// The modules' CommonJS objects, which the program's require() and (after a sync) import() see.
-const require = createRequire(import.meta.url);
 const fs = require('node:fs') as typeof import('node:fs');
 const os = require('node:os') as typeof import('node:os');
 

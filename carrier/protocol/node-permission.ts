@@ -15,6 +15,7 @@ export type PermissionFlag = '--permission' | '--experimental-permission';
 const HIDDEN_ROOTS = new Set(['proc', 'dev']);
 /** The devices a program may read in place of /dev: the ones with nothing of the host's in them. */
 const DEVICES = ['/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero'];
+const FDINFO = '/proc/self/fdinfo';
 
 /** Node options granting reads under `readable`, writes under `writable` (real paths), and the
  * network with `allowNet` (Node 25 and later refuse it under the model unless granted). */
@@ -32,11 +33,14 @@ export function permissionArgs(flag: PermissionFlag, writable: string[], readabl
 }
 
 /** Every entry of `/` but /proc and /dev (plus the plain devices), as read grants: Node's model can
- * only grant, never carve a hole. On Windows, everything: there is no /proc or /dev to hide, and a
- * listing of `/` would name only the current drive's folders. */
+ * only grant, never carve a hole. On Linux also the carrier's own /proc/self/fdinfo, which tells it
+ * the descriptors it inherited (protocol/descriptors.ts) and holds only their offsets and flags. On
+ * Windows, everything: there is no /proc or /dev to hide, and a listing of `/` would name only the
+ * current drive's folders. */
 export function readableRoots(entries?: string[], platform: NodeJS.Platform = process.platform): string[] {
   if (platform === 'win32') return ['*'];
-  return [...(entries ?? readdirSync('/')).filter((name) => !HIDDEN_ROOTS.has(name)).sort().map((name) => `/${name}`), ...DEVICES];
+  const roots = [...(entries ?? readdirSync('/')).filter((name) => !HIDDEN_ROOTS.has(name)).sort().map((name) => `/${name}`), ...DEVICES];
+  return platform === 'linux' ? [...roots, FDINFO] : roots;
 }
 
 /** Appends options to a NODE_OPTIONS value, quoting them the way Node's parser reads them back. */

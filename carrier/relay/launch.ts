@@ -1,6 +1,9 @@
 // The carrier command the relay runs on its machine, from the host's start frame: this Node running
-// this bootstrap file, with the heap limit, under the backend the host chose from what this machine
+// this bootstrap, with the heap limit, under the backend the host chose from what this machine
 // offers (bwrap, Node's permission model, or none). Policy paths are resolved here, where they live.
+// A relay that runs from the bytes its loader read and verified (a data: URL, transports/ssh.ts on
+// the host) hands its carrier those same bytes on SOURCE_FD (5), never the file's path: the file may have
+// been swapped since it was read.
 import { mkdtempSync, realpathSync, statSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
@@ -19,13 +22,29 @@ export interface CarrierLaunch {
   privateTmp: string | undefined;
   /** bubblewrap's seccomp filter, handed over on SECCOMP_FD (protocol/seccomp-fd.ts). */
   seccompFilter?: Uint8Array;
+  /** The bootstrap's bytes, for the relay to write to the carrier's SOURCE_FD and close. */
+  source?: Uint8Array;
+}
+
+/** The carrier's descriptor that carries its bootstrap's bytes; the loader closes it before they
+ * run. Not 4: that is where bwrap reads its seccomp filter (SECCOMP_FD), and closes it. */
+export const SOURCE_FD = 5;
+
+/** Run with `node -e`: reads the bootstrap from SOURCE_FD to its end, closes it, and evaluates exactly that. */
+const SOURCE_LOADER = `const fs=require("fs");const bytes=fs.readFileSync(${SOURCE_FD});fs.closeSync(${SOURCE_FD});import("data:text/javascript;base64,"+bytes.toString("base64"));`;
+
+/** The bytes of a module that runs from a base64 data: URL (what the loader imported), else undefined. */
+export function sourceOf(moduleUrl: string): Uint8Array | undefined {
+  const prefix = 'data:text/javascript;base64,';
+  return moduleUrl.startsWith(prefix) ? Buffer.from(moduleUrl.slice(prefix.length), 'base64') : undefined;
 }
 
 const KEPT_ENV = ['PATH', 'TMPDIR', 'TMP', 'TEMP'];
 const TEMP_VARIABLES = ['TMPDIR', 'TMP', 'TEMP'];
 
-/** Builds the command for `spec`; throws an Error naming the path or value that is wrong here. */
-export function carrierLaunch(spec: RelayStart, bootstrapPath: string): CarrierLaunch {
+/** Builds the command for `spec`, running `source` when given, else the file at `bootstrapPath`;
+ * throws an Error naming the path or value that is wrong here. */
+export function carrierLaunch(spec: RelayStart, bootstrapPath: string, source?: Uint8Array): CarrierLaunch {
   if (typeof spec !== 'object' || spec === null || !Number.isSafeInteger(spec.heapMb) || typeof spec.cwd !== 'string' || typeof spec.sandbox !== 'object' || spec.sandbox === null) {
     throw new Error(`invalid start frame: ${JSON.stringify(spec)}`);
   }
@@ -36,10 +55,12 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string): CarrierL
     if (value !== undefined) env[name] = value;
   }
   const node = process.execPath;
-  const script = realpathSync(bootstrapPath);
+  const script = source === undefined ? realpathSync(bootstrapPath) : undefined;
   const heap = `--max-old-space-size=${spec.heapMb}`;
+  const entry = script === undefined ? ['-e', SOURCE_LOADER] : [script];
   const sandbox = spec.sandbox;
-  if (sandbox.backend === 'none') return { executable: node, args: [heap, script], env, cwd, privateTmp: undefined };
+  const carried = source === undefined ? {} : { source };
+  if (sandbox.backend === 'none') return { executable: node, args: [heap, ...entry], env, cwd, privateTmp: undefined, ...carried };
 
   const policy: ConfinedPolicy = {
     mode: sandbox.mode,
@@ -54,11 +75,12 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string): CarrierL
   for (const name of TEMP_VARIABLES) env[name] = privateTmp;
   const writable = [...writablePaths(policy), privateTmp];
   if (sandbox.backend === 'node-permission') {
-    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readableRoots(), { allowNet: sandbox.allowNet === true }), heap, script], env, cwd, privateTmp };
+    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readableRoots(), { allowNet: sandbox.allowNet === true }), heap, ...entry], env, cwd, privateTmp, ...carried };
   }
   const realNode = realpathSync(node);
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: [realNode, script], cwd, ...resolverLayout(policy) }), '--', realNode, heap, script];
-  return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp, seccompFilter: filter };
+  const launchPaths = script === undefined ? [realNode] : [realNode, script];
+  const args = [...bwrapArgs(policy, { privateTmp, launchPaths, cwd, ...resolverLayout(policy) }), '--', realNode, heap, ...entry];
+  return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp, seccompFilter: filter, ...carried };
 }
 
 function realDirectory(path: string, what: string): string {

@@ -15,15 +15,17 @@ import { killChildTree, treeSpawnOptions } from '../protocol/process-tree.ts';
 import { removeTreeSync } from '../protocol/remove-tree.ts';
 import { pipeDrainer } from '../protocol/pipe-drain.ts';
 import { filterStdio, sendFilter } from '../protocol/seccomp-fd.ts';
-import { carrierLaunch, type CarrierLaunch } from './launch.ts';
+import { carrierLaunch, SOURCE_FD, sourceOf, type CarrierLaunch } from './launch.ts';
 
 /** Exit status of a relay that could not do its job; the host reads the reason from its F frame or stderr. */
 const RELAY_FAILED = 70;
 /** How long the carrier's pipes may stay open after it exited before the relay reports the exit anyway. */
 const EXIT_DRAIN_MS = 2_000;
 
-/** Serves one carrier over this process's stdin and stdout, then exits. */
-export function runRelay(bootstrapPath: string): void {
+/** Serves one carrier over this process's stdin and stdout, then exits. The carrier runs the bytes
+ * this relay runs from when its module came from a data: URL (`moduleUrl`), else the file at `bootstrapPath`. */
+export function runRelay(bootstrapPath: string, moduleUrl: string): void {
+  const source = sourceOf(moduleUrl);
   const out = (type: MuxType, payload?: Uint8Array): void => void process.stdout.write(muxFrame(type, payload));
   let child: ChildProcess | undefined;
   let launch: CarrierLaunch | undefined;
@@ -61,13 +63,24 @@ export function runRelay(bootstrapPath: string): void {
     watchdogMs = spec.watchdogMs;
     armWatchdog();
     try {
-      launch = carrierLaunch(spec, bootstrapPath);
+      launch = carrierLaunch(spec, bootstrapPath, source);
     } catch (error) {
       return fail((error as Error).message);
     }
-    const started = spawn(launch.executable, launch.args, { cwd: launch.cwd, env: launch.env, stdio: filterStdio(['ignore', 'pipe', 'pipe', 'pipe'], launch.seccompFilter), ...treeSpawnOptions(), windowsHide: true });
+    const stdio = filterStdio(['ignore', 'pipe', 'pipe', 'pipe'], launch.seccompFilter);
+    if (launch.source !== undefined) {
+      while (stdio.length < SOURCE_FD) stdio.push('ignore');
+      stdio[SOURCE_FD] = 'pipe';
+    }
+    const started = spawn(launch.executable, launch.args, { cwd: launch.cwd, env: launch.env, stdio, ...treeSpawnOptions(), windowsHide: true });
     sendFilter(started, launch.seccompFilter);
     child = started;
+    if (launch.source !== undefined) {
+      const sourcePipe = started.stdio[SOURCE_FD] as Socket;
+      // A carrier that dies before reading it all closes the pipe: its exit is what gets reported.
+      sourcePipe.on('error', () => {});
+      sourcePipe.end(launch.source);
+    }
     const control = started.stdio[3] as Socket;
     const stdout = started.stdout as Socket;
     const stderr = started.stderr as Socket;

@@ -3,6 +3,7 @@ export { checkPolicyShape, networkRules, resolvePolicy, writablePaths, SANDBOX_M
 export { resolveSandboxOptions, type BackendChoice, type Enforcement, type ResolvedSandboxOptions, type SandboxBackend, type SandboxOptions } from './options.ts';
 export { availableBackends, bwrapStatus, bwrapUnavailable, locateBwrap, permissionFlag, type BwrapStatus, type DetectOptions, type PermissionFlag } from './detect.ts';
 export { probeCacheFile } from './probe-cache.ts';
+export { cacheDirectory, isPrivateDirectory, makePrivateDirectory } from './private-directory.ts';
 export { planSandbox, type MachineFacts, type SandboxPlan, type SandboxUnavailable } from './plan.ts';
 export { bwrapArgs, type BwrapLayout } from './bwrap.ts';
 export { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';

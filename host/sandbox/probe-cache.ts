@@ -3,10 +3,12 @@
 // answer depends on: the bwrap binary (path, device, inode, size, mtime), the kernel (release and
 // boot id) and the sysctls that switch unprivileged user namespaces on and off, plus the user. When
 // any of them changes the key no longer matches and the probe runs again. The cache is only ever
-// a shortcut: a file that is missing, unreadable, corrupt, foreign or too large means "probe".
-import { mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync, closeSync, fstatSync, type Stats } from 'node:fs';
-import { homedir, release, tmpdir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+// a shortcut: a file that is missing, unreadable, corrupt, foreign or too large, or in a directory
+// that is not private to this user, means "probe".
+import { openSync, readFileSync, renameSync, unlinkSync, writeSync, closeSync, fstatSync, type Stats } from 'node:fs';
+import { release } from 'node:os';
+import { join } from 'node:path';
+import { cacheDirectory, isPrivateDirectory, makePrivateDirectory } from './private-directory.ts';
 import { randomBytes } from 'node:crypto';
 
 const FILE_NAME = 'bwrap-probe.json';
@@ -23,19 +25,9 @@ const USERNS_SYSCTLS = [
   '/proc/sys/kernel/apparmor_restrict_unprivileged_userns',
 ];
 
-/** The per-user cache file: $XDG_CACHE_HOME/ptc, else ~/.cache/ptc, else <tmpdir>/ptc-cache-<uid>. */
+/** The per-user cache file, in the private cache directory (private-directory.ts). */
 export function probeCacheFile(env: NodeJS.ProcessEnv = process.env): string {
-  const xdg = env.XDG_CACHE_HOME;
-  // The XDG spec says a relative value is invalid and is to be ignored.
-  if (xdg !== undefined && isAbsolute(xdg)) return join(xdg, 'ptc', FILE_NAME);
-  let home: string | undefined;
-  try {
-    home = env.HOME !== undefined && isAbsolute(env.HOME) ? env.HOME : homedir();
-  } catch {
-    home = undefined; // no passwd entry for this uid
-  }
-  if (home !== undefined && home !== '' && home !== '/') return join(home, '.cache', 'ptc', FILE_NAME);
-  return join(tmpdir(), `ptc-cache-${process.getuid?.() ?? 'user'}`, FILE_NAME);
+  return join(cacheDirectory(env), FILE_NAME);
 }
 
 /** What a probe of `bwrapPath` (whose stats are given) depends on, as a comparable string. */
@@ -63,8 +55,7 @@ export function recordPass(file: string, key: string): void {
   const dir = join(file, '..');
   const temp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    if (!trustedDirectory(dir)) return;
+    if (!makePrivateDirectory(dir)) return;
     const fd = openSync(temp, 'wx', 0o600);
     try {
       writeSync(fd, text);
@@ -91,7 +82,7 @@ function bwrapPathOf(entry: string): string | undefined {
 function readEntries(file: string): string[] {
   let text: string;
   try {
-    if (!trustedDirectory(join(file, '..'))) return [];
+    if (!isPrivateDirectory(join(file, '..'))) return [];
     const fd = openSync(file, 'r');
     try {
       const stats = fstatSync(fd);
@@ -110,16 +101,6 @@ function readEntries(file: string): string[] {
     return parsed.passes.filter((entry) => typeof entry === 'object' && entry !== null).map((entry) => JSON.stringify(entry));
   } catch {
     return [];
-  }
-}
-
-/** A cache directory another user could write to (a shared /tmp) could feed us any answer. */
-function trustedDirectory(dir: string): boolean {
-  try {
-    const stats = statSync(dir);
-    return stats.isDirectory() && ownedByMe(stats) && (stats.mode & 0o022) === 0;
-  } catch {
-    return false;
   }
 }
 

@@ -3,11 +3,10 @@
 // ssh or a command prefix, through the relay (transports/). For a local launch the environment is
 // built from scratch: PATH and temp paths only, plus the selector and heap flag the launch needs.
 import { isSea } from 'node:sea';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CARRIER_SELECTOR } from '../../carrier/protocol/revision.ts';
-import type { LaunchCommand } from '../sandbox/index.ts';
+import { cacheDirectory, makePrivateDirectory, type LaunchCommand } from '../sandbox/index.ts';
 import type { SshLaunch } from './transports/ssh.ts';
 import type { CommandLaunch } from './transports/command.ts';
 
@@ -70,18 +69,22 @@ export function launchCommand(launch: LocalLaunch | undefined, maxOldGenerationS
         args: [heap, chosen.bootstrapPath ?? defaultBootstrapPath()],
         env,
       };
-    case 'source':
+    case 'source': {
       // Stripping the carrier's TypeScript costs ~150 ms a start; Node's compile cache keeps the
-      // stripped and compiled code between carriers.
+      // stripped and compiled code between carriers. Node runs whatever code it finds there, so the
+      // cache is only used in a directory private to this user (never a shared /tmp path another
+      // user could make first); without one, carriers start without it.
+      const cache = join(cacheDirectory(), 'compile-cache');
       return {
         kind: 'source',
         executable: process.execPath,
         args: [heap, carrierSourcePath()],
-        env: { ...env, NODE_COMPILE_CACHE: join(tmpdir(), `ptc-compile-cache-${process.getuid?.() ?? 'user'}`) },
+        env: makePrivateDirectory(cache) ? { ...env, NODE_COMPILE_CACHE: cache } : env,
         // The carrier imports its sibling modules and node_modules from the checkout (the
         // installed package's carrier is one file, which the sandbox exposes as an argument).
         readable: typeof PTC_PACKAGE_CARRIER === 'string' ? [] : [fileURLToPath(new URL('../..', import.meta.url))],
       };
+    }
   }
 }
 

@@ -46,6 +46,37 @@ function processesWith(text: string): number[] {
   }).map(Number);
 }
 
+/** argv: evil good cached. Swaps the evil file in after half the opens of the good one, and back after each of its own (see its test). */
+const SWAPPER = `
+import ctypes, os, random, struct, sys, time
+evil, good, cached = sys.argv[1:4]
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+IN_OPEN = 0x20
+if fd < 0 or libc.inotify_add_watch(fd, os.path.dirname(cached).encode(), IN_OPEN) < 0:
+    sys.exit('inotify: ' + os.strerror(ctypes.get_errno()))
+open(cached + '.watching', 'w').close()
+name = os.path.basename(cached).encode()
+evil_inode = os.stat(evil).st_ino
+end = time.monotonic() + 180
+while time.monotonic() < end:
+    data = os.read(fd, 65536)
+    offset = 0
+    while offset < len(data):
+        wd, mask, cookie, length = struct.unpack_from('iIII', data, offset)
+        entry = data[offset + 16:offset + 16 + length].rstrip(b'\\0')
+        offset += 16 + length
+        if entry != name:
+            continue
+        try:
+            is_evil = os.stat(cached).st_ino == evil_inode
+        except FileNotFoundError:
+            continue
+        if is_evil or random.random() < 0.5:
+            os.link(good if is_evil else evil, cached + '.swap')
+            os.rename(cached + '.swap', cached)
+`;
+
 if (server === undefined) {
   test('remote suite skipped: no sshd (eval "$(bash test/helpers/sshd.sh start)")', () => {});
 } else {
@@ -79,6 +110,54 @@ if (server === undefined) {
       assert.ok(readFileSync(cached).equals(bootstrap));
     } finally {
       await runtime.dispose();
+    }
+  });
+
+  // The far side's loader hashes the cached bootstrap and then runs it: a file swapped between the
+  // two would run unverified and unconfined (the relay, the probe) or as the carrier. A swapper
+  // replaces the file again and again, with one that leaves a mark when it runs and back.
+  test('a bootstrap swapped in a loop during many starts never runs: only the bytes that were verified run', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'ptc-remote-swap-'));
+    const marker = join(workspace, 'unverified-ran');
+    // Next to the cache, so that a hard link can reach it.
+    const evil = join(cache, '..', 'swap-evil.mjs');
+    const good = join(cache, '..', 'swap-good.mjs');
+    writeFileSync(evil, `import { appendFileSync } from 'node:fs';\nappendFileSync(${JSON.stringify(marker)}, JSON.stringify(process.argv.slice(2)) + '\\n');\n`);
+    writeFileSync(good, bootstrap);
+    mkdirSync(cache, { recursive: true });
+    copyFileSync(good, cached);
+    // The swapper watches the cache directory (inotify) and swaps right after a reader opens the
+    // file: after an open of the good file, at random half of the time, the evil one goes in for
+    // the next reader; after an open of the evil one, the good one comes back. A hard link then a rename, so
+    // each swap is atomic and every read sees one whole file or the other. It stops itself after
+    // 180 s and is killed when the starts are done.
+    const swapper = spawn('python3', ['-c', SWAPPER, evil, good, cached], { stdio: ['ignore', 'ignore', 'inherit'] });
+    await waitUntil(() => existsSync(`${cached}.watching`), SETTLE_MS);
+    const runtime = createRuntime({ launch: sshLaunch(), policy: { mode: 'workspace-write', workspaceRoot: workspace }, prestartCarrier: false });
+    const outcomes: string[] = [];
+    try {
+      const spec = runtime.resolve({ program: 'return 6 * 7', cwd: workspace, timeoutMs: 30_000 });
+      for (let start = 0; start < 20; start++) {
+        const result = await runtime.run(spec);
+        outcomes.push(result.status === 'ok' ? `ok ${JSON.stringify(result.value)}` : result.failure.kind);
+      }
+    } finally {
+      outcomes.push(swapper.exitCode === null ? 'swapper running' : `swapper exited ${swapper.exitCode}`);
+      swapper.kill('SIGKILL');
+      await new Promise((resolve) => (swapper.exitCode !== null || swapper.signalCode !== null ? resolve(undefined) : swapper.once('close', resolve)));
+      await runtime.dispose();
+      copyFileSync(good, cached);
+      rmSync(`${cached}.swap`, { force: true });
+      rmSync(`${cached}.watching`, { force: true });
+      for (const file of [evil, good]) rmSync(file, { force: true });
+    }
+    try {
+      assert.not.ok(existsSync(marker), `unverified bootstrap bytes ran ${existsSync(marker) ? readFileSync(marker, 'utf8').trim().split('\n').length : 0} times, as: ${existsSync(marker) ? readFileSync(marker, 'utf8').replace(/\n/g, ' ') : ''} (${outcomes.join(', ')})`);
+      // The race was on: some starts met the good file throughout and ran the program.
+      assert.ok(outcomes.includes('ok 42'), outcomes.join(', '));
+      assert.is(outcomes.pop(), 'swapper running');
+    } finally {
+      rmSync(workspace, { recursive: true, force: true });
     }
   });
 

@@ -77,9 +77,9 @@ test('permissionArgs: one read grant per root, one write grant per path, the Nod
   assert.equal(permissionArgs('--experimental-permission', [], ['/usr']), ['--experimental-permission', '--allow-fs-read=/usr', '--disable-warning=ExperimentalWarning']);
 });
 
-test('readableRoots: every entry of / but /proc and /dev (the host\'s processes and terminals), plus the plain devices', () => {
+test('readableRoots: every entry of / but /proc and /dev (the host\'s processes and terminals), plus the plain devices and the carrier\'s own fdinfo', () => {
   const devices = ['/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero'];
-  assert.equal(readableRoots(['usr', 'proc', 'etc', 'dev', 'tmp', 'sys']), ['/etc', '/sys', '/tmp', '/usr', ...devices]);
+  assert.equal(readableRoots(['usr', 'proc', 'etc', 'dev', 'tmp', 'sys'], 'linux'), ['/etc', '/sys', '/tmp', '/usr', ...devices, '/proc/self/fdinfo']);
   const here = readableRoots();
   assert.ok(here.includes('/usr') && !here.includes('/proc') && !here.includes('/dev'), here.join(' '));
 });

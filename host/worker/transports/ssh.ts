@@ -2,7 +2,7 @@
 // private temp directory removed at close) carries every command and relay, so a run pays for a
 // channel, not a handshake. Preparing checks the remote Node and delivers the bootstrap: it is
 // content-addressed in the remote cache, uploaded through the same connection when missing,
-// written atomically (temp file, then rename) and its hash checked before use.
+// written atomically (temp file, then rename), and run only from bytes read once and hashed.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmdirSync, rmSync, statSync } from 'node:fs';
@@ -51,16 +51,21 @@ interface Prepared {
   sha256?: string;
 }
 
-/** Run by the remote Node as `node -e VERIFY_AND_RELAY <file> <sha256>`: hashes the file, and only
- * when it matches imports it as the relay (argv as `node <file> --relay` would have it). */
-const VERIFY_AND_RELAY = [
-  'const fs=require("fs"),crypto=require("crypto"),url=require("url");',
-  'const [file,want]=process.argv.slice(1);',
-  'const text=fs.readFileSync(file);',
-  'const got=crypto.createHash("sha256").update(text).digest("hex");',
-  'if(got!==want){process.stderr.write(`the bootstrap ${file} has sha256 ${got}, expected ${want}\\n`);process.exit(65)}',
-  'process.argv[2]="--relay";',
-  'import(url.pathToFileURL(file).href);',
+/**
+ * Run by the remote Node as `node -e VERIFY_AND_RUN <file> <sha256 or -> <role> [args]`: reads the
+ * file once, and only when its hash matches (or there is none to hold it to: "-") evaluates exactly
+ * those bytes, from a data: URL, as `node <file> <role> [args]` would. Importing the file by its path
+ * would read it a second time, and a file swapped in between would run unverified and unconfined.
+ * The relay hands the same bytes on to its carrier (carrier/relay/launch.ts).
+ */
+const VERIFY_AND_RUN = [
+  'const fs=require("fs"),crypto=require("crypto");',
+  'const [file,want,...rest]=process.argv.slice(1);',
+  'const bytes=fs.readFileSync(file);',
+  'const got=crypto.createHash("sha256").update(bytes).digest("hex");',
+  'if(want!=="-"&&got!==want){process.stderr.write(`the bootstrap ${file} has sha256 ${got}, expected ${want}\\n`);process.exit(65)}',
+  'process.argv.splice(1,Infinity,file,...rest);',
+  'import("data:text/javascript;base64,"+bytes.toString("base64"));',
 ].join('');
 
 let bootstrapText: Promise<{ text: string; sha256: string }> | undefined;
@@ -151,7 +156,7 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
       `console.log(${JSON.stringify(MARK)}+JSON.stringify({node:process.version,file,hash}));`,
       'process.exitCode=(want==="-"?/^[0-9a-f]{64}$/.test(hash):hash===want)?0:3;',
     ].join('');
-    const command = `command -v ${shellQuote(node)} >/dev/null 2>&1 || { echo ${MARK}no-node; exit 0; }; ${shellLine([node, '-e', script])} ${bootstrap} ${sha256 ?? '-'} && exec ${shellQuote(node)} ${bootstrap} --probe`;
+    const command = `command -v ${shellQuote(node)} >/dev/null 2>&1 || { echo ${MARK}no-node; exit 0; }; ${shellLine([node, '-e', script])} ${bootstrap} ${sha256 ?? '-'} && exec ${shellLine([node, '-e', VERIFY_AND_RUN])} ${bootstrap} ${sha256 ?? '-'} --probe`;
     const result = await run(command);
     const lines = result.stdout.split('\n');
     if (lines.includes(`${MARK}no-node`)) throw new Error(`${describe}: there is no Node at ${JSON.stringify(node)} on the remote PATH (install Node >= 20.12 there, or set launch.node / --remote-node)`);
@@ -218,9 +223,9 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
   return {
     describe,
     async prepare(bwrapPath?: string) {
-      const { facts, bootstrap } = await ensure();
+      const { facts, bootstrap, sha256 } = await ensure();
       if (bwrapPath === undefined || bwrapPath === facts.bwrapPath) return facts;
-      const result = await run(`exec ${shellLine([node, bootstrap, '--probe', bwrapPath])}`);
+      const result = await run(`exec ${shellLine([node, '-e', VERIFY_AND_RUN, bootstrap, sha256 ?? '-', '--probe', bwrapPath])}`);
       const line = result.stdout.split('\n').find((text) => text.startsWith('{'));
       if (result.code !== 0 || line === undefined) throw new Error(`${describe}: the bootstrap's probe failed (exit code ${result.code}): ${result.stderr || 'no output'}`);
       const report = JSON.parse(line) as { bwrapPath: string; bwrapUnavailable?: string };
@@ -229,10 +234,8 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
     async relay(start: RelayStart) {
       const { bootstrap, sha256 } = await ensure();
       // The file is hashed again by the Node that is about to run it, so a bootstrap changed since
-      // preparing never runs; a preinstalled one (no hash to hold it to) is started directly.
-      const command = sha256 === undefined
-        ? shellLine([node, bootstrap, '--relay'])
-        : shellLine([node, '-e', VERIFY_AND_RELAY, bootstrap, sha256]);
+      // preparing never runs; a preinstalled one has no hash to hold it to, but is still read once.
+      const command = shellLine([node, '-e', VERIFY_AND_RUN, bootstrap, sha256 ?? '-', '--relay']);
       return {
         executable: 'ssh',
         args: [...channelArgs(), launch.destination, `exec ${command}`],
