@@ -76,7 +76,7 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
     sendFilter(started, launch.seccompFilter);
     child = started;
     if (launch.source !== undefined) {
-      const sourcePipe = started.stdio[SOURCE_FD] as Socket;
+      const sourcePipe = (started.stdio as unknown as Socket[])[SOURCE_FD]!;
       // A carrier that dies before reading it all closes the pipe: its exit is what gets reported.
       sourcePipe.on('error', () => {});
       sourcePipe.end(launch.source);
