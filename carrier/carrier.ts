@@ -12,7 +12,8 @@ import vm from 'node:vm';
 import { openChannel, type HostLink } from './channel.ts';
 import { scrubEnvironment } from './environment.ts';
 import { NETWORK_SOCKET_ENV } from './protocol/network.ts';
-import { takeDenied, watchDenials } from './denials.ts';
+import { markDenied, takeDenied, watchDenials } from './denials.ts';
+import { closePermissionGaps } from './permission-gaps.ts';
 import { guardProcesses } from './process-guard.ts';
 import { beginOutput, captureStandardStreams, endOutput, inspect } from './output.ts';
 import { BindingError, installBindings } from './bindings.ts';
@@ -65,6 +66,7 @@ export function runCarrier(): void {
   scrubEnvironment();
   guardProcesses();
   watchDenials();
+  closePermissionGaps(markDenied);
   silenceLoaderWarning();
   process.on('uncaughtException', (error) => failCurrentRun(error));
   process.on('unhandledRejection', (reason) => failCurrentRun(reason));
