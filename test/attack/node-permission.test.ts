@@ -227,6 +227,54 @@ for (const user of victims()) {
   }
 }
 
+/** The writes Node's model refuses by itself (the README's other node-permission claims), in one program: each outcome is its error code. */
+function ownRefusalsProgram({ ssh, keys, workspace }: Paths): string {
+  return `const fs = await import('node:fs'); const outcomes = {};
+    const attempt = async (name, work) => { try { await work(); outcomes[name] = 'done'; } catch (error) { outcomes[name] = error.code ?? error.message; } };
+    await attempt('writeFile', () => fs.writeFileSync(${q(keys)}, ${q(`${KEY}\n`)}));
+    await attempt('relative path after chdir', () => { process.chdir(${q(ssh)}); try { fs.writeFileSync('authorized_keys', 'x'); } finally { process.chdir(${q(workspace)}); } });
+    await attempt('rename into', () => { fs.writeFileSync('k', 'x'); fs.renameSync('k', ${q(keys)}); });
+    await attempt('symlink', () => fs.symlinkSync(${q(keys)}, 'link'));
+    await attempt('chmod', () => fs.chmodSync(${q(`${keys}.old`)}, 0o777));
+    await attempt('futimes', () => fs.futimesSync(fs.openSync(${q(`${keys}.old`)}, 'r'), 1, 1));
+    await attempt('truncate', () => fs.truncateSync(${q(`${keys}.old`)}, 0));
+    await attempt('child process', async () => (await import('node:child_process')).execFileSync('/bin/sh', ['-c', 'echo x > ${keys}']));
+    await attempt('worker', async () => new (await import('node:worker_threads')).Worker('1', { eval: true }));
+    await attempt('WASI', async () => new (await import('node:wasi')).WASI({ version: 'preview1', preopens: { '/': ${q(ssh)} } }));
+    await attempt('inspector', async () => (await import('node:inspector')).open(0));
+    await attempt('addon', () => process.dlopen({ exports: {} }, process.execPath));
+    await attempt('heap snapshot', async () => (await import('node:v8')).writeHeapSnapshot(${q(join(ssh, 'heap'))}));
+    await attempt('report', () => process.report.writeReport(${q(keys)}));
+    await attempt('ffi', async () => { if (!(await import('node:module')).isBuiltin('node:ffi')) throw Object.assign(new Error(), { code: 'absent' }); (await import('node:ffi')).getRawPointer(Buffer.alloc(8)); });
+    return outcomes;`;
+}
+
+for (const user of victims()) {
+  for (const launch of LAUNCHES) {
+    if (launch.rootOnly === true && user.uid !== 0) continue;
+    test(`what Node's model refuses itself stays refused, nothing planted, denied (${launch.name}, as ${user.name})`, async () => {
+      await withHome(user, async (paths) => {
+        const old = `${paths.keys}.old`;
+        writeFileSync(old, 'the key that was there\n');
+        chownSync(old, user.uid, user.gid);
+        const before = statSync(old);
+        const result = await ptcRun(user, launch, paths, ownRefusalsProgram(paths));
+        assert.is(result.status, 'ok', JSON.stringify(result));
+        const outcomes = result.value as Record<string, string>;
+        assert.is(Object.keys(outcomes).length, 15);
+        for (const [name, code] of Object.entries(outcomes)) {
+          const expected = name === 'addon' ? 'ERR_DLOPEN_DISABLED' : name === 'ffi' && launch.major < 26 ? 'absent' : 'ERR_ACCESS_DENIED';
+          assert.is(code, expected, `${name}: ${code}`);
+        }
+        assert.is(anyFile(paths), false, readdirSync(paths.ssh).join(', '));
+        const after = statSync(old);
+        assert.equal([after.mode, after.mtimeMs, after.size], [before.mode, before.mtimeMs, before.size]);
+        assert.is(result.sandbox?.denied, true);
+      });
+    });
+  }
+}
+
 // The refusals are no wider than the hole: what stays inside the writable roots still works.
 for (const launch of LAUNCHES.slice(0, 3)) {
   test(`a Unix socket in the workspace still listens, and the run is not denied (${launch.name})`, async () => {
