@@ -7,24 +7,26 @@ import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { defineProperty, ownKeys } from './intrinsics.ts';
 
 const require = createRequire(import.meta.url);
-const { preventExtensions } = Object;
+const { create, freeze, preventExtensions } = Object;
 
 /** Makes a refusal error; called at every refused use, so each one is noticed. */
 export type Refusal = (what: string) => Error;
 
 /**
- * Makes every export of built-in `specifier` throw `refuse(specifier)`: an `import` of it rejects,
- * and `require()` or `getBuiltinModule()` return an object whose every property throws. The
- * originals are dropped, so nothing a program can reach still holds them.
+ * Makes every export of built-in `specifier` unusable: each function (class) becomes one that
+ * throws `refuse(specifier)` when called or constructed, each other value a frozen empty object,
+ * and the exports object takes no new ones. An `import` of it still resolves (an export that threw
+ * on being read would break Node's syncBuiltinESMExports for good once an import had tried it),
+ * but nothing in it does anything. The originals are dropped, so nothing a program can reach
+ * still holds them.
  */
 export function refuseBuiltin(specifier: string, refuse: Refusal): void {
-  const exports = require(specifier) as object;
+  const exports = require(specifier) as Record<PropertyKey, unknown>;
   const keys = ownKeys(exports);
   for (let index = 0; index < keys.length; index++) {
-    const get = function (): never {
-      throw refuse(specifier);
-    };
-    defineProperty(exports, keys[index]!, { __proto__: null, get, enumerable: true, configurable: false } as PropertyDescriptor);
+    const key = keys[index]!;
+    const value = typeof exports[key] === 'function' ? refusing(specifier, String(key), refuse) : freeze(create(null));
+    defineProperty(exports, key, { __proto__: null, value, writable: false, enumerable: true, configurable: false } as PropertyDescriptor);
   }
   preventExtensions(exports);
   syncBuiltinESMExports();
@@ -33,11 +35,16 @@ export function refuseBuiltin(specifier: string, refuse: Refusal): void {
 /** Replaces `name` of built-in `specifier` with a function that throws `refuse('<specifier>.<name>()')`, for `import` too. */
 export function refuseExport(specifier: string, name: string, refuse: Refusal): void {
   const exports = require(specifier) as Record<string, unknown>;
-  const what = `${specifier}.${name}()`;
+  const value = refusing(`${specifier}.${name}()`, name, refuse);
+  defineProperty(exports, name, { __proto__: null, value, writable: false, enumerable: true, configurable: false } as PropertyDescriptor);
+  syncBuiltinESMExports();
+}
+
+/** A function named `name` that throws `refuse(what)` when called and when constructed. */
+function refusing(what: string, name: string, refuse: Refusal): () => never {
   const refused = function (): never {
     throw refuse(what);
   };
   defineProperty(refused, 'name', { __proto__: null, value: name } as PropertyDescriptor);
-  defineProperty(exports, name, { __proto__: null, value: refused, writable: false, enumerable: true, configurable: false } as PropertyDescriptor);
-  syncBuiltinESMExports();
+  return freeze(refused);
 }
