@@ -5,7 +5,7 @@
 //   node:sqlite                          opens, creates and attaches database files (a path, ATTACH,
 //                                        VACUUM INTO, a file: URI, backup()), and reads /proc (22, 26)
 //   v8.setFlagsFromString                V8 flags write files anywhere (--redirect-code-traces-to,
-//                                        --trace-turbo, --logfile), with text the program chooses
+//                                        --trace-turbo), with text the program chooses
 //   v8.setHeapSnapshotNearHeapLimit      a snapshot into the working directory (20, 22)
 //   trace_events.createTracing           a trace log into the working directory (20)
 //   process.report.directory / filename  report files anywhere (20)
@@ -24,7 +24,7 @@ const cwd = process.cwd;
 /** What a refused use throws. */
 const WHY = {
   sqlite: 'SQLite opens and writes database files without Node\'s permission checks, so it could write outside the writable roots',
-  flags: 'V8 flags can make V8 write files anywhere (--redirect-code-traces-to, --trace-turbo, --logfile)',
+  flags: 'V8 flags can make V8 write files anywhere (--redirect-code-traces-to, --trace-turbo)',
   diagnostics: 'it writes its file without Node\'s permission checks on some Node versions, outside the writable roots',
   utimes: 'it changes the times of a file opened only for reading (Node 20 does not check it)',
   socket: 'a Unix socket is a file, and this path is outside the writable roots',
