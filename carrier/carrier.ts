@@ -14,7 +14,8 @@ import { scrubEnvironment } from './environment.ts';
 import { closeInheritedDescriptors } from './protocol/descriptors.ts';
 import { NETWORK_SOCKET_ENV } from './protocol/network.ts';
 import { CONTROL_FD } from './protocol/revision.ts';
-import { takeDenied, watchDenials } from './denials.ts';
+import { markDenied, takeDenied, watchDenials } from './denials.ts';
+import { closePermissionGaps } from './permission-gaps.ts';
 import { guardProcesses } from './process-guard.ts';
 import { beginOutput, captureStandardStreams, endOutput, inspect } from './output.ts';
 import { BindingError, installBindings } from './bindings.ts';
@@ -69,6 +70,7 @@ export function runCarrier(): void {
   scrubEnvironment();
   guardProcesses();
   watchDenials();
+  closePermissionGaps(markDenied);
   silenceLoaderWarning();
   process.on('uncaughtException', (error) => failCurrentRun(error));
   process.on('unhandledRejection', (reason) => failCurrentRun(reason));

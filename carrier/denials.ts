@@ -40,6 +40,11 @@ function explain(error: object): void {
   defineProperty(error, 'message', { __proto__: null, value: message + unreachableHint!, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
 }
 
+/** Records a denial the carrier itself made (permission-gaps.ts refuses APIs the model misses). */
+export function markDenied(): void {
+  denied = true;
+}
+
 /** Whether a denial was seen since the last call; resets the flag. */
 export function takeDenied(): boolean {
   const seen = denied;
