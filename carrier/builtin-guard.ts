@@ -3,10 +3,10 @@
 // namespace is filled from it), `require`, `process.getBuiltinModule`, and module hooks (which can
 // only redirect to a built-in, never make another copy). So the carrier changes that object once,
 // before any program exists, and no path leads past it. Self-contained: an import policy can use it.
-import { createRequire, syncBuiltinESMExports } from 'node:module';
+import { syncBuiltinESMExports } from 'node:module';
+import { requireBuiltin as require } from './builtins.ts';
 import { defineProperty, ownKeys } from './intrinsics.ts';
 
-const require = createRequire(import.meta.url);
 const { create, freeze, preventExtensions } = Object;
 
 /** Makes a refusal error; called at every refused use, so each one is noticed. */

@@ -13,12 +13,12 @@
 //   a Unix socket's listen()             the socket file, anywhere (20, 22; on 26 with --allow-net)
 // Each is refused with ERR_ACCESS_DENIED and counted as a denial; a socket path is refused only
 // where the model would refuse a file. Runs only under the model (process.permission exists).
-import { createRequire, syncBuiltinESMExports } from 'node:module';
+import { syncBuiltinESMExports } from 'node:module';
+import { requireBuiltin as require } from './builtins.ts';
 import { resolve } from 'node:path';
 import { refuseBuiltin, refuseExport, type Refusal } from './builtin-guard.ts';
 import { apply, defineProperty, ErrorCtor, getOwnPropertyDescriptor, getPrototypeOf, rejected, then } from './intrinsics.ts';
 
-const require = createRequire(import.meta.url);
 const cwd = process.cwd;
 
 /** What a refused use throws. */
