@@ -1,5 +1,5 @@
 // bubblewrap arguments for one carrier: the whole host read-only, fresh /dev and /proc, a private
-// read-only /tmp holding only the run's temp directory, the policy's writable roots bound
+// read-only /tmp (and temp directory, when elsewhere) holding only the run's temp directory, the policy's writable roots bound
 // read-write, and new pid, ipc and (unless the whole network is allowed) network namespaces. Pure: paths arrive
 // resolved, and the argv is a function of them alone. It lives with the wire code because both the
 // host (local carriers) and the relay (carriers on the far side of SSH) confine with it.
@@ -27,6 +27,9 @@ export interface BwrapLayout {
   launchPaths?: string[];
   /** The carrier's working directory: entered with --chdir, so a missing one fails the launch loudly. */
   cwd?: string;
+  /** Real directories besides /tmp made private like it: a temp directory elsewhere (TMPDIR),
+   * where the other runs' private directories are. */
+  hidden?: string[];
 }
 
 const PRIVATE_TMP = '/tmp';
@@ -36,8 +39,10 @@ export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[]
   const writable = [...writablePaths(policy), layout.privateTmp];
   // The host's /tmp is replaced, so what the program may read there must be bound back:
   // the workspace in read-only mode, its cwd, and the files the launch itself runs.
+  // One inside a writable root is the program's to write anyway: hiding it would cover the root.
+  const hidden = [PRIVATE_TMP, ...unique(layout.hidden ?? []).filter((path) => path !== '/' && !within(path, PRIVATE_TMP) && !writable.some((root) => within(path, root)))];
   const readable = [...(layout.launchPaths ?? []), ...(policy.mode === 'read-only' ? [policy.workspaceRoot] : []), ...(layout.cwd === undefined ? [] : [layout.cwd])]
-    .filter((path) => within(path, PRIVATE_TMP) && !writable.some((root) => within(path, root)));
+    .filter((path) => hidden.some((root) => within(path, root)) && !writable.some((root) => within(path, root)));
   const binds = [
     ...unique(writable).map((path) => ({ path, option: '--bind' })),
     ...unique(readable).map((path) => ({ path, option: '--ro-bind' })),
@@ -45,14 +50,15 @@ export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[]
   // A parent is mounted before anything inside it, or it would cover the child's mount.
   binds.sort((a, b) => depth(a.path) - depth(b.path));
 
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--tmpfs', PRIVATE_TMP];
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  for (const path of hidden) args.push('--tmpfs', path);
   // Without network the host's service sockets (docker, dbus, systemd under /run) go too: a new
   // network namespace does not cover Unix sockets that sit on the file system.
   const shared = policy.network === true;
   if (!shared) args.push('--tmpfs', '/run');
   for (const { path, option } of binds) args.push(option, path, path);
   // Read-only once the mount points exist; non-recursive, so the binds inside keep their modes.
-  if (!writable.includes(PRIVATE_TMP)) args.push('--remount-ro', PRIVATE_TMP);
+  for (const path of hidden) if (!writable.includes(path)) args.push('--remount-ro', path);
   // --unshare-pid: every descendant dies with the sandbox's pid 1. --cap-drop ALL: a host running
   // as root would otherwise keep CAP_SYS_ADMIN inside and could remount / read-write.
   args.push('--unshare-pid', '--unshare-ipc');

@@ -1,4 +1,5 @@
-// Node's permission model as a partial backend: reads anywhere but /proc and /dev, writes only under the
+// Node's permission model as a partial backend: reads anywhere but /proc, /dev and the shared temp
+// directories (the run's own private one, workspace and launch files excepted), writes only under the
 // granted directories, no child processes, no worker threads, no addons, no inspector, and from
 // Node 25 on no network unless the policy grants it (--allow-net, all or nothing; older Nodes have
 // no network rule and leave it open). It checks path strings, not what the kernel opens: a symlink that
@@ -31,12 +32,41 @@ export function permissionArgs(flag: PermissionFlag, writable: string[], readabl
   return args;
 }
 
-/** Every entry of `/` but /proc and /dev (plus the plain devices), as read grants: Node's model can
- * only grant, never carve a hole. On Windows, everything: there is no /proc or /dev to hide, and a
- * listing of `/` would name only the current drive's folders. */
-export function readableRoots(entries?: string[], platform: NodeJS.Platform = process.platform): string[] {
+/** Paths whose reads a launch takes away, and the paths inside them it gives back. */
+export interface ReadScope {
+  /** Real, absolute directories hidden like /proc and /dev: the shared temp directories, where
+   * other runs' private directories are (sharedTempPaths in host-temp.ts). */
+  hidden: string[];
+  /** Real paths inside hidden ones that the run reads: its private temp directory, workspace,
+   * writable roots, cwd and the files its launch runs. */
+  exposed: string[];
+}
+
+/** Read grants for everything but /proc and /dev (plus the plain devices) and `scope.hidden`, and
+ * for `scope.exposed`: Node's model can only grant, never carve a hole, so each directory on the
+ * way to a hidden one is granted entry by entry, as listed now. On Windows, everything: there is
+ * no /proc or /dev to hide, and a listing of `/` would name only the current drive's folders. */
+export function readableRoots(scope: ReadScope = { hidden: [], exposed: [] }, platform: NodeJS.Platform = process.platform, list: (directory: string) => string[] = (directory) => readdirSync(directory)): string[] {
   if (platform === 'win32') return ['*'];
-  return [...(entries ?? readdirSync('/')).filter((name) => !HIDDEN_ROOTS.has(name)).sort().map((name) => `/${name}`), ...DEVICES];
+  const hidden = new Set(['/proc', '/dev', ...scope.hidden.filter((path) => path.startsWith('/') && path !== '/')]);
+  const grants: string[] = [];
+  const expand = (directory: string): void => {
+    let entries: string[];
+    try {
+      entries = list(directory);
+    } catch {
+      return; // unlistable: nothing under it is granted but what is exposed
+    }
+    for (const name of [...entries].sort()) {
+      const path = directory === '/' ? `/${name}` : `${directory}/${name}`;
+      if (hidden.has(path)) continue;
+      if ([...hidden].some((inner) => inner.startsWith(`${path}/`))) expand(path);
+      else grants.push(path);
+    }
+  };
+  expand('/');
+  const exposed = scope.exposed.filter((path) => [...hidden].some((root) => path === root || path.startsWith(`${root}/`)));
+  return [...grants, ...DEVICES, ...exposed];
 }
 
 /** Appends options to a NODE_OPTIONS value, quoting them the way Node's parser reads them back. */

@@ -1,10 +1,13 @@
 // The carrier command the relay runs on its machine, from the host's start frame: this Node running
 // this bootstrap file, with the heap limit, under the backend the host chose from what this machine
 // offers (bwrap, Node's permission model, or none). Policy paths are resolved here, where they live.
-import { mkdtempSync, realpathSync, statSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
-import { bwrapArgs, writablePaths, type ConfinedPolicy } from '../protocol/bwrap.ts';
+// The private temp directory is in this relay's host directory (protocol/host-temp.ts), and the
+// shared temp directories around it are hidden from the program, as on the host.
+import { realpathSync, statSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { isAbsolute } from 'node:path';
+import { bwrapArgs, within, writablePaths, type ConfinedPolicy } from '../protocol/bwrap.ts';
+import { privateDirectory, sharedTempPaths } from '../protocol/host-temp.ts';
 import { permissionArgs, readableRoots } from '../protocol/node-permission.ts';
 import type { RelayStart } from '../protocol/mux.ts';
 
@@ -43,14 +46,17 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string): CarrierL
     workspaceRoot: realDirectory(sandbox.workspaceRoot, 'workspaceRoot'),
     writableRoots: sandbox.writableRoots.map((root, index) => realDirectory(root, `writableRoots[${index}]`)),
   };
-  const privateTmp = mkdtempSync(join(realpathSync(tmpdir()), 'ptc-sandbox-'));
+  const privateTmp = privateDirectory('tmp');
+  const shared = sharedTempPaths();
   for (const name of TEMP_VARIABLES) env[name] = privateTmp;
   const writable = [...writablePaths(policy), privateTmp];
-  if (sandbox.backend === 'node-permission') {
-    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readableRoots(), { allowNet: sandbox.allowNet === true }), heap, script], env, cwd, privateTmp };
-  }
   const realNode = realpathSync(node);
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: [realNode, script], cwd }), '--', realNode, heap, script];
+  if (sandbox.backend === 'node-permission') {
+    const readable = readableRoots({ hidden: shared, exposed: [...writable, policy.workspaceRoot, cwd, realNode, script] });
+    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readable, { allowNet: sandbox.allowNet === true }), heap, script], env, cwd, privateTmp };
+  }
+  const hidden = shared.filter((path) => !within(path, '/tmp') && path === realpathSync(path));
+  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: [realNode, script], cwd, hidden }), '--', realNode, heap, script];
   return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp };
 }
 

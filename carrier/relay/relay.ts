@@ -15,6 +15,7 @@ import { killChildTree, treeSpawnOptions } from '../protocol/process-tree.ts';
 import { removeTreeSync } from '../protocol/remove-tree.ts';
 import { pipeDrainer } from '../protocol/pipe-drain.ts';
 import { carrierLaunch, type CarrierLaunch } from './launch.ts';
+import { sweepHostDirectoriesSync } from '../protocol/host-temp.ts';
 
 /** Exit status of a relay that could not do its job; the host reads the reason from its F frame or stderr. */
 const RELAY_FAILED = 70;
@@ -59,6 +60,8 @@ export function runRelay(bootstrapPath: string): void {
   const start = (spec: RelayStart): void => {
     watchdogMs = spec.watchdogMs;
     armWatchdog();
+    // What relays killed with -9 left here: they cannot remove it themselves.
+    sweepHostDirectoriesSync();
     try {
       launch = carrierLaunch(spec, bootstrapPath);
     } catch (error) {

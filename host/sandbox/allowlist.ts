@@ -2,7 +2,8 @@
 // directory of its own, which the sandbox binds in read-only (connecting to a socket needs no
 // write access to the mount). The proxy lives as long as the carrier, so a retained environment
 // keeps its rules; its counts are reset at the start of every run and reported at the end.
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
+import { privateDirectory } from '../../carrier/protocol/host-temp.ts';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseNetworkRules } from './network/rules.ts';
@@ -33,9 +34,9 @@ export function emptyNetworkReport(): NetworkReport {
   return { mode: 'allowlist', allowed: [], denied: [] };
 }
 
-/** Starts the proxy for `rules` in a new directory under `tmp` (a real path). */
+/** Starts the proxy for `rules` in a new directory of this host's under the temp directory `tmp`. */
 export function openAllowlist(rules: ResolvedNetworkRules, tmp: string): Allowlist {
-  const directory = mkdtempSync(join(realpathSync(tmp), 'ptc-network-'));
+  const directory = privateDirectory('net', tmp);
   const socketPath = join(directory, 'proxy.sock');
   const starting = startNetworkProxy({ rules: parseNetworkRules(rules), socketPath });
   let proxy: NetworkProxy | undefined;
