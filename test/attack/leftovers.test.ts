@@ -1,0 +1,257 @@
+// Issue 16, item 7: what a host leaves in the temp directory when it is killed, and what other
+// users and other runs can do with ptc's temp state. Hosts (dist/ptc run, a library host, ptc
+// serve) are killed with -9 in the middle of a run under bwrap, node-permission and a network
+// allowlist; the next ptc start must remove the dead host's directory and leave a live host's
+// alone. An intruder plants entries in the shared temp directory that look like the victim's; the
+// victim must neither use them nor lose data through them. A node-permission run must not read
+// another run's private temp file. Each case runs as root and as the unprivileged victim.
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from '../helpers/runtime.ts';
+import { asUser, binaryFor, intruder, ownedDirectory, removeReachableBinary, runAs, userEnv, victims, type TestUser } from '../helpers/users.ts';
+
+const NODE = `${repoRoot}node_modules/.bin/node`;
+/** Generous bounds for a start that is already under way; never a speed assertion. */
+const WAIT_MS = 60_000;
+const LONG = ['--timeout-ms', '600000', '--max-timeout-ms', '600000'];
+
+// A shared temp directory of the suite's own, sticky and world-writable like /tmp: every user's
+// TMPDIR, so the intruder can plant entries where the victim's ptc makes its own.
+const shared = realpathSync(mkdtempSync('/tmp/ptc-leftovers-'));
+chmodSync(shared, 0o1777);
+
+type Host = 'cli' | 'library' | 'serve';
+type Config = 'bwrap' | 'node-permission' | 'allowlist';
+
+/** A program that writes a file in its private temp directory and then waits to be killed. */
+const WAITER = "const fs = await import('node:fs'); const os = await import('node:os'); fs.writeFileSync(os.tmpdir() + '/marker', 'mine'); await new Promise(() => setInterval(() => {}, 1000));";
+
+function sandboxArgs(config: Config): string[] {
+  if (config === 'allowlist') return ['--sandbox-backend', 'bwrap', '--allow-host', 'example.com'];
+  return ['--sandbox-backend', config];
+}
+
+function libraryScript(config: Config, program: string): string {
+  const policy = config === 'allowlist' ? { network: { allow: ['example.com'] } } : {};
+  const backend = config === 'allowlist' ? 'bwrap' : config;
+  return `import { createRuntime } from ${JSON.stringify(`${repoRoot}host/index.ts`)};
+const runtime = createRuntime({ sandbox: { backend: ${JSON.stringify(backend)} }, policy: ${JSON.stringify({ mode: 'workspace-write', ...policy })}, maxTimeoutMs: 600000, prestartCarrier: false });
+const result = await runtime.run(runtime.resolve({ program: ${JSON.stringify(program)}, timeoutMs: 600000 }));
+process.stdout.write(JSON.stringify(result));
+await runtime.dispose();`;
+}
+
+function hostArgv(user: TestUser, host: Host, config: Config): string[] {
+  const binary = binaryFor(user);
+  if (host === 'cli') return [binary, 'run', ...sandboxArgs(config), ...LONG, '-'];
+  if (host === 'serve') return [binary, 'serve', ...sandboxArgs(config), ...LONG];
+  return [NODE, '--input-type=module', '-e', libraryScript(config, WAITER)];
+}
+
+interface Started {
+  child: ChildProcess;
+  closed: Promise<void>;
+  /** Its host directory in the shared temp directory. */
+  directory: string;
+}
+
+/** Starts a host as `user` whose run waits, and resolves once its program has written its marker. */
+async function startWaiting(user: TestUser, host: Host, config: Config, cwd: string): Promise<Started> {
+  const argv = asUser(user, hostArgv(user, host, config));
+  const child = spawn(argv[0]!, argv.slice(1), { cwd, env: userEnv(user, { TMPDIR: shared }), stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stdout!.resume();
+  child.stderr!.setEncoding('utf8').on('data', (text: string) => (stderr += text));
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  if (host === 'cli') child.stdin!.end(WAITER);
+  else if (host === 'serve') {
+    child.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: 1 } })}\n`);
+    child.stdin!.write(`${JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'run', params: { runId: 'r1', program: WAITER, timeoutMs: 600000 } })}\n`);
+  } else child.stdin!.end();
+  const prefix = `ptc-${user.uid}-${child.pid}-`;
+  const deadline = Date.now() + WAIT_MS;
+  for (;;) {
+    const name = readdirSync(shared).find((entry) => entry.startsWith(prefix));
+    const tmp = name === undefined ? undefined : readdirSync(join(shared, name)).find((entry) => entry.startsWith('tmp-'));
+    if (name !== undefined && tmp !== undefined && existsSync(join(shared, name, tmp, 'marker'))) return { child, closed, directory: join(shared, name) };
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`the ${host} host (${config}) as ${user.name} never started its run: ${stderr}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Kills a host with -9 and whatever its carrier left running in `cwd` (a carrier the host can no longer kill). */
+async function killHost(host: Started, cwd: string): Promise<string[]> {
+  host.child.kill('SIGKILL');
+  await host.closed;
+  const orphans = processesIn(cwd);
+  for (const line of orphans) {
+    try {
+      process.kill(Number(line.split(' ')[0]), 'SIGKILL');
+    } catch {
+      // ended on its own meanwhile
+    }
+  }
+  return orphans;
+}
+
+/** The name a host directory of `user` gets from a process that is not running, on this boot and pid namespace. */
+function deadHostName(user: TestUser, suffix: string): string {
+  const namespace = /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))![1];
+  const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').replace(/[^0-9a-f]/g, '').slice(0, 8);
+  return `ptc-${user.uid}-999999999-1-${namespace}-${boot}-${suffix}`;
+}
+
+function processesIn(cwd: string): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const state = readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1]![0];
+      if (readlinkSync(`/proc/${entry}/cwd`) === cwd && state !== 'Z') found.push(`${entry} ${readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ')}`);
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
+
+/** What is in the shared temp directory but Node's compile cache (kept on purpose). */
+function entries(): string[] {
+  return readdirSync(shared).filter((name) => !name.startsWith('ptc-compile-cache-')).sort();
+}
+
+/** A ptc start that runs to its end: the CLI, or a library host for the library case. */
+async function sweeper(user: TestUser, host: Host, cwd: string): Promise<void> {
+  const argv = host === 'library' ? [NODE, '--input-type=module', '-e', libraryScript('bwrap', 'return 1')] : [binaryFor(user), 'run', '-'];
+  const done = await runAs(user, argv, { cwd, input: 'return 1', env: userEnv(user, { TMPDIR: shared }) });
+  assert.is(done.code, 0, done.stderr);
+}
+
+const cases: Array<[Host, Config]> = [['cli', 'bwrap'], ['cli', 'node-permission'], ['cli', 'allowlist'], ['library', 'node-permission'], ['serve', 'bwrap']];
+
+for (const user of victims()) {
+  for (const [host, config] of cases) {
+    test(`as ${user.name}: a ${host} host killed with -9 in a ${config} run leaves a directory the next ptc removes, and a live host's stays`, async () => {
+      const ws = ownedDirectory(user);
+      const other = ownedDirectory(user);
+      try {
+        const dead = await startWaiting(user, host, config, ws.path);
+        const orphans = await killHost(dead, ws.path);
+        assert.ok(existsSync(dead.directory), 'the killed host cannot remove its own directory');
+        const live = await startWaiting(user, host, config, other.path);
+        await sweeper(user, host, ws.path);
+        assert.equal(entries(), [live.directory.slice(shared.length + 1)], `orphans killed: ${orphans.join('; ')}`);
+        const liveTmp = readdirSync(live.directory).find((name) => name.startsWith('tmp-'))!;
+        assert.is(readFileSync(join(live.directory, liveTmp, 'marker'), 'utf8'), 'mine');
+        await killHost(live, other.path);
+        await sweeper(user, host, ws.path);
+        assert.equal(entries(), []);
+      } finally {
+        ws.remove();
+        other.remove();
+      }
+    });
+  }
+
+  test(`as ${user.name}: a node-permission run cannot read another run's private temp file, nor list the shared /tmp`, async () => {
+    const ws = ownedDirectory(user);
+    const other = ownedDirectory(user);
+    try {
+      const first = await startWaiting(user, 'cli', 'node-permission', ws.path);
+      const tmp = readdirSync(first.directory).find((name) => name.startsWith('tmp-'))!;
+      const marker = join(first.directory, tmp, 'marker');
+      const program = `const fs = await import('node:fs'); const tryIt = (f) => { try { f(); return 'read'; } catch (e) { return e.code; } };
+        return [tryIt(() => fs.readFileSync(${JSON.stringify(marker)})), tryIt(() => fs.readdirSync(${JSON.stringify(shared)})), tryIt(() => fs.readdirSync('/tmp'))];`;
+      const second = await runAs(user, [binaryFor(user), 'run', '--json', '--sandbox-backend', 'node-permission', '-'], { cwd: other.path, input: program, env: userEnv(user, { TMPDIR: shared }) });
+      await killHost(first, ws.path);
+      assert.equal(JSON.parse(second.stdout).value, ['ERR_ACCESS_DENIED', 'ERR_ACCESS_DENIED', 'ERR_ACCESS_DENIED'], second.stdout + second.stderr);
+      await sweeper(user, 'cli', ws.path);
+      assert.equal(entries(), []);
+    } finally {
+      ws.remove();
+      other.remove();
+    }
+  });
+
+  test(`as ${user.name}: a dead run's symlink in its temp directory is removed, not followed`, async () => {
+    const ws = ownedDirectory(user);
+    const precious = ownedDirectory(user);
+    writeFileSync(join(precious.path, 'keep'), 'data');
+    // Not 0700: a chmod that followed the link would show.
+    chmodSync(precious.path, 0o750);
+    try {
+      const program = `{ const fs = await import('node:fs'); const os = await import('node:os'); fs.symlinkSync(${JSON.stringify(precious.path)}, os.tmpdir() + '/link'); fs.mkdirSync(os.tmpdir() + '/locked'); fs.symlinkSync(${JSON.stringify(precious.path)}, os.tmpdir() + '/locked/link'); fs.chmodSync(os.tmpdir() + '/locked', 0o500); } ${WAITER}`;
+      const argv = asUser(user, [binaryFor(user), 'run', '--sandbox-backend', 'bwrap', ...LONG, '-']);
+      const child = spawn(argv[0]!, argv.slice(1), { cwd: ws.path, env: userEnv(user, { TMPDIR: shared }), stdio: ['pipe', 'pipe', 'pipe'] });
+      let printed = '';
+      child.stdout!.setEncoding('utf8').on('data', (text: string) => (printed += text));
+      child.stderr!.setEncoding('utf8').on('data', (text: string) => (printed += text));
+      const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+      child.stdin!.end(program);
+      const prefix = `ptc-${user.uid}-${child.pid}-`;
+      const deadline = Date.now() + WAIT_MS;
+      while (!readdirSync(shared).some((name) => name.startsWith(prefix) && readdirSync(join(shared, name)).some((tmp) => existsSync(join(shared, name, tmp, 'marker'))))) {
+        assert.ok(Date.now() < deadline && child.exitCode === null, `the run never started: ${printed}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await killHost({ child, closed, directory: '' }, ws.path);
+      await sweeper(user, 'cli', ws.path);
+      assert.equal(entries(), []);
+      assert.is(readFileSync(join(precious.path, 'keep'), 'utf8'), 'data');
+      assert.is(lstatSync(precious.path).mode & 0o777, 0o750);
+    } finally {
+      ws.remove();
+      precious.remove();
+    }
+  });
+
+  const stranger = intruder();
+  test(`as ${user.name}: entries an intruder plants under the victim's names are neither used, removed nor followed`, async () => {
+    if (stranger === undefined) {
+      console.log('  (skipped: only root can switch to the intruder)');
+      return;
+    }
+    const ws = ownedDirectory(user);
+    const precious = ownedDirectory(user);
+    writeFileSync(join(precious.path, 'keep'), 'data');
+    chmodSync(precious.path, 0o750);
+    // Names a dead host of the victim's would have on this boot in this pid namespace (no process
+    // has these pids), and the per-user root a ptc that kept one there would use.
+    const planted = [deadHostName(user, 'AAAAAA'), deadHostName(user, 'BBBBBB'), `ptc-${user.uid}`];
+    const plant = [
+      `mkdir ${shared}/${planted[0]} && echo intruder > ${shared}/${planted[0]}/file`,
+      `ln -s ${precious.path} ${shared}/${planted[1]}`,
+      `mkdir -m 0777 ${shared}/${planted[2]}`,
+    ].join(' && ');
+    try {
+      const made = await runAs(stranger, ['sh', '-c', plant]);
+      assert.is(made.code, 0, made.stderr);
+      const program = "const os = await import('node:os'); const fs = await import('node:fs'); const tmp = os.tmpdir(); return [tmp, fs.statSync(tmp).uid, fs.statSync(tmp).mode & 0o777];";
+      const run = await runAs(user, [binaryFor(user), 'run', '--json', '--sandbox-backend', 'bwrap', '-'], { cwd: ws.path, input: program, env: userEnv(user, { TMPDIR: shared }) });
+      const [tmp, uid, mode] = JSON.parse(run.stdout).value as [string, number, number];
+      assert.ok(!planted.some((name) => tmp.startsWith(`${shared}/${name}/`)), tmp);
+      assert.equal([uid, mode], [user.uid, 0o700]);
+      assert.equal(entries(), [...planted].sort(), 'the intruder\'s entries are left as they are');
+      assert.is(readFileSync(join(shared, planted[0], 'file'), 'utf8'), 'intruder\n');
+      assert.is(readFileSync(join(precious.path, 'keep'), 'utf8'), 'data');
+      assert.is(lstatSync(precious.path).mode & 0o777, 0o750);
+    } finally {
+      for (const name of planted) rmSync(join(shared, name), { recursive: true, force: true });
+      ws.remove();
+      precious.remove();
+    }
+  });
+}
+
+test.after(() => {
+  rmSync(shared, { recursive: true, force: true });
+  removeReachableBinary();
+});
+
+test.run();
