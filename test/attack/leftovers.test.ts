@@ -8,9 +8,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../helpers/runtime.ts';
+import { createRuntime } from '../../host/index.ts';
 import { asUser, binaryFor, intruder, ownedDirectory, removeReachableBinary, runAs, userEnv, victims, type TestUser } from '../helpers/users.ts';
 
 const NODE = `${repoRoot}node_modules/.bin/node`;
@@ -89,15 +90,20 @@ async function startWaiting(user: TestUser, host: Host, config: Config, cwd: str
 async function killHost(host: Started, cwd: string): Promise<string[]> {
   host.child.kill('SIGKILL');
   await host.closed;
-  const orphans = processesIn(cwd);
-  for (const line of orphans) {
+  return killProcessesIn(cwd);
+}
+
+/** Kills what runs in `cwd` (a carrier whose host is gone) and says what that was. */
+function killProcessesIn(cwd: string): string[] {
+  const found = processesIn(cwd);
+  for (const line of found) {
     try {
       process.kill(Number(line.split(' ')[0]), 'SIGKILL');
     } catch {
       // ended on its own meanwhile
     }
   }
-  return orphans;
+  return found;
 }
 
 /** The name a host directory of `user` gets from a process that is not running, on this boot and pid namespace. */
@@ -247,6 +253,48 @@ for (const user of victims()) {
       precious.remove();
     }
   });
+}
+
+// The relay is the host on the far side of a remote launch: a command launch (the same relay as
+// ssh, without the connection) run as each user, with the far side's TMPDIR the shared directory.
+for (const user of victims()) {
+  for (const backend of ['bwrap', 'node-permission'] as const) {
+    test(`as ${user.name}: a relay killed with -9 in a ${backend} run leaves a directory the next relay removes`, async () => {
+      const ws = ownedDirectory(user);
+      const command = asUser(user, ['env', '-i', 'PATH=/usr/bin:/bin', `TMPDIR=${shared}`, `HOME=${user.home}`]);
+      const bootstrapPath = join(ownedDirectory(user, 'ptc-attack-boot-').path, 'bootstrap.mjs');
+      copyFileSync(`${repoRoot}dist/bootstrap.mjs`, bootstrapPath);
+      chmodSync(join(bootstrapPath, '..'), 0o755);
+      chmodSync(bootstrapPath, 0o644);
+      const config = { launch: { kind: 'command' as const, command, node: '/usr/bin/node', bootstrapPath }, sandbox: { backend }, prestartCarrier: false, maxTimeoutMs: 600_000 };
+      const runtime = createRuntime(config);
+      // A runtime of its own for the next run: the first one's pool booted a spare relay before the kill.
+      const next = createRuntime(config);
+      try {
+        const running = runtime.run(runtime.resolve({ program: WAITER, cwd: ws.path, timeoutMs: 600_000 }));
+        const deadline = Date.now() + WAIT_MS;
+        let relay: string | undefined;
+        while (relay === undefined) {
+          relay = readdirSync(shared).find((name) => name.startsWith(`ptc-${user.uid}-`) && readdirSync(join(shared, name)).some((tmp) => existsSync(join(shared, name, tmp, 'marker'))));
+          assert.ok(Date.now() < deadline, 'the remote run never started');
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        process.kill(Number(relay.split('-')[2]), 'SIGKILL');
+        const killed = await running;
+        assert.is(killed.status, 'failed');
+        killProcessesIn(ws.path);
+        assert.equal(entries(), [relay], 'the killed relay cannot remove its own directory');
+        await runtime.dispose();
+        const after = await next.run(next.resolve({ program: 'return 1', cwd: ws.path, timeoutMs: 60_000 }));
+        assert.is(after.status, 'ok', JSON.stringify(after));
+        assert.not.ok(entries().includes(relay), 'the next relay removed the killed one\'s directory');
+      } finally {
+        await Promise.all([runtime.dispose(), next.dispose()]);
+        rmSync(join(bootstrapPath, '..'), { recursive: true, force: true });
+        ws.remove();
+      }
+    });
+  }
 }
 
 test.after(() => {
