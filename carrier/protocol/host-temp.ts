@@ -51,8 +51,9 @@ export function hostTempDirectory(base: string = tmpdir()): string {
   return directory;
 }
 
-/** A new private directory (mode 0700) for one carrier inside this process's host directory under `base`. */
-export function privateDirectory(kind: 'tmp' | 'net', base?: string): string {
+/** A new private directory (mode 0700) inside this process's host directory under `base`: a
+ * carrier's temp directory, an allowlist proxy's socket, a run's upstream MCP images. */
+export function privateDirectory(kind: 'tmp' | 'net' | 'mcp', base?: string): string {
   return mkdtempSync(join(hostTempDirectory(base), `${kind}-`));
 }
 
