@@ -297,6 +297,45 @@ for (const user of victims()) {
   }
 }
 
+for (const user of victims()) {
+  test(`as ${user.name}: through the relay, a node-permission run cannot read another run's private temp file, nor list the shared /tmp`, async () => {
+    const ws = ownedDirectory(user);
+    const boot = ownedDirectory(user, 'ptc-attack-boot-');
+    const bootstrapPath = join(boot.path, 'bootstrap.mjs');
+    copyFileSync(`${repoRoot}dist/bootstrap.mjs`, bootstrapPath);
+    chmodSync(boot.path, 0o755);
+    chmodSync(bootstrapPath, 0o644);
+    const command = asUser(user, ['env', '-i', 'PATH=/usr/bin:/bin', `TMPDIR=${shared}`, `HOME=${user.home}`]);
+    const config = { launch: { kind: 'command' as const, command, node: '/usr/bin/node', bootstrapPath }, sandbox: { backend: 'node-permission' as const }, prestartCarrier: false, maxTimeoutMs: 600_000 };
+    const first = createRuntime(config);
+    const second = createRuntime(config);
+    try {
+      const running = first.run(first.resolve({ program: WAITER, cwd: ws.path, timeoutMs: 600_000 }));
+      const deadline = Date.now() + WAIT_MS;
+      let marker: string | undefined;
+      while (marker === undefined) {
+        for (const name of readdirSync(shared).filter((entry) => entry.startsWith(`ptc-${user.uid}-`))) {
+          const tmp = readdirSync(join(shared, name)).find((entry) => existsSync(join(shared, name, entry, 'marker')));
+          if (tmp !== undefined) marker = join(shared, name, tmp, 'marker');
+        }
+        assert.ok(Date.now() < deadline, 'the remote run never started');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const program = `const fs = await import('node:fs'); const tryIt = (f) => { try { f(); return 'read'; } catch (e) { return e.code; } };
+        return [tryIt(() => fs.readFileSync(${JSON.stringify(marker)})), tryIt(() => fs.readdirSync(${JSON.stringify(shared)})), tryIt(() => fs.readdirSync('/tmp'))];`;
+      const result = await second.run(second.resolve({ program, cwd: ws.path, timeoutMs: 60_000 }));
+      assert.equal((result as { value?: unknown }).value, ['ERR_ACCESS_DENIED', 'ERR_ACCESS_DENIED', 'ERR_ACCESS_DENIED'], JSON.stringify(result));
+      await first.dispose();
+      await running;
+    } finally {
+      await Promise.all([first.dispose(), second.dispose()]);
+      killProcessesIn(ws.path);
+      boot.remove();
+      ws.remove();
+    }
+  });
+}
+
 test.after(() => {
   rmSync(shared, { recursive: true, force: true });
   removeReachableBinary();
