@@ -21,8 +21,10 @@ const LONG = ['--timeout-ms', '600000', '--max-timeout-ms', '600000'];
 
 // A shared temp directory of the suite's own, sticky and world-writable like /tmp: every user's
 // TMPDIR, so the intruder can plant entries where the victim's ptc makes its own.
-const shared = realpathSync(mkdtempSync('/tmp/ptc-leftovers-'));
-chmodSync(shared, 0o1777);
+const SHARED = realpathSync(mkdtempSync('/tmp/ptc-leftovers-'));
+chmodSync(SHARED, 0o1777);
+/** The TMPDIR of the case: SHARED, or one outside /tmp. */
+let shared = SHARED;
 
 type Host = 'cli' | 'library' | 'serve';
 type Config = 'bwrap' | 'node-permission' | 'allowlist';
@@ -336,8 +338,36 @@ for (const user of victims()) {
   });
 }
 
+// With TMPDIR outside /tmp the temp directory is hidden as /tmp is: a bwrap run finds nothing of
+// another run's there (ENOENT), a node-permission run is denied.
+for (const user of victims()) {
+  for (const [backend, expected] of [['bwrap', 'ENOENT'], ['node-permission', 'ERR_ACCESS_DENIED']] as const) {
+    test(`as ${user.name}: with TMPDIR outside /tmp, a ${backend} run cannot read another run's private temp file`, async () => {
+      const elsewhere = realpathSync(mkdtempSync('/var/tmp/ptc-leftovers-'));
+      chmodSync(elsewhere, 0o1777);
+      shared = elsewhere;
+      const ws = ownedDirectory(user);
+      const other = ownedDirectory(user);
+      try {
+        const first = await startWaiting(user, 'cli', backend, ws.path);
+        const tmp = readdirSync(first.directory).find((name) => name.startsWith('tmp-'))!;
+        const marker = join(first.directory, tmp, 'marker');
+        const program = `try { (await import('node:fs')).readFileSync(${JSON.stringify(marker)}); return 'read'; } catch (e) { return e.code; }`;
+        const second = await runAs(user, [binaryFor(user), 'run', '--json', '--sandbox-backend', backend, '-'], { cwd: other.path, input: program, env: userEnv(user, { TMPDIR: elsewhere }) });
+        await killHost(first, ws.path);
+        assert.is(JSON.parse(second.stdout).value, expected, second.stdout + second.stderr);
+      } finally {
+        shared = SHARED;
+        rmSync(elsewhere, { recursive: true, force: true });
+        ws.remove();
+        other.remove();
+      }
+    });
+  }
+}
+
 test.after(() => {
-  rmSync(shared, { recursive: true, force: true });
+  rmSync(SHARED, { recursive: true, force: true });
   removeReachableBinary();
 });
 
