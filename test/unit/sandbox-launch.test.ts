@@ -74,6 +74,8 @@ test('readableRoots: hidden directories go, entry by entry down to them; exposed
   const list = (directory: string): string[] => tree[directory] ?? [];
   const scope = { hidden: ['/tmp', '/var/tmp/x'], exposed: ['/tmp/ws', '/var/tmp/x/ptc-0-1/tmp-a', '/usr/lib'] };
   assert.equal(readableRoots(scope, 'linux', list), ['/usr', '/var/lib', '/var/log', '/var/tmp/mine', ...devices, '/tmp/ws', '/var/tmp/x/ptc-0-1/tmp-a']);
+  // A path inside another exposed one goes: Node 20 would deny the rest of the outer one.
+  assert.equal(readableRoots({ hidden: ['/tmp'], exposed: ['/tmp/ws/boot.mjs', '/tmp/ws', '/tmp/ws'] }, 'linux', list), ['/usr', '/var', ...devices, '/tmp/ws']);
   // A directory that cannot be listed is granted nothing but what is exposed in it.
   assert.equal(readableRoots({ hidden: ['/var/tmp/x'], exposed: [] }, 'linux', (directory) => { if (directory === '/var') throw new Error('EACCES'); return list(directory); }), ['/tmp', '/usr', ...devices]);
 });
