@@ -257,6 +257,49 @@ for (const user of victims()) {
   });
 }
 
+// A program may open its own temp directory to everyone; the host directory around it, which it
+// cannot reach, still keeps other users out.
+for (const user of victims()) {
+  for (const backend of ['bwrap', 'node-permission'] as const) {
+    test(`as ${user.name}: a ${backend} program that makes its temp directory 0777 still cannot let the intruder in`, async () => {
+      const stranger = intruder();
+      if (stranger === undefined) {
+        console.log('  (skipped: only root can switch to the intruder)');
+        return;
+      }
+      const ws = ownedDirectory(user);
+      const argv = asUser(user, [binaryFor(user), 'run', '--sandbox-backend', backend, ...LONG, '-']);
+      const child = spawn(argv[0]!, argv.slice(1), { cwd: ws.path, env: userEnv(user, { TMPDIR: shared }), stdio: ['pipe', 'ignore', 'ignore'] });
+      const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+      const opener = `{ const fs = await import('node:fs'); const os = await import('node:os'); const path = await import('node:path');
+        fs.chmodSync(os.tmpdir(), 0o777); try { fs.chmodSync(path.dirname(os.tmpdir()), 0o777); } catch {} } `;
+      child.stdin!.end(opener + WAITER);
+      try {
+        const prefix = `ptc-${user.uid}-${child.pid}-`;
+        const deadline = Date.now() + WAIT_MS;
+        let marker: string | undefined;
+        while (marker === undefined) {
+          const name = readdirSync(shared).find((entry) => entry.startsWith(prefix));
+          const tmp = name === undefined ? undefined : readdirSync(join(shared, name)).find((entry) => existsSync(join(shared, name, entry, 'marker')));
+          if (tmp !== undefined) marker = join(shared, name!, tmp, 'marker');
+          assert.ok(Date.now() < deadline && child.exitCode === null, 'the run never started');
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        const hostDirectory = join(marker, '..', '..');
+        assert.is(lstatSync(join(marker, '..')).mode & 0o777, 0o777, 'the program opened its own directory');
+        assert.is(lstatSync(hostDirectory).mode & 0o777, 0o700);
+        const peek = await runAs(stranger, ['cat', marker]);
+        assert.is(peek.code, 1);
+        assert.match(peek.stderr, /Permission denied/);
+      } finally {
+        await killHost({ child, closed, directory: '' }, ws.path);
+        await sweeper(user, 'cli', ws.path);
+        ws.remove();
+      }
+    });
+  }
+}
+
 // The relay is the host on the far side of a remote launch: a command launch (the same relay as
 // ssh, without the connection) run as each user, with the far side's TMPDIR the shared directory.
 for (const user of victims()) {
