@@ -1,11 +1,14 @@
 // Where a host keeps its temp state (the carriers' private temp directories, the allowlist
-// proxies' sockets): one directory per host process, made by mkdtemp directly in the temp
-// directory, so its name cannot be predicted or planted and it is 0700 and ours from the start.
-// Its name carries the user and the process that made it (pid, start time, pid namespace, boot),
-// which is the liveness marker: a later ptc of the same user removes the directories whose host
-// is gone (host killed with -9, machine rebooted). A program never sees this directory itself:
-// bwrap and the permission model expose only its own private directory inside it, and it cannot
-// chmod what it cannot write, so no other user can reach into a run's files through it.
+// proxies' sockets, ptc mcp's upstream images): one directory per host process, made by mkdtemp
+// directly in the temp directory, so its name cannot be predicted or planted and it is 0700 and
+// ours from the start. No shared per-user root: a name that another user could create first
+// would have to be checked, refused or replaced; a fresh mkdtemp name needs none of that. Its
+// name carries the user and the process that made it (pid, start time, pid namespace, boot),
+// which is the liveness marker, readable without a race: a later ptc of the same user removes
+// the directories whose host is gone (killed with -9, machine rebooted). A program never sees
+// what else is in it: bwrap and the permission model expose only its own private directory, and
+// it cannot chmod what it cannot write, so a program that opens its own directory to everyone
+// still lets no other user in.
 // Shared by the host and the relay, which makes its carriers' directories on the far side.
 import { lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, type Stats } from 'node:fs';
 import { tmpdir } from 'node:os';
