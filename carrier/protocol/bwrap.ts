@@ -1,6 +1,7 @@
 // bubblewrap arguments for one carrier: the whole host read-only, fresh /dev and /proc, a private
-// read-only /tmp (and temp directory, when elsewhere) holding only the run's temp directory, the policy's writable roots bound
-// read-write, and new pid, ipc and (unless the whole network is allowed) network namespaces. Pure: paths arrive
+// read-only /tmp (and temp directory, when elsewhere) holding only the run's temp directory, the
+// policy's writable roots bound read-write, and new pid, ipc and (unless the whole network is
+// allowed) network namespaces. Pure: paths arrive
 // resolved, and the argv is a function of them alone. It lives with the wire code because both the
 // host (local carriers) and the relay (carriers on the far side of SSH) confine with it.
 

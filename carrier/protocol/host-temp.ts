@@ -65,9 +65,10 @@ export function privateDirectory(kind: 'tmp' | 'net' | 'mcp', base?: string): st
 export function sharedTempPaths(base: string = tmpdir()): string[] {
   const paths = new Set<string>();
   for (const path of ['/tmp', base]) {
-    paths.add(path);
     const real = readQuiet(() => realpathSync(path));
-    if (real !== undefined) paths.add(real);
+    if (real === undefined) continue; // nothing there to hide
+    paths.add(path);
+    paths.add(real);
   }
   return [...paths].filter((path) => path !== '/');
 }
