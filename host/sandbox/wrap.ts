@@ -10,7 +10,7 @@ import { NETWORK_SOCKET_ENV, proxyEnvironment } from '../../carrier/protocol/net
 import { tmpdir } from 'node:os';
 import { isAbsolute } from 'node:path';
 import type { LaunchCommand } from './command.ts';
-import { emptyNetworkReport, openAllowlist, type NetworkSession } from './allowlist.ts';
+import { emptyNetworkReport, openAllowlist, SANDBOX_NETWORK_DIRECTORY, type NetworkSession } from './allowlist.ts';
 import type { NetworkReport } from './network/proxy.ts';
 import { bwrapArgs, within } from './bwrap.ts';
 import { removeTree, removeTreeSync } from '../../carrier/protocol/remove-tree.ts';
@@ -83,11 +83,13 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
 
   const rules = networkRules(policy);
   const allowlist = rules === undefined ? undefined : openAllowlist(rules, base);
-  if (allowlist !== undefined) Object.assign(env, proxyEnvironment(), { [NETWORK_SOCKET_ENV]: allowlist.socketPath });
-  const launch = exposeLaunchPaths(command, allowlist === undefined ? [] : [allowlist.directory]);
+  if (allowlist !== undefined) Object.assign(env, proxyEnvironment(), { [NETWORK_SOCKET_ENV]: allowlist.sandboxSocketPath });
+  const launch = exposeLaunchPaths(command, []);
   // An allowlist gets its own network namespace and no /run sockets: the proxy is the only way out.
   const hidden = shared.filter((path) => !within(path, '/tmp') && path === realpathSync(path));
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: launch.paths, cwd, hidden }), '--', launch.executable, ...launch.args];
+  // The proxy's directory goes at a short path in the sandbox's own /run (allowlist.ts), after bwrapArgs has made that tmpfs.
+  const network = allowlist === undefined ? [] : ['--ro-bind', allowlist.directory, SANDBOX_NETWORK_DIRECTORY];
+  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: launch.paths, cwd, hidden }), ...network, '--', launch.executable, ...launch.args];
   const wrapped: WrappedLaunch = {
     command: { ...command, executable: plan.bwrapPath, args, env },
     report,

@@ -8,7 +8,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, lstatSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from '../helpers/runtime.ts';
 import { createRuntime } from '../../host/index.ts';
@@ -438,6 +438,24 @@ for (const user of victims()) {
     });
   }
 }
+
+test('an allowlist works under a TMPDIR too long for its socket\'s real path (bound by descriptor, seen in the sandbox at /run/ptc-network)', async () => {
+  const user = victims()[0]!;
+  const long = join(SHARED, 'l'.repeat(80 - SHARED.length - 1));
+  mkdirSync(long, { mode: 0o700 });
+  const ws = ownedDirectory(user);
+  try {
+    const program = 'try { await fetch("http://example.com/"); } catch {} return 1';
+    const run = await runAs(user, [binaryFor(user), 'run', '--json', '--allow-host', '127.0.0.1:1', '-'], { cwd: ws.path, input: program, env: userEnv(user, { TMPDIR: long }) });
+    const result = JSON.parse(run.stdout);
+    assert.is(result.status, 'ok', run.stdout + run.stderr);
+    assert.equal(result.sandbox.network.denied, [{ host: 'example.com', port: 80, count: 1 }]);
+    assert.equal(readdirSync(long).filter((name) => !name.startsWith('ptc-compile-cache-')), []);
+  } finally {
+    rmSync(long, { recursive: true, force: true });
+    ws.remove();
+  }
+});
 
 test.after(() => {
   rmSync(SHARED, { recursive: true, force: true });
