@@ -1,7 +1,8 @@
 // bubblewrap arguments for one carrier: the whole host read-only, fresh read-only /dev with a
-// sized /dev/shm, fresh read-only /proc, a private read-only /tmp holding only the run's temp
-// directory (a sized tmpfs), an empty read-only /run, the policy's writable roots bound
-// read-write, and new pid, ipc and (unless the whole network is allowed) network namespaces. Pure: paths arrive
+// sized /dev/shm, fresh read-only /proc, a private read-only /tmp (and temp directory, when
+// elsewhere) holding only the run's temp directory (a sized tmpfs), an empty read-only /run, the
+// policy's writable roots bound read-write, and new pid, ipc and (unless the whole network is
+// allowed) network namespaces. Pure: paths arrive
 // resolved, and the argv is a function of them alone. It lives with the wire code because both the
 // host (local carriers) and the relay (carriers on the far side of SSH) confine with it. bwrap reads
 // the seccomp filter (seccomp.ts) from SECCOMP_FD, which every spawn of this argv must supply.
@@ -32,6 +33,12 @@ export interface BwrapLayout {
   cwd?: string;
   /** Where /etc/resolv.conf really lives when under /run (resolver.ts): bound back read-only with the network. */
   resolver?: string;
+  /** Real directories besides /tmp made private like it: a temp directory elsewhere (TMPDIR),
+   * where the other runs' private directories are. */
+  hidden?: string[];
+  /** Read-only binds into the sandbox's own /run, made before it is remounted read-only (the
+   * allowlist proxy's directory, at a path short enough for a socket). */
+  runBinds?: Array<{ source: string; target: string }>;
 }
 
 const PRIVATE_TMP = '/tmp';
@@ -50,8 +57,10 @@ export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[]
   const writable = [...writablePaths(policy), layout.privateTmp];
   // The host's /tmp is replaced, so what the program may read there must be bound back:
   // the workspace in read-only mode, its cwd, and the files the launch itself runs.
+  // One inside a writable root is the program's to write anyway: hiding it would cover the root.
+  const hidden = [PRIVATE_TMP, ...unique(layout.hidden ?? []).filter((path) => path !== '/' && !within(path, PRIVATE_TMP) && !writable.some((root) => within(path, root)))];
   const readable = [...(layout.launchPaths ?? []), ...(policy.mode === 'read-only' ? [policy.workspaceRoot] : []), ...(layout.cwd === undefined ? [] : [layout.cwd])]
-    .filter((path) => within(path, PRIVATE_TMP) && !writable.some((root) => within(path, root)));
+    .filter((path) => hidden.some((root) => within(path, root)) && !writable.some((root) => within(path, root)));
   const binds = [
     ...unique(writable).map((path) => ({ path, option: '--bind' })),
     ...unique(readable).map((path) => ({ path, option: '--ro-bind' })),
@@ -62,16 +71,18 @@ export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[]
   // /proc read-only: root without capabilities still writes every sysctl that checks only file
   // modes (kernel.core_pattern runs a helper as host root), and /proc/sysrq-trigger. /sys is
   // already read-only, under the bind of /.
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', ...sharedMemoryArgs(), '--proc', '/proc', '--remount-ro', '/proc', '--tmpfs', PRIVATE_TMP];
+  const args = ['--ro-bind', '/', '/', '--dev', '/dev', ...sharedMemoryArgs(), '--proc', '/proc', '--remount-ro', '/proc'];
+  for (const path of hidden) args.push('--tmpfs', path);
   // The host's service sockets (docker, containerd, the dbus buses, systemd's own, under /run) go
   // too, with the network or without: a network namespace does not cover Unix sockets on the file
   // system, and through them root (or a user's session bus) runs anything outside the sandbox.
   const shared = policy.network === true;
   args.push('--tmpfs', '/run');
   if (shared && layout.resolver !== undefined) args.push('--ro-bind', layout.resolver, layout.resolver);
+  for (const { source, target } of layout.runBinds ?? []) args.push('--ro-bind', source, target);
   for (const { path, option } of binds) args.push(...(path === layout.privateTmp ? privateTmpArgs(path) : [option, path, path]));
   // Read-only once the mount points exist; non-recursive, so the binds inside keep their modes.
-  if (!writable.includes(PRIVATE_TMP)) args.push('--remount-ro', PRIVATE_TMP);
+  for (const path of hidden) if (!writable.includes(path)) args.push('--remount-ro', path);
   // Read-only /dev and /run: RAM-backed, unbounded tmpfs mounts a program could otherwise fill.
   args.push('--remount-ro', '/dev', '--remount-ro', '/run');
   // --unshare-pid: every descendant dies with the sandbox's pid 1. --cap-drop ALL: a host running

@@ -1,4 +1,5 @@
-// Node's permission model as a partial backend: reads anywhere but /proc and /dev, writes only under the
+// Node's permission model as a partial backend: reads anywhere but /proc, /dev and the shared temp
+// directories (the run's own private one, workspace and launch files excepted), writes only under the
 // granted directories, no child processes, no worker threads, no addons, no inspector, and from
 // Node 25 on no network unless the policy grants it (--allow-net, all or nothing; older Nodes have
 // no network rule and leave it open). It checks path strings, not what the kernel opens: a symlink that
@@ -32,14 +33,45 @@ export function permissionArgs(flag: PermissionFlag, writable: string[], readabl
   return args;
 }
 
-/** Every entry of `/` but /proc and /dev (plus the plain devices), as read grants: Node's model can
- * only grant, never carve a hole. On Linux also the carrier's own /proc/self/fdinfo, which tells it
- * the descriptors it inherited (protocol/descriptors.ts) and holds only their offsets and flags. On
- * Windows, everything: there is no /proc or /dev to hide, and a listing of `/` would name only the
- * current drive's folders. */
-export function readableRoots(entries?: string[], platform: NodeJS.Platform = process.platform): string[] {
+/** Paths whose reads a launch takes away, and the paths inside them it gives back. */
+export interface ReadScope {
+  /** Real, absolute directories hidden like /proc and /dev: the shared temp directories, where
+   * other runs' private directories are (sharedTempPaths in host-temp.ts). */
+  hidden: string[];
+  /** Real paths inside hidden ones that the run reads: its private temp directory, workspace,
+   * writable roots, cwd and the files its launch runs. */
+  exposed: string[];
+}
+
+/** Read grants for everything but /proc and /dev (plus the plain devices) and `scope.hidden`, and
+ * for `scope.exposed`; on Linux also the carrier's own /proc/self/fdinfo, which tells it the
+ * descriptors it inherited (protocol/descriptors.ts) and holds only their offsets and flags. Node's model can only grant, never carve a hole, so each directory on the
+ * way to a hidden one is granted entry by entry, as listed now. On Windows, everything: there is
+ * no /proc or /dev to hide, and a listing of `/` would name only the current drive's folders. */
+export function readableRoots(scope: ReadScope = { hidden: [], exposed: [] }, platform: NodeJS.Platform = process.platform, list: (directory: string) => string[] = (directory) => readdirSync(directory)): string[] {
   if (platform === 'win32') return ['*'];
-  const roots = [...(entries ?? readdirSync('/')).filter((name) => !HIDDEN_ROOTS.has(name)).sort().map((name) => `/${name}`), ...DEVICES];
+  const hidden = new Set(['/proc', '/dev', ...scope.hidden.filter((path) => path.startsWith('/') && path !== '/')]);
+  const grants: string[] = [];
+  const expand = (directory: string): void => {
+    let entries: string[];
+    try {
+      entries = list(directory);
+    } catch {
+      return; // unlistable: nothing under it is granted but what is exposed
+    }
+    for (const name of [...entries].sort()) {
+      const path = directory === '/' ? `/${name}` : `${directory}/${name}`;
+      if (hidden.has(path)) continue;
+      if ([...hidden].some((inner) => inner.startsWith(`${path}/`))) expand(path);
+      else grants.push(path);
+    }
+  };
+  expand('/');
+  const inside = (path: string, root: string): boolean => path === root || path.startsWith(`${root}/`);
+  const exposed = [...new Set(scope.exposed)].filter((path) => [...hidden].some((root) => inside(path, root)));
+  // Node 20 loses a directory's grant when a path inside it is granted too (a file in the cwd
+  // denied), so a path inside another exposed one is left to that one's grant.
+  const roots = [...grants, ...DEVICES, ...exposed.filter((path) => !exposed.some((other) => other !== path && inside(path, other)))];
   return platform === 'linux' ? [...roots, FDINFO] : roots;
 }
 

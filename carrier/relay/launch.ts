@@ -3,11 +3,14 @@
 // offers (bwrap, Node's permission model, or none). Policy paths are resolved here, where they live.
 // A relay that runs from the bytes its loader read and verified (a data: URL, transports/ssh.ts on
 // the host) hands its carrier those same bytes on SOURCE_FD (5), never the file's path: the file may have
-// been swapped since it was read.
-import { mkdtempSync, realpathSync, statSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
-import { bwrapArgs, writablePaths, type ConfinedPolicy } from '../protocol/bwrap.ts';
+// been swapped since it was read. The private temp directory is in this relay's host directory
+// (protocol/host-temp.ts), and the shared temp directories around it are hidden from the program,
+// as on the host.
+import { realpathSync, statSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { isAbsolute } from 'node:path';
+import { bwrapArgs, within, writablePaths, type ConfinedPolicy } from '../protocol/bwrap.ts';
+import { privateDirectory, sharedTempPaths } from '../protocol/host-temp.ts';
 import { permissionArgs, readableRoots } from '../protocol/node-permission.ts';
 import { seccompFilter, seccompUnavailable } from '../protocol/seccomp.ts';
 import { resolverLayout } from '../protocol/resolver.ts';
@@ -71,15 +74,18 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string, source?: 
   // This machine's own filter, for its architecture; the probe reported bwrap unavailable without one.
   const filter = sandbox.backend === 'bwrap' ? seccompFilter() : undefined;
   if (sandbox.backend === 'bwrap' && filter === undefined) throw new Error(seccompUnavailable());
-  const privateTmp = mkdtempSync(join(realpathSync(tmpdir()), 'ptc-sandbox-'));
+  const privateTmp = privateDirectory('tmp');
+  const shared = sharedTempPaths();
   for (const name of TEMP_VARIABLES) env[name] = privateTmp;
   const writable = [...writablePaths(policy), privateTmp];
-  if (sandbox.backend === 'node-permission') {
-    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readableRoots(), { allowNet: sandbox.allowNet === true }), heap, ...entry], env, cwd, privateTmp, ...carried };
-  }
   const realNode = realpathSync(node);
   const launchPaths = script === undefined ? [realNode] : [realNode, script];
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths, cwd, ...resolverLayout(policy) }), '--', realNode, heap, ...entry];
+  if (sandbox.backend === 'node-permission') {
+    const readable = readableRoots({ hidden: shared, exposed: [...writable, policy.workspaceRoot, cwd, ...launchPaths] });
+    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readable, { allowNet: sandbox.allowNet === true }), heap, ...entry], env, cwd, privateTmp, ...carried };
+  }
+  const hidden = shared.filter((path) => !within(path, '/tmp') && path === realpathSync(path));
+  const args = [...bwrapArgs(policy, { privateTmp, launchPaths, cwd, hidden, ...resolverLayout(policy) }), '--', realNode, heap, ...entry];
   return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp, seccompFilter: filter, ...carried };
 }
 

@@ -16,6 +16,7 @@ import { removeTreeSync } from '../protocol/remove-tree.ts';
 import { pipeDrainer } from '../protocol/pipe-drain.ts';
 import { filterStdio, sendFilter } from '../protocol/seccomp-fd.ts';
 import { carrierLaunch, SOURCE_FD, sourceOf, type CarrierLaunch } from './launch.ts';
+import { sweepHostDirectoriesSync } from '../protocol/host-temp.ts';
 
 /** Exit status of a relay that could not do its job; the host reads the reason from its F frame or stderr. */
 const RELAY_FAILED = 70;
@@ -62,6 +63,8 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
   const start = (spec: RelayStart): void => {
     watchdogMs = spec.watchdogMs;
     armWatchdog();
+    // What relays killed with -9 left here: they cannot remove it themselves.
+    sweepHostDirectoriesSync();
     try {
       launch = carrierLaunch(spec, bootstrapPath, source);
     } catch (error) {

@@ -1,19 +1,19 @@
 // Translations at the two MCP edges: an upstream tools/call result into the value a program
 // receives, and a ptc run result into the run_code tool's result.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify as stringifyLossless } from 'lossless-json';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { image, type ImageRef, type OutputEntry, type RunResult } from '../index.ts';
 import { UpstreamError } from './upstreams.ts';
+import { privateDirectory } from '../../carrier/protocol/host-temp.ts';
 
 // A Map, so an upstream's mimeType "constructor" or "__proto__" finds nothing.
 const EXTENSIONS = new Map([['image/png', 'png'], ['image/jpeg', 'jpg'], ['image/gif', 'gif'], ['image/webp', 'webp']]);
 
 /**
  * A private directory for one run's upstream images: `image()` hands the program a file, and
- * the files go when the run ends.
+ * the files go when the run ends (or, if this host is killed, with its host directory).
  */
 export class RunFiles {
   #dir: Promise<string> | undefined;
@@ -22,7 +22,7 @@ export class RunFiles {
   async writeImage(base64: string, mimeType: string): Promise<ImageRef> {
     const extension = EXTENSIONS.get(mimeType);
     if (extension === undefined) throw new UpstreamError(`upstream returned an image of type ${JSON.stringify(mimeType)}; programs take PNG, JPEG, GIF or WebP`, 'UPSTREAM_IMAGE_TYPE');
-    this.#dir ??= mkdtemp(join(tmpdir(), 'ptc-mcp-'));
+    this.#dir ??= Promise.resolve().then(() => privateDirectory('mcp'));
     const path = join(await this.#dir, `image-${++this.#count}.${extension}`);
     await writeFile(path, Buffer.from(base64, 'base64'), { mode: 0o600 });
     return image(path);

@@ -8,7 +8,7 @@ import { stripTypes } from '../execution/typescript.ts';
 import type { OutputEntry } from '../execution/output-ledger.ts';
 import { confine, releaseRemote } from '../worker/confinement.ts';
 import { holdSpares } from '../worker/spare.ts';
-import type { SandboxPolicy } from '../sandbox/index.ts';
+import { sweepLeftovers, type SandboxPolicy } from '../sandbox/index.ts';
 import { executionInstructions, type ProgramFormat } from './instructions.ts';
 import { resourceLimit } from './resource-limits.ts';
 
@@ -112,6 +112,7 @@ export function executionShape(config: ResolvedConfig): { format: ProgramFormat;
 /** Creates a runtime; throws when the configuration names an unknown field or an invalid value. */
 export function createRuntime(input?: RuntimeConfig): Runtime {
   const config = Object.freeze(resolveConfig(input));
+  const swept = sweepLeftovers();
   const active = new Set<AbortController>();
   // A spare for the default policy in the default cwd (see resolve()): the shape most runs have.
   // Resolving the policy and probing the sandbox are asynchronous, so the spare is held once they are known.
@@ -218,7 +219,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       if (disposed) return;
       disposed = true;
       for (const controller of active) controller.abort(new Error('runtime disposed'));
-      await Promise.all([executor.dispose(), spares.then((release) => release?.())]);
+      await Promise.all([executor.dispose(), spares.then((release) => release?.()), swept]);
       // The remote connection (an SSH master) outlives no runtime that opened it.
       await releaseRemote(config);
     },

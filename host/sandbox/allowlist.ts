@@ -2,7 +2,8 @@
 // directory of its own, which the sandbox binds in read-only (connecting to a socket needs no
 // write access to the mount). The proxy lives as long as the carrier, so a retained environment
 // keeps its rules; its counts are reset at the start of every run and reported at the end.
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { closeSync, openSync, rmSync } from 'node:fs';
+import { privateDirectory } from '../../carrier/protocol/host-temp.ts';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseNetworkRules } from './network/rules.ts';
@@ -19,9 +20,11 @@ export interface NetworkSession {
 
 export interface Allowlist {
   session: NetworkSession;
-  /** The directory holding the socket, for the sandbox to bind. */
+  /** The directory holding the socket, for the sandbox to bind at SANDBOX_NETWORK_DIRECTORY. */
   directory: string;
   socketPath: string;
+  /** The socket's path inside the sandbox. */
+  sandboxSocketPath: string;
   /** Stops the proxy and removes its directory. Idempotent. */
   close(): Promise<void>;
   /** Removes the directory, for a host that is exiting (the proxy dies with it). */
@@ -33,11 +36,24 @@ export function emptyNetworkReport(): NetworkReport {
   return { mode: 'allowlist', allowed: [], denied: [] };
 }
 
-/** Starts the proxy for `rules` in a new directory under `tmp` (a real path). */
+/** Where the sandbox sees the socket's directory: a Unix socket's path holds at most 107 bytes,
+ * which the real one, deep in a long TMPDIR, can exceed. The sandbox's /run is its own tmpfs. */
+export const SANDBOX_NETWORK_DIRECTORY = '/run/ptc-network';
+const SOCKET_NAME = 'proxy.sock';
+/** sun_path is 108 bytes on Linux, the terminating NUL included. */
+const MAX_SOCKET_PATH_BYTES = 107;
+
+/** Starts the proxy for `rules` in a new directory of this host's under the temp directory `tmp`. */
 export function openAllowlist(rules: ResolvedNetworkRules, tmp: string): Allowlist {
-  const directory = mkdtempSync(join(realpathSync(tmp), 'ptc-network-'));
-  const socketPath = join(directory, 'proxy.sock');
-  const starting = startNetworkProxy({ rules: parseNetworkRules(rules), socketPath });
+  const directory = privateDirectory('net', tmp);
+  const socketPath = join(directory, SOCKET_NAME);
+  // Too long to bind by name: bind it through a descriptor for the directory, which the kernel
+  // resolves (/proc/self/fd/N/proxy.sock names the same directory in a few bytes).
+  const directoryFd = Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES && process.platform === 'linux' ? openSync(directory, 'r') : undefined;
+  const listenPath = directoryFd === undefined ? socketPath : `/proc/self/fd/${directoryFd}/${SOCKET_NAME}`;
+  const starting = startNetworkProxy({ rules: parseNetworkRules(rules), socketPath: listenPath }).finally(() => {
+    if (directoryFd !== undefined) closeSync(directoryFd);
+  });
   let proxy: NetworkProxy | undefined;
   let failure: string | undefined;
   const ready = starting.then(
@@ -52,6 +68,7 @@ export function openAllowlist(rules: ResolvedNetworkRules, tmp: string): Allowli
   return {
     directory,
     socketPath,
+    sandboxSocketPath: `${SANDBOX_NETWORK_DIRECTORY}/${SOCKET_NAME}`,
     session: {
       async begin() {
         await ready;

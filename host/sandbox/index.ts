@@ -9,6 +9,7 @@ export { bwrapArgs, type BwrapLayout } from './bwrap.ts';
 export { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';
 export { setupReport, wrapLaunch, type SandboxSetup, type WrapOptions, type WrappedLaunch } from './wrap.ts';
 export { isDenial } from './denial.ts';
+export { sweepLeftovers } from './leftovers.ts';
 export type { LaunchCommand } from './command.ts';
 export { emptyNetworkReport, type NetworkSession } from './allowlist.ts';
 export type { NetworkRules } from './network/rules.ts';

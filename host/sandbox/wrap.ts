@@ -1,19 +1,22 @@
 // Turns a carrier launch into the confined one for a plan: bwrap in front of the command, or
 // Node's permission flags in its argv or NODE_OPTIONS. Each confined carrier gets a private temp
-// directory (TMPDIR, TMP, TEMP) that cleanup() removes once the carrier has exited. Under a
+// directory (TMPDIR, TMP, TEMP) in this host's directory (carrier/protocol/host-temp.ts) that
+// cleanup() removes once the carrier has exited; the shared temp directories around it are hidden
+// from the program under both backends, so one run cannot read another's files there. Under a
 // network allowlist bwrap still unshares the network; the carrier gets the proxy's socket bound in
 // and the variables that route fetch, http/https and child processes through it (allowlist.ts).
-import { mkdtempSync, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { NETWORK_SOCKET_ENV, proxyEnvironment } from '../../carrier/protocol/network.ts';
 import { tmpdir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+import { isAbsolute } from 'node:path';
 import type { LaunchCommand } from './command.ts';
-import { emptyNetworkReport, openAllowlist, type NetworkSession } from './allowlist.ts';
+import { emptyNetworkReport, openAllowlist, SANDBOX_NETWORK_DIRECTORY, type NetworkSession } from './allowlist.ts';
 import type { NetworkReport } from './network/proxy.ts';
 import { bwrapArgs, within } from './bwrap.ts';
 import { removeTree, removeTreeSync } from '../../carrier/protocol/remove-tree.ts';
 import { seccompFilter, seccompUnavailable } from '../../carrier/protocol/seccomp.ts';
 import { resolverLayout } from '../../carrier/protocol/resolver.ts';
+import { privateDirectory, sharedTempPaths } from '../../carrier/protocol/host-temp.ts';
 import { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';
 import type { Enforcement, SandboxBackend } from './options.ts';
 import type { SandboxPlan } from './plan.ts';
@@ -64,7 +67,9 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   // The plan never picks bwrap where there is no filter (detect.ts); checked before anything is made.
   const filter = plan.backend === 'bwrap' ? seccompFilter() : undefined;
   if (plan.backend === 'bwrap' && filter === undefined) throw new Error(seccompUnavailable());
-  const privateTmp = mkdtempSync(join(realpathSync(options.tmpdir ?? tmpdir()), 'ptc-sandbox-'));
+  const base = options.tmpdir ?? tmpdir();
+  const privateTmp = privateDirectory('tmp', base);
+  const shared = sharedTempPaths(base);
   const env = { ...command.env };
   for (const name of TEMP_VARIABLES) env[name] = privateTmp;
   const removeTmp = () => removeTree(privateTmp);
@@ -72,7 +77,8 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   const writable = [...writablePaths(policy), privateTmp];
 
   if (plan.backend === 'node-permission') {
-    const flags = permissionArgs(plan.permissionFlag, writable, readableRoots(), { allowNet: plan.governsNetwork && policy.network === true });
+    const exposed = [...writable, policy.workspaceRoot, ...(cwd === undefined ? [] : [cwd]), ...exposeLaunchPaths(command, []).paths];
+    const flags = permissionArgs(plan.permissionFlag, writable, readableRoots({ hidden: shared, exposed }), { allowNet: plan.governsNetwork && policy.network === true });
     // A single-executable app reads its argv as its own; Node options reach it only through NODE_OPTIONS.
     const wrapped: LaunchCommand = command.kind === 'embedded'
       ? { ...command, env: { ...env, NODE_OPTIONS: appendNodeOptions(env.NODE_OPTIONS, flags) } }
@@ -81,11 +87,14 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   }
 
   const rules = networkRules(policy);
-  const allowlist = rules === undefined ? undefined : openAllowlist(rules, options.tmpdir ?? tmpdir());
-  if (allowlist !== undefined) Object.assign(env, proxyEnvironment(), { [NETWORK_SOCKET_ENV]: allowlist.socketPath });
-  const launch = exposeLaunchPaths(command, allowlist === undefined ? [] : [allowlist.directory]);
+  const allowlist = rules === undefined ? undefined : openAllowlist(rules, base);
+  if (allowlist !== undefined) Object.assign(env, proxyEnvironment(), { [NETWORK_SOCKET_ENV]: allowlist.sandboxSocketPath });
+  const launch = exposeLaunchPaths(command, []);
   // An allowlist gets its own network namespace and no /run sockets: the proxy is the only way out.
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: launch.paths, cwd, ...resolverLayout(policy) }), '--', launch.executable, ...launch.args];
+  const hidden = shared.filter((path) => !within(path, '/tmp') && path === realpathSync(path));
+  // The proxy's directory goes at a short path in the sandbox's own /run (allowlist.ts).
+  const runBinds = allowlist === undefined ? [] : [{ source: allowlist.directory, target: SANDBOX_NETWORK_DIRECTORY }];
+  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: launch.paths, cwd, hidden, runBinds, ...resolverLayout(policy) }), '--', launch.executable, ...launch.args];
   const wrapped: WrappedLaunch = {
     command: { ...command, executable: plan.bwrapPath, args, env, seccompFilter: filter },
     report,

@@ -109,7 +109,7 @@ for (const backend of BACKENDS) {
       assert.equal([run.status, run.signal, run.stderr], [0, null, '']);
       const result = JSON.parse(run.stdout) as RunResult;
       assert.is(result.status, 'ok');
-      assert.match(String((result as { value?: unknown }).value), new RegExp(`^${tmp}/ptc-sandbox-`));
+      assert.match(String((result as { value?: unknown }).value), new RegExp(`^${tmp}/ptc-\\d+-\\d+-[^/]+/tmp-`));
       assert.equal(readdirSync(tmp), []);
       assert.equal(processesIn(ws), []);
     } finally {

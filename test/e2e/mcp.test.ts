@@ -118,7 +118,11 @@ for (const launch of Object.keys(LAUNCHES)) {
       { type: 'image', data: PNG.toString('base64'), mimeType: 'image/png' },
       { type: 'text', text: '{"width":300,"height":7}' },
     ]);
-    assert.equal(readdirSync(join(session.dir, 'tmp')).filter((name) => name.startsWith('ptc-mcp-')), []);
+    // Written in the server's host directory (carrier/protocol/host-temp.ts), which lives as long as the server.
+    const tmp = join(session.dir, 'tmp');
+    const hostDirectories = readdirSync(tmp).filter((name) => /^ptc-\d+-\d+-/.test(name));
+    assert.equal(hostDirectories.length, 1, readdirSync(tmp).join(' '));
+    assert.equal(readdirSync(join(tmp, hostDirectories[0]!)).filter((name) => name.startsWith('mcp-')), []);
   });
 
   test(`[${launch}] failures: an exception, a timeout, isError as BindingError, a bad argument`, async () => {

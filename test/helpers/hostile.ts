@@ -41,9 +41,13 @@ export function processesIn(ws: string): string[] {
   return found;
 }
 
-/** Entries in the temp root besides the workspaces and Node's compile cache (kept on purpose between carriers). */
+/** Entries in the temp root besides the workspaces and Node's compile cache (kept on purpose
+ * between carriers); this process's own host directory counts only by what is left inside it. */
 export function tempLeftovers(): string[] {
-  return readdirSync(TEMP_ROOT).filter((name) => !name.startsWith('ws-') && !name.startsWith('ptc-compile-cache-'));
+  const own = `ptc-${process.getuid?.() ?? 'user'}-${process.pid}-`;
+  return readdirSync(TEMP_ROOT)
+    .filter((name) => !name.startsWith('ws-') && !name.startsWith('ptc-compile-cache-'))
+    .flatMap((name) => (name.startsWith(own) ? readdirSync(join(TEMP_ROOT, name)).map((inner) => `${name}/${inner}`) : [name]));
 }
 
 /** Removes the temp root; for test.after. */

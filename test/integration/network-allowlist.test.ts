@@ -297,7 +297,7 @@ function assertHostScript(host: string, tmp: string, expected: string): void {
     const child = spawnSync(process.execPath, ['--input-type=module', '-e', host], { cwd: tmp, env: { ...process.env, TMPDIR: tmp }, encoding: 'utf8', timeout: 120_000 });
     assert.is(child.status, 0, `${child.signal ?? ''} ${child.stderr}`);
     assert.is(child.stdout, expected);
-    assert.equal(readdirSync(tmp).filter((name) => name.startsWith('ptc-network-') || name.startsWith('ptc-sandbox-')), []);
+    assert.equal(readdirSync(tmp).filter((name) => /^ptc-\d+-\d+-/.test(name)), []);
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }

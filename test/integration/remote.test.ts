@@ -330,7 +330,7 @@ for (const backend of ['bwrap', 'node-permission'] as const) {
       const runtime = createRuntime({ launch: { kind: 'command', command, node: '/usr/bin/node', bootstrapPath }, sandbox: { backend }, prestartCarrier: false });
       const result = await runtime.run(runtime.resolve({ program, cwd: ws, timeoutMs: 30_000 })).finally(() => runtime.dispose());
       assert.is(result.status, 'ok', JSON.stringify(result));
-      assert.match(String((result as { value?: unknown }).value), new RegExp(`^${tmp}/ptc-sandbox-`));
+      assert.match(String((result as { value?: unknown }).value), new RegExp(`^${tmp}/ptc-\\d+-\\d+-[^/]+/tmp-`));
       assert.equal(readdirSync(tmp), []);
     } finally {
       rmSync(root, { recursive: true, force: true });

@@ -94,9 +94,10 @@ test('planSandbox on Windows: auto is node-permission with partial enforcement a
 });
 
 test('readableRoots on Windows: every read granted (no /proc or /dev to hide; drives are not under /)', () => {
-  assert.equal(readableRoots(['Users', 'Windows'], 'win32'), ['*']);
-  assert.equal(readableRoots(['usr', 'proc'], 'linux'), ['/usr', '/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero', '/proc/self/fdinfo']);
-  assert.equal(readableRoots(['usr', 'proc'], 'darwin'), ['/usr', '/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero']);
+  const none = { hidden: [], exposed: [] };
+  assert.equal(readableRoots(none, 'win32', () => ['Users', 'Windows']), ['*']);
+  assert.equal(readableRoots(none, 'linux', () => ['usr', 'proc']), ['/usr', '/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero', '/proc/self/fdinfo']);
+  assert.equal(readableRoots({ hidden: [], exposed: [] }, 'darwin', () => ['usr', 'proc']), ['/usr', '/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero']);
 });
 
 test('isFileSystemRoot: / on POSIX; a drive or share root on Windows, which a writable root must not be', () => {

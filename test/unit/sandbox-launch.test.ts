@@ -79,9 +79,22 @@ test('permissionArgs: one read grant per root, one write grant per path, the Nod
 
 test('readableRoots: every entry of / but /proc and /dev (the host\'s processes and terminals), plus the plain devices and the carrier\'s own fdinfo', () => {
   const devices = ['/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero'];
-  assert.equal(readableRoots(['usr', 'proc', 'etc', 'dev', 'tmp', 'sys'], 'linux'), ['/etc', '/sys', '/tmp', '/usr', ...devices, '/proc/self/fdinfo']);
+  const none = { hidden: [], exposed: [] };
+  assert.equal(readableRoots(none, 'linux', () => ['usr', 'proc', 'etc', 'dev', 'tmp', 'sys']), ['/etc', '/sys', '/tmp', '/usr', ...devices, '/proc/self/fdinfo']);
   const here = readableRoots();
   assert.ok(here.includes('/usr') && !here.includes('/proc') && !here.includes('/dev'), here.join(' '));
+});
+
+test('readableRoots: hidden directories go, entry by entry down to them; exposed paths inside them come back', () => {
+  const devices = ['/dev/full', '/dev/null', '/dev/random', '/dev/urandom', '/dev/zero'];
+  const tree: Record<string, string[]> = { '/': ['usr', 'tmp', 'var', 'proc'], '/var': ['lib', 'tmp', 'log'], '/var/tmp': ['x', 'mine'] };
+  const list = (directory: string): string[] => tree[directory] ?? [];
+  const scope = { hidden: ['/tmp', '/var/tmp/x'], exposed: ['/tmp/ws', '/var/tmp/x/ptc-0-1/tmp-a', '/usr/lib'] };
+  assert.equal(readableRoots(scope, 'linux', list), ['/usr', '/var/lib', '/var/log', '/var/tmp/mine', ...devices, '/tmp/ws', '/var/tmp/x/ptc-0-1/tmp-a', '/proc/self/fdinfo']);
+  // A path inside another exposed one goes: Node 20 would deny the rest of the outer one.
+  assert.equal(readableRoots({ hidden: ['/tmp'], exposed: ['/tmp/ws/boot.mjs', '/tmp/ws', '/tmp/ws'] }, 'linux', list), ['/usr', '/var', ...devices, '/tmp/ws', '/proc/self/fdinfo']);
+  // A directory that cannot be listed is granted nothing but what is exposed in it.
+  assert.equal(readableRoots({ hidden: ['/var/tmp/x'], exposed: [] }, 'linux', (directory) => { if (directory === '/var') throw new Error('EACCES'); return list(directory); }), ['/tmp', '/usr', ...devices, '/proc/self/fdinfo']);
 });
 
 test('appendNodeOptions keeps existing options and quotes what Node would split', () => {
@@ -129,7 +142,8 @@ test('wrapLaunch under bwrap: bwrap runs the command after --, with a private te
   const original = command('node-script');
   const wrapped = wrapLaunch(original, plan('bwrap'), { tmpdir: dir, cwd: ws });
   const tmp = wrapped.privateTmp!;
-  assert.ok(tmp.startsWith(join(dir, 'ptc-sandbox-')) && existsSync(tmp), tmp);
+  assert.match(tmp.slice(dir.length), new RegExp(`^/ptc-${process.getuid!()}-${process.pid}-\\d+-\\d+-[0-9a-f]+-[^/-]+/tmp-[^/]+$`));
+  assert.ok(existsSync(tmp), tmp);
   assert.is(wrapped.command.executable, '/usr/bin/bwrap');
   assert.is(wrapped.command.kind, 'node-script');
   const separator = wrapped.command.args.indexOf('--');
@@ -138,7 +152,7 @@ test('wrapLaunch under bwrap: bwrap runs the command after --, with a private te
   assert.equal(wrapped.command.env, { ...original.env, TMPDIR: tmp, TMP: tmp, TEMP: tmp });
   assert.equal(wrapped.report, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false });
   const options = wrapped.command.args.slice(0, separator).join(' ');
-  assert.ok(options.includes(`--bind ${ws} ${ws} --perms 0700 --size 536870912 --tmpfs ${tmp} --ro-bind ${join(dir, 'bootstrap.mjs')} ${join(dir, 'bootstrap.mjs')}`), options);
+  assert.ok(options.includes(`--bind ${ws} ${ws} --ro-bind ${join(dir, 'bootstrap.mjs')} ${join(dir, 'bootstrap.mjs')} --perms 0700 --size 536870912 --tmpfs ${tmp}`), options);
   assert.ok(options.endsWith(`--chdir ${ws}`), options);
   // The spawn hands bwrap this filter on the fd that --seccomp names.
   assert.equal(wrapped.command.seccompFilter, seccompFilter());
@@ -161,18 +175,21 @@ test('wrapLaunch under node-permission on a Node whose model governs the network
 test('wrapLaunch under node-permission: flags before the script for a Node, in NODE_OPTIONS for the embedded binary', async () => {
   const script = wrapLaunch(command('node-script'), plan('node-permission'), { tmpdir: dir });
   const tmp = script.privateTmp!;
-  const reads = readableRoots().map((root) => `--allow-fs-read=${root}`);
+  // The shared temp directories are hidden; the run's own directory, workspace and script come back.
+  const reads = readableRoots({ hidden: ['/tmp', dir], exposed: [ws, tmp, join(dir, 'bootstrap.mjs')] }).map((root) => `--allow-fs-read=${root}`);
+  assert.ok(!reads.includes('--allow-fs-read=/tmp') && reads.includes(`--allow-fs-read=${tmp}`), reads.join(' '));
   assert.equal(script.command.args, ['--permission', ...reads, `--allow-fs-write=${ws}`, `--allow-fs-write=${tmp}`, '--max-old-space-size=64', join(dir, 'bootstrap.mjs')]);
   assert.is(script.command.executable, join(dir, 'node-link'));
   assert.equal(script.report, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: true });
 
   const embedded = wrapLaunch(command('embedded'), plan('node-permission', 'read-only'), { tmpdir: dir });
   const embeddedTmp = embedded.privateTmp!;
+  const embeddedReads = readableRoots({ hidden: ['/tmp', dir], exposed: [embeddedTmp, ws] }).map((root) => `--allow-fs-read=${root}`);
   assert.equal(embedded.command.args, []);
   assert.equal(embedded.command.env, {
     PATH: '/usr/bin',
     PTC_CARRIER: '1',
-    NODE_OPTIONS: `--max-old-space-size=64 --permission ${reads.join(' ')} --allow-fs-write=${embeddedTmp}`,
+    NODE_OPTIONS: `--max-old-space-size=64 --permission ${embeddedReads.join(' ')} --allow-fs-write=${embeddedTmp}`,
     TMPDIR: embeddedTmp,
     TMP: embeddedTmp,
     TEMP: embeddedTmp,
