@@ -59,6 +59,8 @@ interface Started {
   closed: Promise<void>;
   /** Its host directory in the shared temp directory. */
   directory: string;
+  /** Where its program's marker can be read. */
+  marker: string;
 }
 
 /** Starts a host as `user` whose run waits, and resolves once its program has written its marker. */
@@ -79,13 +81,33 @@ async function startWaiting(user: TestUser, host: Host, config: Config, cwd: str
   for (;;) {
     const name = readdirSync(shared).find((entry) => entry.startsWith(prefix));
     const tmp = name === undefined ? undefined : readdirSync(join(shared, name)).find((entry) => entry.startsWith('tmp-'));
-    if (name !== undefined && tmp !== undefined && existsSync(join(shared, name, tmp, 'marker'))) return { child, closed, directory: join(shared, name) };
+    const marker = name === undefined || tmp === undefined ? undefined : markerOf(join(shared, name, tmp), cwd);
+    if (marker !== undefined) return { child, closed, directory: join(shared, name!), marker };
     if (child.exitCode !== null || Date.now() > deadline) {
       child.kill('SIGKILL');
       throw new Error(`the ${host} host (${config}) as ${user.name} never started its run: ${stderr}`);
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/**
+ * The marker a waiting program wrote in its temp directory `tmp` (a host path): on the host for
+ * node-permission, else inside the bwrap sandbox, whose temp directory is a tmpfs of its own,
+ * seen through /proc/<pid>/root of a process that runs in `cwd`.
+ */
+function markerOf(tmp: string, cwd: string): string | undefined {
+  const onHost = join(tmp, 'marker');
+  if (existsSync(onHost)) return onHost;
+  for (const line of processesIn(cwd)) {
+    const inside = `/proc/${line.split(' ')[0]}/root${onHost}`;
+    try {
+      if (existsSync(inside)) return inside;
+    } catch {
+      // gone
+    }
+  }
+  return undefined;
 }
 
 /** Kills a host with -9 and whatever its carrier left running in `cwd` (a carrier the host can no longer kill). */
@@ -155,8 +177,7 @@ for (const user of victims()) {
         const live = await startWaiting(user, host, config, other.path);
         await sweeper(user, host, ws.path);
         assert.equal(entries(), [live.directory.slice(shared.length + 1)], `orphans killed: ${orphans.join('; ')}`);
-        const liveTmp = readdirSync(live.directory).find((name) => name.startsWith('tmp-'))!;
-        assert.is(readFileSync(join(live.directory, liveTmp, 'marker'), 'utf8'), 'mine');
+        assert.is(readFileSync(live.marker, 'utf8'), 'mine');
         await killHost(live, other.path);
         await sweeper(user, host, ws.path);
         assert.equal(entries(), []);
@@ -204,11 +225,11 @@ for (const user of victims()) {
       child.stdin!.end(program);
       const prefix = `ptc-${user.uid}-${child.pid}-`;
       const deadline = Date.now() + WAIT_MS;
-      while (!readdirSync(shared).some((name) => name.startsWith(prefix) && readdirSync(join(shared, name)).some((tmp) => existsSync(join(shared, name, tmp, 'marker'))))) {
+      while (!readdirSync(shared).some((name) => name.startsWith(prefix) && readdirSync(join(shared, name)).some((tmp) => markerOf(join(shared, name, tmp), ws.path) !== undefined))) {
         assert.ok(Date.now() < deadline && child.exitCode === null, `the run never started: ${printed}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      await killHost({ child, closed, directory: '' }, ws.path);
+      await killHost({ child, closed, directory: '', marker: '' }, ws.path);
       await sweeper(user, 'cli', ws.path);
       assert.equal(entries(), []);
       assert.is(readFileSync(join(precious.path, 'keep'), 'utf8'), 'data');
@@ -278,21 +299,21 @@ for (const user of victims()) {
         const prefix = `ptc-${user.uid}-${child.pid}-`;
         const deadline = Date.now() + WAIT_MS;
         let marker: string | undefined;
+        let hostDirectory = '';
         while (marker === undefined) {
           const name = readdirSync(shared).find((entry) => entry.startsWith(prefix));
-          const tmp = name === undefined ? undefined : readdirSync(join(shared, name)).find((entry) => existsSync(join(shared, name, entry, 'marker')));
-          if (tmp !== undefined) marker = join(shared, name!, tmp, 'marker');
+          for (const tmp of name === undefined ? [] : readdirSync(join(shared, name))) marker ??= markerOf(join(shared, name!, tmp), ws.path);
+          if (name !== undefined) hostDirectory = join(shared, name);
           assert.ok(Date.now() < deadline && child.exitCode === null, 'the run never started');
           await new Promise((resolve) => setTimeout(resolve, 50));
         }
-        const hostDirectory = join(marker, '..', '..');
         assert.is(lstatSync(join(marker, '..')).mode & 0o777, 0o777, 'the program opened its own directory');
         assert.is(lstatSync(hostDirectory).mode & 0o777, 0o700);
         const peek = await runAs(stranger, ['cat', marker]);
         assert.is(peek.code, 1);
         assert.match(peek.stderr, /Permission denied/);
       } finally {
-        await killHost({ child, closed, directory: '' }, ws.path);
+        await killHost({ child, closed, directory: '', marker: '' }, ws.path);
         await sweeper(user, 'cli', ws.path);
         ws.remove();
       }
@@ -320,7 +341,7 @@ for (const user of victims()) {
         const deadline = Date.now() + WAIT_MS;
         let relay: string | undefined;
         while (relay === undefined) {
-          relay = readdirSync(shared).find((name) => name.startsWith(`ptc-${user.uid}-`) && readdirSync(join(shared, name)).some((tmp) => existsSync(join(shared, name, tmp, 'marker'))));
+          relay = readdirSync(shared).find((name) => name.startsWith(`ptc-${user.uid}-`) && readdirSync(join(shared, name)).some((tmp) => markerOf(join(shared, name, tmp), ws.path) !== undefined));
           assert.ok(Date.now() < deadline, 'the remote run never started');
           await new Promise((resolve) => setTimeout(resolve, 50));
         }
@@ -395,8 +416,7 @@ for (const user of victims()) {
       chmodSync(bootstrapPath, 0o644);
       try {
         const first = await startWaiting(user, 'cli', 'node-permission', ws.path);
-        const tmp = readdirSync(first.directory).find((name) => name.startsWith('tmp-'))!;
-        const marker = join(first.directory, tmp, 'marker');
+        const marker = first.marker;
         const program = `const fs = await import('node:fs'); const os = await import('node:os'); const tryIt = (f) => { try { return f(); } catch (e) { return e.code; } };
           fs.writeFileSync(os.tmpdir() + '/own', 'own'); fs.writeFileSync('here', 'here');
           return [process.version.split('.')[0], tryIt(() => fs.readFileSync(os.tmpdir() + '/own', 'utf8')), tryIt(() => fs.readFileSync('here', 'utf8')), tryIt(() => fs.readFileSync(${JSON.stringify(marker)}, 'utf8'))];`;
