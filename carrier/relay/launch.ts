@@ -33,9 +33,10 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string): CarrierL
   }
   const node = process.execPath;
   const script = realpathSync(bootstrapPath);
-  const heap = `--max-old-space-size=${spec.heapMb}`;
+  // As the host's local launches (host/worker/launch.ts): import handlers need VM modules.
+  const heap = `--max-old-space-size=${spec.heapMb}`, vmModules = '--experimental-vm-modules';
   const sandbox = spec.sandbox;
-  if (sandbox.backend === 'none') return { executable: node, args: [heap, script], env, cwd, privateTmp: undefined };
+  if (sandbox.backend === 'none') return { executable: node, args: [heap, vmModules, script], env, cwd, privateTmp: undefined };
 
   const policy: ConfinedPolicy = {
     mode: sandbox.mode,
@@ -47,10 +48,10 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string): CarrierL
   for (const name of TEMP_VARIABLES) env[name] = privateTmp;
   const writable = [...writablePaths(policy), privateTmp];
   if (sandbox.backend === 'node-permission') {
-    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readableRoots(), { allowNet: sandbox.allowNet === true }), heap, script], env, cwd, privateTmp };
+    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readableRoots(), { allowNet: sandbox.allowNet === true }), heap, vmModules, script], env, cwd, privateTmp };
   }
   const realNode = realpathSync(node);
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: [realNode, script], cwd }), '--', realNode, heap, script];
+  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: [realNode, script], cwd }), '--', realNode, heap, vmModules, script];
   return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp };
 }
 
