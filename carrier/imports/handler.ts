@@ -3,6 +3,7 @@
 // (imports.handler), loaded in the carrier's own realm before any program runs, so its decisions
 // can return runner-local objects (closures, private fields) that a serialized value could not carry.
 import { pathToFileURL } from 'node:url';
+import vm from 'node:vm';
 import { decideByRules, type ImportPolicy } from '../protocol/imports.ts';
 
 /** One import a program (or, in vm-script, a module it loaded) asks for. */
@@ -38,7 +39,9 @@ const runnerHandlers = new Map<string, ProgramImportHandler>();
 export async function loadRunnerHandler(path: string): Promise<ProgramImportHandler> {
   const known = runnerHandlers.get(path);
   if (known !== undefined) return known;
-  const loaded = (await import(pathToFileURL(path).href)) as { default?: unknown };
+  // Through Node's default loader: the embedded binary's own import() reaches only builtins.
+  const load = new vm.Script('(url) => import(url)', { filename: path, importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER }).runInThisContext() as (url: string) => Promise<{ default?: unknown }>;
+  const loaded = await load(pathToFileURL(path).href);
   if (typeof loaded.default !== 'function') {
     throw new TypeError(`the import handler module ${path} must export a function as default, got ${typeof loaded.default}`);
   }
