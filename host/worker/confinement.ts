@@ -49,7 +49,8 @@ export async function confine(config: CarrierSettings, policy: SandboxPolicy, cw
   const base = launchCommand(config.launch, config.maxOldGenerationSizeMb, importFiles(config.imports));
   const plan = await planSandbox(resolved, { ...config.sandbox, carrierNodeVersion: carrierNodeVersion(base) });
   if ('unavailable' in plan) return { unavailable: plan.unavailable, report: unconfinedReport(resolved) };
-  const key = JSON.stringify([base.executable, base.args, base.env, config.maxMessageBytes, plan.backend, resolved]);
+  // The files an import policy maps are bound into the sandbox: a carrier without them is another shape.
+  const key = JSON.stringify([base.executable, base.args, base.env, base.readable, config.maxMessageBytes, plan.backend, resolved]);
   return {
     recipe: {
       key,
