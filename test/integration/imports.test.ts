@@ -170,6 +170,19 @@ eachFormat('a retained function keeps the policy when a later run calls it', RET
   assert.is(later.message, 'import of "node:child_process" is denied by the import policy (deny "node:child_process")');
 }, DENY);
 
+// A difference from the reference, pinned (README, Differences from the reference): a late import
+// is decided by the policy in force, not rejected for starting after its evaluation.
+eachFormat('an import started after its evaluation ended is decided by the policy in force', RETAINED, async (format) => {
+  const runtime = runtimeWith(format.config, DENY);
+  const owner = {};
+  value(await runtime.run(runtime.resolve({
+    program: 'var late = []; setTimeout(() => { for (const name of ["node:path", "node:child_process"]) late.push(import(name).then((m) => typeof m.join, (e) => e.message)); }, 0); 1',
+    stateOwner: owner,
+  })));
+  const settled = await runtime.run(runtime.resolve({ program: 'await new Promise((resolve) => setTimeout(resolve, 50)); await Promise.all(late)', stateOwner: owner }));
+  assert.equal(value(settled), ['function', 'import of "node:child_process" is denied by the import policy (deny "node:child_process")']);
+}, DENY);
+
 const SCRIPT_MODULES = { map: { helper: join(fixtures, 'script-module.mjs'), cp: join(fixtures, 'static-child-process.mjs') }, deny: ['node:child_process'] };
 eachFormat('an ES module file loads into the Script\'s context: it sees the Script\'s globals, keeps import.meta, its static imports meet the policy, and it keeps its identity across runs', RETAINED.filter((format) => format.name !== 'repl'), async (format) => {
   const runtime = runtimeWith(format.config, SCRIPT_MODULES);
