@@ -32,8 +32,6 @@ export function createNodeReplEvaluator(setup?: ImportSetup): Evaluator {
   if (setup !== undefined && !canInterceptReplImports()) {
     throw new Error(`an import policy or handler needs module.registerHooks (Node 22.15 or later) for repl programs; this carrier runs Node ${process.version}`);
   }
-  let importingFile = '';
-  const uninstallImports = setup === undefined ? () => {} : installReplImports(setup.handler, () => importingFile);
   const input = new PassThrough();
   const output = new PassThrough();
   // Prompts and the REPL's "Uncaught ..." reports land here and are dropped.
@@ -66,6 +64,8 @@ export function createNodeReplEvaluator(setup?: ImportSetup): Evaluator {
   }
 
   const context = server.context;
+  let importingFile = '';
+  const uninstallImports = setup === undefined ? () => {} : installReplImports(setup.handler, () => importingFile, context);
   // `_` and `_error` become ordinary globals: nothing sets them and assignments keep their value.
   delete context._;
   delete context._error;

@@ -93,6 +93,18 @@ eachFormat('a denied import fails the run with an exception naming the specifier
   assert.is(value(await runtime.run(runtime.resolve({ program: format.program('const os = await import("node:os");', 'typeof os.cpus'), stateOwner: {} }))), 'function');
 }, DENY);
 
+// Node's REPL gives programs `require`, a global per builtin module and a cwd-relative import
+// referrer; none of them gets around the policy.
+eachFormat('in Node\'s REPL, require(), the builtin module globals and an import whose cwd moved meet the policy too', FORMATS.filter((format) => format.name === 'repl'), async (format) => {
+  const runtime = runtimeWith(format.config, DENY);
+  const owner = {};
+  for (const program of ['require("child_process")', 'child_process.spawnSync', 'const pending = import("node:child_process"); process.chdir("/"); await pending']) {
+    const denied = failure(await runtime.run(runtime.resolve({ program, stateOwner: owner })));
+    assert.match(denied.message, /^import of "(?:node:)?child_process" is denied by the import policy \(deny "node:child_process"\)$/, program);
+  }
+  assert.is(value(await runtime.run(runtime.resolve({ program: 'typeof require("node:os").cpus + typeof os.cpus', stateOwner: owner }))), 'functionfunction');
+}, DENY);
+
 eachFormat('a denied import never touches the file system: no module file is read, a missing one is not even looked for', FORMATS, async (format) => {
   const directory = mkdtempSync(join(scratch, 'marker-'));
   cpSync(join(fixtures, 'marker.mjs'), join(directory, 'marker.mjs'));
