@@ -2,7 +2,7 @@
 // air-gapped machine imports through `ptc run --map-import`, a denied import fails the run (exit 1)
 // naming the specifier and the rule, an allow-list keeps everything else out, and `bindings:` makes
 // the run's bindings a module. The config file's `imports` field takes the same policy.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -102,5 +102,33 @@ both('a malformed --map-import is a usage error (exit 2)', (run) => {
   assert.is(code, 2);
   assert.match(stderr, /--map-import takes SPECIFIER=FILE or SPECIFIER=bindings:\[namespace\], got "left-pad"/);
 });
+
+
+/** One `run` request to `ptc serve` with these flags; the reply's result. */
+function serveRun(command: string[], program: string): Promise<any> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command[0]!, [...command.slice(1)], { cwd: work, env });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      out += chunk;
+      const newline = out.indexOf('\n');
+      if (newline === -1) return;
+      child.stdin.end();
+      resolve((decodeJson(out.slice(0, newline)) as { result: unknown }).result);
+    });
+    child.on('error', reject);
+    child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'run', params: { program } })}\n`);
+  });
+}
+
+for (const [name, command] of [['dist/ptc', [BIN]], ['source', [process.execPath, join(repoRoot, 'host', 'cli', 'bin.ts')]]] as const) {
+  test(`ptc serve takes the import flags (${name})`, async () => {
+    const flags = ['serve', '--deny-import', 'node:child_process', '--map-import', `left-pad=${join(vendor, 'left-pad.mjs')}`];
+    const denied = await serveRun([...command, ...flags], 'await import("child_process"); return 1;');
+    assert.equal([denied.status, denied.failure.kind, denied.failure.message], ['failed', 'exception', 'import of "child_process" is denied by the import policy (deny "node:child_process")']);
+    const mapped = await serveRun([...command, ...flags], 'const { default: pad } = await import("left-pad"); return pad(1, 3);');
+    assert.is(mapped.value, '001');
+  });
+}
 
 test.run();
