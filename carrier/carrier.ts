@@ -25,6 +25,7 @@ import {
   apply, byteLength, chdir, defineProperty, NativePromise, queueTask, rejected, resolved, SafeSet, setPrototypeOf, stringIncludes, then, unthenable,
 } from './intrinsics.ts';
 import { createEvaluator } from './evaluators/index.ts';
+import { applyImports, importSetup } from './imports/program-imports.ts';
 import type { Completion, Evaluator } from './evaluators/types.ts';
 import { encodeJson, LossyValueError, trustRealm } from './protocol/json.ts';
 import { fitOutcome, REPLY_ENVELOPE } from './outcome-fit.ts';
@@ -48,6 +49,8 @@ interface Environment {
   evaluator: Evaluator;
   /** Binding names currently installed on the evaluator's global object, and how to remove them. */
   uninstall: () => void;
+  /** Whether its evaluator was made to consult an import handler (the run carried an import policy). */
+  imports: boolean;
 }
 
 const scope = new AsyncLocalStorage<Run>();
@@ -126,12 +129,13 @@ function saveCompileCache(): void {
 }
 
 // The program's first dynamic import makes Node warn that vm.USE_MAIN_CONTEXT_DEFAULT_LOADER (the
-// evaluators' import hook) is experimental; that is the runtime's choice, not program output.
+// evaluators' import hook) is experimental, and the first module an import handler's decision
+// makes that VM Modules are; that is the runtime's choice, not program output.
 function silenceLoaderWarning(): void {
   const emitWarning = process.emitWarning;
   process.emitWarning = function (this: unknown, warning: string | Error, ...rest: unknown[]) {
     const text = typeof warning === 'string' ? warning : warning?.message;
-    if (typeof text === 'string' && stringIncludes(text, 'vm.USE_MAIN_CONTEXT_DEFAULT_LOADER')) return;
+    if (typeof text === 'string' && (stringIncludes(text, 'vm.USE_MAIN_CONTEXT_DEFAULT_LOADER') || stringIncludes(text, 'VM Modules is an experimental feature'))) return;
     const args: unknown[] = [warning];
     for (let index = 0; index < rest.length; index++) args[index + 1] = rest[index];
     return apply(emitWarning, process, args);
@@ -176,9 +180,11 @@ async function environmentFor(request: RunRequest): Promise<Environment> {
     if (environment.evaluator.format !== request.format) {
       throw new Error(`this carrier retains a ${environment.evaluator.format} environment; it cannot run ${request.format} programs`);
     }
+    await applyImports(request.imports, request.bindings, environment.evaluator.globalObject, environment.imports);
     return environment;
   }
-  const evaluator = await createEvaluator(request.format);
+  const setup = importSetup(request.format, request.imports);
+  const evaluator = await createEvaluator(request.format, setup);
   saveCompileCache();
   // Before any program runs in it: the realm's plain objects and arrays are lossless data, and its
   // Error.prepareStackTrace is the program's to set, not to format the carrier's reports with.
@@ -188,7 +194,13 @@ async function environmentFor(request: RunRequest): Promise<Environment> {
   holdWaitAsync(realm);
   defineGlobals(evaluator.globalObject);
   // No prototype: this async function resolves with it, which must not find a program's `then`.
-  const fresh: Environment = unthenable({ evaluator, uninstall: () => {} });
+  const fresh: Environment = unthenable({ evaluator, uninstall: () => {}, imports: setup !== undefined });
+  try {
+    await applyImports(request.imports, request.bindings, evaluator.globalObject, fresh.imports);
+  } catch (error) {
+    evaluator.dispose();
+    throw error;
+  }
   if (request.retain) environment = fresh;
   return fresh;
 }

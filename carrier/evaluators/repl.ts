@@ -10,7 +10,8 @@ import repl from 'node:repl';
 import { PassThrough } from 'node:stream';
 import { types } from 'node:util';
 import vm from 'node:vm';
-import type { Completion, EvaluationOptions, Evaluator } from './types.ts';
+import { canInterceptReplImports, installReplImports } from '../imports/repl-hooks.ts';
+import type { Completion, EvaluationOptions, Evaluator, ImportSetup } from './types.ts';
 
 interface Evaluation {
   readonly filename: string;
@@ -27,7 +28,10 @@ const { isExtensible } = Object;
 const ASYNC_PREFIX = '(async function () {\n';
 
 /** Creates Node's REPL evaluator: one retained context, Node REPL semantics per evaluation. */
-export function createNodeReplEvaluator(): Evaluator {
+export function createNodeReplEvaluator(setup?: ImportSetup): Evaluator {
+  if (setup !== undefined && !canInterceptReplImports()) {
+    throw new Error(`an import policy or handler needs module.registerHooks (Node 22.15 or later) for repl programs; this carrier runs Node ${process.version}`);
+  }
   const input = new PassThrough();
   const output = new PassThrough();
   // Prompts and the REPL's "Uncaught ..." reports land here and are dropped.
@@ -60,6 +64,8 @@ export function createNodeReplEvaluator(): Evaluator {
   }
 
   const context = server.context;
+  let importingFile = '';
+  const uninstallImports = setup === undefined ? () => {} : installReplImports(setup.handler, () => importingFile, context);
   // `_` and `_error` become ordinary globals: nothing sets them and assignments keep their value.
   delete context._;
   delete context._error;
@@ -122,6 +128,7 @@ export function createNodeReplEvaluator(): Evaluator {
           reject(new Error('The REPL evaluator has been disposed'));
           return;
         }
+        importingFile = options.filename;
         const evaluation: Evaluation = {
           filename: options.filename,
           settled: false,
@@ -161,6 +168,7 @@ export function createNodeReplEvaluator(): Evaluator {
     dispose(): void {
       if (disposed) return;
       disposed = true;
+      uninstallImports();
       const error = new Error('The REPL evaluator was disposed before the program settled');
       for (const evaluation of unsettled) evaluation.reject(error);
       reportError = () => {};

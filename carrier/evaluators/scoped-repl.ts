@@ -11,7 +11,8 @@ import { ScopeChain, type CallPlan } from './scoped-repl/scope.ts';
 import { generateCallSource } from './scoped-repl/source.ts';
 import { acornSyntaxError, engineSyntaxError, programSyntaxError, withoutFrames } from './scoped-repl/syntax-errors.ts';
 import { append, withPristineBuiltins } from '../intrinsics.ts';
-import type { Completion, EvaluationOptions, Evaluator } from './types.ts';
+import { createScriptImports } from '../imports/vm-imports.ts';
+import type { Completion, EvaluationOptions, Evaluator, ImportSetup } from './types.ts';
 
 export interface ScopedReplOptions {
   /**
@@ -45,11 +46,13 @@ const { apply } = Reflect;
 const { setPrototypeOf } = Object;
 
 /** Creates a scoped REPL environment: one context whose calls carry their top-level names forward. */
-export function createScopedReplEvaluator(options: ScopedReplOptions = {}): Evaluator {
+export function createScopedReplEvaluator(options: ScopedReplOptions = {}, setup?: ImportSetup): Evaluator {
   const strict = options.strict ?? true;
   const finalExpression = options.finalExpression ?? true;
   const { context, globalObject } = createProgramContext(options.codeGeneration ?? false);
   const scope = new ScopeChain();
+  // The scoped REPL imports as vm-script does: asynchronous decisions are accepted.
+  const imports = setup === undefined ? undefined : createScriptImports(setup.handler, context, false, 'scoped-repl');
   /** The first call's working directory: relative `import()` specifiers resolve from it. */
   let importBase: string | undefined;
   let disposed = false;
@@ -65,10 +68,11 @@ export function createScopedReplEvaluator(options: ScopedReplOptions = {}): Eval
     });
     let script: vm.Script;
     try {
+      const resource = scriptFilename(filename, base);
       script = new vm.Script(source, {
-        filename: scriptFilename(filename, base),
+        filename: resource,
         lineOffset: -1,
-        importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+        importModuleDynamically: imports === undefined ? vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER : imports.callback(resource, filename),
       });
     } catch (error) {
       throw engineSyntaxError(program, filename, strict) ?? withoutFrames(error as Error);
@@ -126,6 +130,7 @@ export function createScopedReplEvaluator(options: ScopedReplOptions = {}): Eval
     dispose() {
       disposed = true;
       scope.clear();
+      imports?.dispose();
     },
   };
 }

@@ -9,7 +9,8 @@ import { recursive, type RecursiveVisitors } from 'acorn-walk';
 import { lowerTopLevelAwait, syntaxErrorPosition, unsupportedUsing, withPosition } from './await-lowering.ts';
 import { apply, defineProperty, withPristineBuiltins } from '../intrinsics.ts';
 import { defineLazyGlobal } from './lazy-global.ts';
-import type { Completion, EvaluationOptions, Evaluator } from './types.ts';
+import { createScriptImports, type ScriptImports } from '../imports/vm-imports.ts';
+import type { Completion, EvaluationOptions, Evaluator, ImportSetup } from './types.ts';
 
 // Captured before any program runs: awaiting the lowered arrow's promise must not go through a
 // `then` the program replaced.
@@ -17,10 +18,11 @@ const promiseThen = Promise.prototype.then;
 const NativePromise = Promise;
 
 /** Creates an evaluator with one new vm context that keeps Script declarations between evaluations. */
-export function createVmScriptEvaluator(): Evaluator {
+export function createVmScriptEvaluator(setup?: ImportSetup): Evaluator {
   const context = vm.createContext();
   const globalObject = vm.runInContext('globalThis', context) as Record<string, unknown>;
   installNodeGlobals(globalObject);
+  const imports = setup === undefined ? undefined : createScriptImports(setup.handler, context, false, 'vm-script');
   let disposed = false;
   return {
     format: 'vm-script',
@@ -28,7 +30,7 @@ export function createVmScriptEvaluator(): Evaluator {
     async evaluate(program: string, options: EvaluationOptions): Promise<Completion> {
       if (disposed) throw new Error('vm-script evaluator: evaluate() called after dispose()');
       // Compiling runs no program code; acorn and the lowering use the built-ins as they were.
-      const { script, lowered } = withPristineBuiltins(() => compileScript(program, options));
+      const { script, lowered } = withPristineBuiltins(() => compileScript(program, options, imports));
       const completion: unknown = script.runInContext(context, { displayErrors: false });
       // The program's work is awaited even when its value is not wanted.
       const value = lowered ? await unbox(completion) : await completion;
@@ -37,6 +39,7 @@ export function createVmScriptEvaluator(): Evaluator {
     },
     dispose() {
       disposed = true;
+      imports?.dispose();
     },
   };
 }
@@ -87,7 +90,7 @@ interface CompiledScript {
 }
 
 /** Compiles a program; throws a SyntaxError whose stack is the caret excerpt for invalid source. */
-function compileScript(program: string, options: EvaluationOptions): CompiledScript {
+function compileScript(program: string, options: EvaluationOptions, imports: ScriptImports | undefined): CompiledScript {
   const names = scriptNames(options.filename, options.cwd);
   let lowered: string | undefined;
   try {
@@ -100,7 +103,7 @@ function compileScript(program: string, options: EvaluationOptions): CompiledScr
   try {
     const script = new vm.Script((lowered ?? program) + names.suffix, {
       filename: names.resource,
-      importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+      importModuleDynamically: imports === undefined ? vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER : imports.callback(names.resource, options.filename),
     });
     return { script, lowered: lowered !== undefined };
   } catch (error) {

@@ -2,6 +2,8 @@
 // carrier implements CarrierMethods and calls HostMethods. Values travel as lossless JSON text
 // (see json.ts) so that encoding and its errors stay in one place.
 
+import type { ImportPolicy } from './imports.ts';
+
 /** The carrier's first line on the control channel, before any RPC traffic and before any program exists. */
 export interface Handshake {
   t: 'hello';
@@ -34,6 +36,8 @@ export interface RunRequest {
   maxPendingCalls: number;
   maxMessageBytes: number;
   maxOutputBytes: number;
+  /** The host's import policy and the runner's import handler; absent, programs import through Node's loader unchecked. */
+  imports?: ImportPolicy;
 }
 
 export interface SourceLocation {

@@ -59,11 +59,12 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string, source?: 
   }
   const node = process.execPath;
   const script = source === undefined ? realpathSync(bootstrapPath) : undefined;
-  const heap = `--max-old-space-size=${spec.heapMb}`;
+  // As the host's local launches (host/worker/launch.ts): import handlers need VM modules.
+  const heap = `--max-old-space-size=${spec.heapMb}`, vmModules = '--experimental-vm-modules';
   const entry = script === undefined ? ['-e', SOURCE_LOADER] : [script];
   const sandbox = spec.sandbox;
   const carried = source === undefined ? {} : { source };
-  if (sandbox.backend === 'none') return { executable: node, args: [heap, ...entry], env, cwd, privateTmp: undefined, ...carried };
+  if (sandbox.backend === 'none') return { executable: node, args: [heap, vmModules, ...entry], env, cwd, privateTmp: undefined, ...carried };
 
   const policy: ConfinedPolicy = {
     mode: sandbox.mode,
@@ -82,10 +83,10 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string, source?: 
   const launchPaths = script === undefined ? [realNode] : [realNode, script];
   if (sandbox.backend === 'node-permission') {
     const readable = readableRoots({ hidden: shared, exposed: [...writable, policy.workspaceRoot, cwd, ...launchPaths] });
-    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readable, { allowNet: sandbox.allowNet === true }), heap, ...entry], env, cwd, privateTmp, ...carried };
+    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readable, { allowNet: sandbox.allowNet === true }), heap, vmModules, ...entry], env, cwd, privateTmp, ...carried };
   }
   const hidden = shared.filter((path) => !within(path, '/tmp') && path === realpathSync(path));
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths, cwd, hidden, ...resolverLayout(policy) }), '--', realNode, heap, ...entry];
+  const args = [...bwrapArgs(policy, { privateTmp, launchPaths, cwd, hidden, ...resolverLayout(policy) }), '--', realNode, heap, vmModules, ...entry];
   return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp, seccompFilter: filter, ...carried };
 }
 

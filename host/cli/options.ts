@@ -8,10 +8,10 @@ import type { Argv } from 'yargs';
 import { defaultBootstrapPath, type Bindings, type RuntimeConfig } from '../index.ts';
 import { importFile } from './import-file.ts';
 
-/** A usage or configuration problem: exit code 2. */
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
+import { UsageError } from './usage-error.ts';
+import { applyImportFlags, importOptions } from './import-flags.ts';
+
+export { UsageError };
 
 /** An error's message for a "ptc: " line: the library's own "ptc config:" style prefix is dropped, one "ptc:" is enough. */
 export function messageOf(error: unknown): string {
@@ -57,7 +57,7 @@ export interface RunArgs {
 
 /** The confinement flags `run` and `repl` share. */
 export function sandboxOptions(command: Argv): Argv {
-  return command
+  command
     .option('sandbox', { type: 'string', choices: ['read-only', 'workspace-write', 'full-access'], describe: 'File policy (default workspace-write: the cwd is writable)' })
     .option('allow-network', { type: 'boolean', describe: 'Let the program use the network (off by default when confined)' })
     // nargs: 1 keeps a repeatable flag to one value, so `--allow-host x program.ts` leaves the file as the program.
@@ -71,6 +71,8 @@ export function sandboxOptions(command: Argv): Argv {
     .option('ssh-arg', { type: 'string', array: true, nargs: 1, describe: 'An argument for ssh, before the destination (repeatable: --ssh-arg=-F --ssh-arg=./ssh_config)' })
     .option('remote-node', { type: 'string', describe: 'The Node on the remote machine (default: node on its PATH)' })
     .option('remote-bootstrap', { type: 'string', describe: 'A bootstrap.mjs installed on the remote machine (default: delivered to its ~/.cache/ptc)' });
+  // What a program may import is confined too, by the carrier.
+  return importOptions(command);
 }
 
 /** What the resource limits bound, for --help (the config table in the README words every field). */
@@ -125,7 +127,7 @@ export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
 /** Flags that take one value: yargs makes an array of a repeated one, which no field accepts. */
 const SINGLE_FLAGS = [
   ...Object.keys(LIMIT_FLAGS), 'config', 'bindings', 'cwd', 'mode', 'node', 'bootstrap', 'sandbox', 'sandbox-backend',
-  'require-enforcement', 'remote', 'remote-node', 'remote-bootstrap',
+  'require-enforcement', 'remote', 'remote-node', 'remote-bootstrap', 'import-handler',
 ];
 
 function refuseRepeatedFlags(args: RunArgs): void {
@@ -143,6 +145,7 @@ export async function applyFlags(config: Record<string, unknown>, args: RunArgs)
     if (value !== undefined) config[field] = value;
   }
   if (args.mode !== undefined) config.executionMode = args.mode;
+  applyImportFlags(config, args);
   const hosts = args['allow-host'] !== undefined || args['deny-host'] !== undefined;
   if (args.sandbox !== undefined || args['allow-network'] !== undefined || args['writable-root'] !== undefined || hosts) {
     const base = (config.policy ?? { mode: 'workspace-write' }) as Record<string, unknown>;

@@ -316,6 +316,7 @@ export class Environment {
         maxPendingCalls: config.maxPendingCalls,
         maxMessageBytes: config.maxMessageBytes,
         maxOutputBytes: config.maxOutputBytes,
+        ...(config.imports !== undefined ? { imports: config.imports } : {}),
       });
       outcome = result;
       if (!settled) {

@@ -2,6 +2,7 @@
 // validates user input into this shape.
 import type { SandboxOptions, SandboxPolicy } from '../sandbox/index.ts';
 import type { LaunchConfig } from '../worker/launch.ts';
+import type { ImportPolicy } from '../../carrier/protocol/imports.ts';
 
 export type ExecutionMode = 'per-call' | 'vm-script' | 'persistent-in-memory';
 
@@ -29,4 +30,6 @@ export interface ResolvedConfig {
   idleTimeoutMs?: number;
   /** Retained environments kept at once; undefined: no limit. */
   maxRetainedEnvironments?: number;
+  /** The import policy every run carries to its carrier; undefined: none. */
+  imports?: ImportPolicy;
 }

@@ -9,6 +9,7 @@ import type { LaunchConfig } from '../worker/launch.ts';
 import type { ExecutionMode, ResolvedConfig } from '../execution/settings.ts';
 import { show } from '../execution/show.ts';
 import { resourceLimit } from './resource-limits.ts';
+import { resolveImports, type ImportsConfig } from './imports-config.ts';
 
 export type { ExecutionMode, LaunchConfig, ResolvedConfig };
 export { show };
@@ -52,9 +53,11 @@ export interface RuntimeConfig {
   idleTimeoutMs?: number;
   /** Retained environments kept at once; a new owner past it releases the least recently used idle one. @default none (no limit) */
   maxRetainedEnvironments?: number;
+  /** What programs may import, and what some specifiers load instead (README, "Imports"). @default none (Node's loader, unchecked) */
+  imports?: ImportsConfig;
 }
 
-export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'cpuTimeMs' | 'maxMemoryMb' | 'idleTimeoutMs' | 'maxRetainedEnvironments'> = {
+export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'cpuTimeMs' | 'maxMemoryMb' | 'idleTimeoutMs' | 'maxRetainedEnvironments' | 'imports'> = {
   executionMode: 'per-call',
   scriptPersistence: false,
   replScoped: false,
@@ -74,7 +77,7 @@ export const MAX_TIMER_MS = 2_147_483_647;
 
 const EXECUTION_MODES: readonly string[] = ['per-call', 'vm-script', 'persistent-in-memory'];
 // The resource and retention limits have no default (none means unlimited), so they are not in DEFAULTS.
-const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy', 'cpuTimeMs', 'maxMemoryMb', 'idleTimeoutMs', 'maxRetainedEnvironments']);
+const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy', 'cpuTimeMs', 'maxMemoryMb', 'idleTimeoutMs', 'maxRetainedEnvironments', 'imports']);
 
 /** Validates a configuration object and fills defaults; throws TypeError/RangeError naming the field. */
 export function resolveConfig(input: unknown): ResolvedConfig {
@@ -120,6 +123,8 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     policy: policyShape(config.policy ?? { mode: 'workspace-write' }, 'policy'),
     ...retentionLimits(config),
   };
+  const imports = resolveImports(config.imports);
+  if (imports !== undefined) resolved.imports = imports;
   if (resolved.timeoutMs > resolved.maxTimeoutMs) {
     throw new RangeError(`ptc config: timeoutMs (${resolved.timeoutMs}) must not exceed maxTimeoutMs (${resolved.maxTimeoutMs})`);
   }

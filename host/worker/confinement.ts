@@ -4,6 +4,7 @@
 // A remote launch plans with what the far side reported and lets its relay apply the plan there.
 import { execFileSync } from 'node:child_process';
 import type { RelayStart, RelaySandbox } from '../../carrier/protocol/mux.ts';
+import { importFiles, type ImportPolicy } from '../../carrier/protocol/imports.ts';
 import { isRemoteLaunch, launchCommand, type LaunchCommand, type LaunchConfig, type RemoteLaunch } from './launch.ts';
 import {
   emptyNetworkReport, networkRules, planSandbox, resolvePolicy, setupReport, wrapLaunch, type ResolvedPolicy, type SandboxOptions, type SandboxPlan, type SandboxPolicy, type SandboxSetup,
@@ -21,6 +22,8 @@ export interface CarrierSettings {
   maxOldGenerationSizeMb: number;
   maxMessageBytes: number;
   sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
+  /** The import policy: the files it maps are made readable inside the sandbox. */
+  imports?: ImportPolicy;
 }
 
 export interface CarrierRecipe {
@@ -43,10 +46,11 @@ const nodeVersions = new Map<string, string>();
 export async function confine(config: CarrierSettings, policy: SandboxPolicy, cwd: string): Promise<Confinement> {
   if (isRemoteLaunch(config.launch)) return confineRemote(config, config.launch, policy, cwd);
   const resolved = await resolvePolicy(policy, cwd);
-  const base = launchCommand(config.launch, config.maxOldGenerationSizeMb);
+  const base = launchCommand(config.launch, config.maxOldGenerationSizeMb, importFiles(config.imports));
   const plan = await planSandbox(resolved, { ...config.sandbox, carrierNodeVersion: carrierNodeVersion(base) });
   if ('unavailable' in plan) return { unavailable: plan.unavailable, report: unconfinedReport(resolved) };
-  const key = JSON.stringify([base.executable, base.args, base.env, config.maxMessageBytes, plan.backend, resolved]);
+  // The files an import policy maps are bound into the sandbox: a carrier without them is another shape.
+  const key = JSON.stringify([base.executable, base.args, base.env, base.readable, config.maxMessageBytes, plan.backend, resolved]);
   return {
     recipe: {
       key,

@@ -44,15 +44,18 @@ export function defaultLaunch(): LocalLaunch | { kind: 'source' } {
   return isSea() ? { kind: 'embedded', executable: process.execPath } : { kind: 'source' };
 }
 
-/** Builds argv and environment for one carrier with the given heap limit. */
-export function launchCommand(launch: LocalLaunch | undefined, maxOldGenerationSizeMb: number): LaunchCommand {
+/** Builds argv and environment for one carrier with the given heap limit; `readable` are files it must be able to read (an import policy's). */
+export function launchCommand(launch: LocalLaunch | undefined, maxOldGenerationSizeMb: number, readable: string[] = []): LaunchCommand {
   const chosen = launch ?? defaultLaunch();
   const env: Record<string, string> = {};
   for (const name of keptEnvironment()) {
     const value = process.env[name];
     if (value !== undefined) env[name] = value;
   }
+  // The reference's node-script and embedded launches enable VM modules: an import policy's
+  // handler meets vm.Script imports through a callback that needs the flag.
   const heap = `--max-old-space-size=${maxOldGenerationSizeMb}`;
+  const vmModules = '--experimental-vm-modules';
   switch (chosen.kind) {
     case 'embedded':
       // A single-executable app treats argv as its own; Node options reach it through NODE_OPTIONS.
@@ -60,14 +63,16 @@ export function launchCommand(launch: LocalLaunch | undefined, maxOldGenerationS
         kind: 'embedded',
         executable: chosen.executable ?? process.execPath,
         args: [],
-        env: { ...env, [CARRIER_SELECTOR]: '1', NODE_OPTIONS: heap },
+        env: { ...env, [CARRIER_SELECTOR]: '1', NODE_OPTIONS: `${heap} ${vmModules}` },
+        readable,
       };
     case 'node-script':
       return {
         kind: 'node-script',
         executable: chosen.executable,
-        args: [heap, chosen.bootstrapPath ?? defaultBootstrapPath()],
+        args: [heap, vmModules, chosen.bootstrapPath ?? defaultBootstrapPath()],
         env,
+        readable,
       };
     case 'source': {
       // Stripping the carrier's TypeScript costs ~150 ms a start; Node's compile cache keeps the
@@ -78,11 +83,11 @@ export function launchCommand(launch: LocalLaunch | undefined, maxOldGenerationS
       return {
         kind: 'source',
         executable: process.execPath,
-        args: [heap, carrierSourcePath()],
+        args: [heap, vmModules, carrierSourcePath()],
         env: makePrivateDirectory(cache) ? { ...env, NODE_COMPILE_CACHE: cache } : env,
         // The carrier imports its sibling modules and node_modules from the checkout (the
         // installed package's carrier is one file, which the sandbox exposes as an argument).
-        readable: typeof PTC_PACKAGE_CARRIER === 'string' ? [] : [fileURLToPath(new URL('../..', import.meta.url))],
+        readable: typeof PTC_PACKAGE_CARRIER === 'string' ? readable : [fileURLToPath(new URL('../..', import.meta.url)), ...readable],
       };
     }
   }

@@ -1,0 +1,219 @@
+// Program imports of the formats compiled as vm.Script (async-function, vm-script, the scoped
+// REPL) when a handler is given: the Script's importModuleDynamically callback asks the handler,
+// then loads. In a vm context (vm-script, the scoped REPL) a file that is ESM (`.mjs`, or `.js` in
+// a package of type module) is loaded as a SourceTextModule in that context, so it sees the
+// Script's globals, and its static and dynamic imports ask the same handler; every other module
+// loads through Node's default loader from the importing file. These callbacks need
+// --experimental-vm-modules, which every launch of ptc's carrier passes.
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import vm from 'node:vm';
+import { checkDecision, isThenable, type ProgramImportDecision, type ProgramImportHandler } from './handler.ts';
+
+type DefaultImport = (specifier: string, attributes: Record<string, string>) => Promise<object>;
+type ImportCallback = (specifier: string, script: unknown, attributes: object) => Promise<any>;
+
+interface VmModules {
+  SourceTextModule: typeof vm.SourceTextModule;
+  SyntheticModule: typeof vm.SyntheticModule;
+}
+
+/** Whether this process can intercept vm.Script imports (it was started with --experimental-vm-modules). */
+export function canInterceptScriptImports(): boolean {
+  return typeof (vm as { SyntheticModule?: unknown }).SyntheticModule === 'function';
+}
+
+/** One evaluator's import state: its modules (by file URL, by exports object) and its default loaders per referrer. */
+export interface ScriptImports {
+  /** The importModuleDynamically callback of a Script whose imports resolve from `referrer` (a path or file URL); `filename` is what the handler is told. */
+  callback(referrer: string, filename: string): ImportCallback;
+  dispose(): void;
+}
+
+/**
+ * Import state for one evaluator whose programs run in `context` (undefined: the carrier's own realm,
+ * where modules load natively). `synchronous` formats (async-function) reject a handler that returns a Promise.
+ */
+export function createScriptImports(handler: () => ProgramImportHandler, context: vm.Context | undefined, synchronous: boolean, format: string): ScriptImports {
+  const { SourceTextModule, SyntheticModule } = vm as unknown as VmModules;
+  const loaders = new Map<string, DefaultImport>();
+  let made = new WeakMap<object, vm.SyntheticModule>();
+  /** File modules by resolved URL; a module whose source could not be read or compiled stays that error. */
+  let files = new Map<string, { module: vm.SourceTextModule } | { failure: unknown }>();
+  let readying = new WeakMap<vm.Module, Promise<vm.Module>>();
+  let disposed = false;
+
+  // A Script named after the referrer and compiled with Node's default loader imports exactly as
+  // the program's own `import()` would without a handler.
+  const defaultImport = (referrer: string): DefaultImport => {
+    let load = loaders.get(referrer);
+    if (load === undefined) {
+      load = new vm.Script('(specifier, attributes) => import(specifier, { with: attributes })', {
+        filename: referrer,
+        importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+      }).runInThisContext() as DefaultImport;
+      loaders.set(referrer, load);
+    }
+    return load;
+  };
+
+  const decide = async (specifier: string, attributes: Record<string, string>, filename: string): Promise<ProgramImportDecision> => {
+    if (disposed) throw new Error(`import of ${JSON.stringify(specifier)} after its ${format} environment was released`);
+    const decided = handler()({ specifier, attributes, referrer: filename });
+    if (isThenable(decided) && synchronous) {
+      throw new TypeError(`the import handler returned a Promise for ${JSON.stringify(specifier)}; ${format} programs need a synchronous decision`);
+    }
+    return checkDecision(await decided);
+  };
+
+  // One exports object (or one native namespace) is one module of this evaluator; its names and
+  // values are captured when it evaluates.
+  const synthetic = (exports: object): vm.SyntheticModule => {
+    let module = made.get(exports);
+    if (module === undefined) {
+      const names = Object.keys(exports);
+      module = new SyntheticModule(names, function (this: vm.SyntheticModule) {
+        for (const name of names) this.setExport(name, (exports as Record<string, unknown>)[name]);
+      }, context === undefined ? {} : { context });
+      made.set(exports, module);
+    }
+    return module;
+  };
+
+  const fileModule = (url: string): vm.SourceTextModule => {
+    const known = files.get(url);
+    if (known !== undefined) {
+      if ('failure' in known) throw known.failure;
+      return known.module;
+    }
+    const path = fileURLToPath(url);
+    try {
+      const module = new SourceTextModule(readFileSync(path, 'utf8'), {
+        identifier: url,
+        context,
+        initializeImportMeta(meta: Record<string, unknown>) {
+          meta.url = url;
+          meta.filename = path;
+          meta.dirname = dirname(path);
+          meta.main = false;
+          meta.resolve = (specifier: string) => new URL(specifier, url).href;
+        },
+        importModuleDynamically: (specifier: string, _module: unknown, attributes: object) => dynamicImport(specifier, attributes, path, url, path),
+      } as unknown as vm.SourceTextModuleOptions);
+      files.set(url, { module });
+      return module;
+    } catch (error) {
+      files.set(url, { failure: error });
+      throw error;
+    }
+  };
+
+  /** The module a request names, not yet linked: one made from exports, a file module, or a native one's synthetic copy. */
+  const moduleFor = async (specifier: string, attributes: Record<string, string>, referrer: string, referrerUrl: string, filename: string): Promise<vm.Module> => {
+    const decision = await decide(specifier, attributes, filename);
+    if (decision.type === 'module') return synthetic(decision.exports);
+    const target = decision.type === 'redirect' ? decision.specifier : specifier;
+    const url = context === undefined ? undefined : esmFile(target, referrerUrl);
+    if (url !== undefined) {
+      if (Object.keys(attributes).length > 0) throw new TypeError(`import attributes are not supported on ${url}, an ES module loaded into the ${format} context`);
+      return fileModule(url);
+    }
+    return synthetic(await defaultImport(referrer)(target, attributes));
+  };
+
+  const linker = (specifier: string, referencing: vm.Module, extra: { attributes?: object; assert?: object }): Promise<vm.Module> => {
+    const url = referencing.identifier;
+    const path = url.startsWith('file:') ? fileURLToPath(url) : url;
+    return moduleFor(specifier, { ...(extra?.attributes ?? extra?.assert) } as Record<string, string>, path, url, path);
+  };
+
+  // Linked and evaluated once; concurrent imports of a module share the work.
+  const ready = (module: vm.Module): Promise<vm.Module> => {
+    let pending = readying.get(module);
+    if (pending === undefined) {
+      pending = (async () => {
+        // A module another graph linked and evaluated is done; evaluating it again as a root fails.
+        if (module.status === 'errored') throw module.error;
+        if (module.status === 'evaluated') return module;
+        if (module.status === 'unlinked') await module.link(linker);
+        await module.evaluate();
+        return module;
+      })();
+      readying.set(module, pending);
+    }
+    return pending;
+  };
+
+  async function dynamicImport(specifier: string, attributes: object, referrer: string, referrerUrl: string, filename: string): Promise<unknown> {
+    const given = { ...attributes } as Record<string, string>;
+    const decision = await decide(specifier, given, filename);
+    // A namespace, not the module: Node adopts a returned vm.Module only once.
+    if (decision.type === 'module') return namespaceOf(synthetic(decision.exports));
+    const target = decision.type === 'redirect' ? decision.specifier : specifier;
+    const url = context === undefined ? undefined : esmFile(target, referrerUrl);
+    if (url === undefined) return defaultImport(referrer)(target, given);
+    if (Object.keys(given).length > 0) throw new TypeError(`import attributes are not supported on ${url}, an ES module loaded into the ${format} context`);
+    return namespaceOf(fileModule(url));
+  }
+
+  async function namespaceOf(module: vm.Module): Promise<object> {
+    return (await ready(module)).namespace;
+  }
+
+  return {
+    callback(referrer, filename) {
+      const referrerUrl = referrer.startsWith('file:') ? referrer : pathToFileURL(referrer).href;
+      return (specifier, _script, attributes) => dynamicImport(specifier, attributes, referrer, referrerUrl, filename);
+    },
+    dispose() {
+      disposed = true;
+      loaders.clear();
+      made = new WeakMap();
+      files = new Map();
+      readying = new WeakMap();
+    },
+  };
+}
+
+/**
+ * The file URL of an ES module file that a relative, absolute or file: specifier names; undefined
+ * for anything else (packages, builtins, CommonJS, JSON), which Node's loader loads.
+ */
+function esmFile(specifier: string, referrerUrl: string): string | undefined {
+  if (!/^(?:\.{1,2}\/|\/|file:)/.test(specifier)) return undefined;
+  let url: URL;
+  try {
+    url = new URL(specifier, referrerUrl);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'file:') return undefined;
+  url.search = '';
+  url.hash = '';
+  const path = fileURLToPath(url);
+  if (path.endsWith('.mjs')) return url.href;
+  if (path.endsWith('.js') && packageType(dirname(path)) === 'module') return url.href;
+  return undefined;
+}
+
+/** The `type` of the nearest package.json above a directory, as Node reads it for `.js` files. */
+function packageType(directory: string): string | undefined {
+  for (let current = directory; ; current = dirname(current)) {
+    let text: string | undefined;
+    try {
+      text = readFileSync(join(current, 'package.json'), 'utf8');
+    } catch {
+      text = undefined;
+    }
+    if (text !== undefined) {
+      try {
+        const type = (JSON.parse(text) as { type?: unknown }).type;
+        return typeof type === 'string' ? type : undefined;
+      } catch {
+        return undefined;
+      }
+    }
+    if (dirname(current) === current) return undefined;
+  }
+}
