@@ -38,9 +38,11 @@ function runSuite(file: string, launch?: string): Promise<{ passed: number; fail
 let passed = 0;
 let failed = 0;
 const failedSuites: string[] = [];
-// Integration suites that go through the test runtime helper run again against the built
+// Integration and attack suites that go through the test runtime helper run again against the built
 // binary's embedded carrier, against the machine's Node with the bootstrap file, and against that
 // Node over SSH (when test/helpers/sshd.sh's server is configured, as .ci/run always does).
+/** Folders whose suites run again per launch when they use the test runtime helper. */
+const RELAUNCHED = ['test/integration/', 'test/attack/'];
 const LAUNCHES = [undefined, 'embedded', 'node-script', ...(process.env.PTC_TEST_SSH_DESTINATION ? ['ssh'] : [])];
 if (!LAUNCHES.includes('ssh')) process.stdout.write('# no PTC_TEST_SSH_DESTINATION: the ssh launch is skipped (eval "$(bash test/helpers/sshd.sh start)" to run it)\n');
 const all = await suites(join(root, 'test'));
@@ -48,7 +50,7 @@ for (const launch of LAUNCHES) {
   for (const file of all) {
     const name = relative(root, file);
     if (only.length > 0 && !only.some((pattern) => name.includes(pattern))) continue;
-    if (launch !== undefined && !(name.startsWith('test/integration/') && (await usesTestLaunch(file, launch)))) continue;
+    if (launch !== undefined && !(RELAUNCHED.some((folder) => name.startsWith(folder)) && (await usesTestLaunch(file, launch)))) continue;
     const label = launch === undefined ? name : `${name} [${launch}]`;
     process.stdout.write(`\n# ${label}\n`);
     const result = await runSuite(file, launch);
