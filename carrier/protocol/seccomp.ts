@@ -48,6 +48,9 @@ export const DENIED = [
   'unshare', 'setns',
   // Mounts, old and new API.
   'mount', 'umount2', 'pivot_root', 'chroot', 'fsopen', 'fsconfig', 'fsmount', 'fspick', 'move_mount', 'open_tree', 'mount_setattr',
+  // System V shared memory: a detached segment holds memory that no process's RSS shows, and
+  // maxMemoryMb's watchdog cannot see into the sandbox's ipc namespace (POSIX shm is /dev/shm, sized).
+  'shmget', 'shmat',
   // Kernel attack surface a program has no use for.
   'bpf', 'perf_event_open', 'userfaultfd', 'io_uring_setup', 'io_uring_enter', 'io_uring_register',
   // Other processes' memory and the seccomp bypass of old kernels.
@@ -81,7 +84,7 @@ export const ARCHES: Record<string, SeccompArch> = {
       kcmp: 312, kexec_load: 246, kexec_file_load: 320, init_module: 175, finit_module: 313, delete_module: 176, reboot: 169, swapon: 167,
       swapoff: 168, acct: 163, syslog: 103, iopl: 172, ioperm: 173, open_by_handle_at: 304, quotactl: 179, quotactl_fd: 443, lookup_dcookie: 212,
       vhangup: 153, nfsservctl: 180, uselib: 134, _sysctl: 156, create_module: 174, get_kernel_syms: 177, query_module: 178, fanotify_init: 300,
-      clone: 56, clone3: 435, personality: 135,
+      shmget: 29, shmat: 30, clone: 56, clone3: 435, personality: 135,
     },
   },
   arm64: {
@@ -92,7 +95,7 @@ export const ARCHES: Record<string, SeccompArch> = {
       userfaultfd: 282, io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, ptrace: 117, process_vm_writev: 271, pidfd_getfd: 438,
       kcmp: 272, kexec_load: 104, kexec_file_load: 294, init_module: 105, finit_module: 273, delete_module: 106, reboot: 142, swapon: 224,
       swapoff: 225, acct: 89, syslog: 116, open_by_handle_at: 265, quotactl: 60, quotactl_fd: 443, lookup_dcookie: 18, vhangup: 58,
-      nfsservctl: 42, fanotify_init: 262, clone: 220, clone3: 435, personality: 92,
+      nfsservctl: 42, fanotify_init: 262, shmget: 194, shmat: 196, clone: 220, clone3: 435, personality: 92,
     },
   },
 };

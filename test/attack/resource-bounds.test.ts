@@ -55,6 +55,19 @@ for _ in range(${FILL_MB}): os.write(fd, block)
 print("held", flush=True)
 time.sleep(2)`)}, ${JSON.stringify(MARKER)}], { encoding: 'utf8' }).trim();`;
 
+/** A System V segment made, attached, touched and detached: held by the kernel, in no RSS. */
+const SYSV = `const { execFileSync } = await import('node:child_process');
+return execFileSync('/usr/bin/python3', ['-c', ${JSON.stringify(`import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+segment = libc.shmget(0, ${FILL_MB} << 20, 0o1600)
+if segment < 0: print("refused", os.strerror(ctypes.get_errno()), flush=True)
+else:
+    address = libc.shmat(segment, None, 0)
+    ctypes.memset(address, 1, ${FILL_MB} << 20)
+    libc.shmdt(ctypes.c_void_p(address))
+    print("held", flush=True)`)}, ${JSON.stringify(MARKER)}], { encoding: 'utf8' }).trim();`;
+
 const MIB = 1024 * 1024;
 
 function memoryKilled(result: Record<string, any>): void {
@@ -121,6 +134,13 @@ for (const user of victims()) {
     // The sleep gives the watchdog samples to take; a mount it could not measure once killed this run.
     const result = await run(user, "await new Promise((resolve) => setTimeout(resolve, 300)); return process.cwd();", ['--max-memory-mb', String(LIMIT_MB), '--cwd', '/tmp']);
     assert.equal(result.status === 'ok' ? result.value : result, '/tmp');
+  });
+
+  test(`${as}: System V shared memory, which no RSS shows, cannot be made`, async () => {
+    const result = await run(user, SYSV);
+    assert.is(result.status, 'ok', JSON.stringify(result));
+    assert.is(result.value, 'refused Operation not permitted');
+    assert.equal(leftBehind(), []);
   });
 
   test(`${as}: a memfd's pages count against maxMemoryMb`, async () => {
