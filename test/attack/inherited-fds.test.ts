@@ -6,21 +6,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { chownSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { PROBE_FD } from '../helpers/inherited-fd.ts';
 import { binaryFor, ownedDirectory, removeReachableBinary, runAs, victims } from '../helpers/users.ts';
 
-const PROGRAM = `
-  const fs = await import('node:fs');
-  const code = (error) => error.code ?? String(error.message).trim();
-  const out = {};
-  try { fs.writeSync(200, 'written through the inherited descriptor\\n'); out.write = 'wrote'; } catch (error) { out.write = code(error); }
-  try { fs.fstatSync(200); out.fstat = 'open'; } catch (error) { out.fstat = code(error); }
-  try { out.listed = fs.readdirSync('/proc/self/fd').includes('200'); } catch (error) { out.listed = code(error); }
-  try {
-    const { spawnSync } = await import('node:child_process');
-    const child = spawnSync('sh', ['-c', 'echo child >&200'], { encoding: 'utf8' });
-    out.child = child.error ? code(child.error) : child.status === 0 ? 'wrote' : 'refused';
-  } catch (error) { out.child = code(error); }
-  return out;`;
+const PROGRAM = PROBE_FD;
 
 const EXPECTED = {
   bwrap: { write: 'EBADF', fstat: 'EBADF', listed: false, child: 'refused' },

@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot } from '../helpers/runtime.ts';
+import { PROBE_FD } from '../helpers/inherited-fd.ts';
 
 const root = mkdtempSync(join(realpathSync(tmpdir()), 'ptc-inherited-fd-'));
 const workspace = join(root, 'ws');
@@ -17,20 +18,6 @@ const target = join(root, 'outside.txt');
 mkdirSync(workspace);
 test.after(() => rmSync(root, { recursive: true, force: true }));
 
-/** Tries the inherited descriptor every way a program can: write, fstat, the fd listing, a child's shell. */
-const PROBE_FD = `
-  const fs = await import('node:fs');
-  const code = (error) => error.code ?? String(error.message).trim();
-  const out = {};
-  try { fs.writeSync(200, 'written through the inherited descriptor\\n'); out.write = 'wrote'; } catch (error) { out.write = code(error); }
-  try { fs.fstatSync(200); out.fstat = 'open'; } catch (error) { out.fstat = code(error); }
-  try { out.listed = fs.readdirSync('/proc/self/fd').includes('200'); } catch (error) { out.listed = code(error); }
-  try {
-    const { spawnSync } = await import('node:child_process');
-    const child = spawnSync('sh', ['-c', 'echo child >&200'], { encoding: 'utf8' });
-    out.child = child.error ? code(child.error) : child.status === 0 ? 'wrote' : 'refused';
-  } catch (error) { out.child = code(error); }
-  return out;`;
 
 function hostWithFd200(backend: string): Promise<{ result: any; stderr: string }> {
   return new Promise((resolve, reject) => {
