@@ -188,7 +188,7 @@ test(`over ssh (as ${server === undefined ? 'root: skipped, no sshd of test/help
     const lines = (result.value as string).split('\n');
     assert.is(lines[0], '1', result.value);
     assert.match(lines[1]!, /^tmpfs\s+65536\s+65536\s+0\s.*\/dev\/shm$/);
-    assert.match(lines[2]!, /^tmpfs\s+524288\s+0\s+524288\s.*ptc-sandbox-/);
+    assert.match(lines[2]!, /^tmpfs\s+524288\s+0\s+524288\s.*\/ptc-0-[^/]*\/tmp-[^/]*$/);
     assert.match(lines[3]!, /\/run\/f': Read-only file system/);
     assert.match(lines[4]!, /\/dev\/f': Read-only file system/);
     assert.match(lines[5]!, /unshare failed: Operation not permitted/);
