@@ -108,17 +108,39 @@ export interface Instruction {
   k: number;
 }
 
-/** The filter's instructions for Node's `process.arch`, or undefined where no table exists. */
+/** The filter's instructions for one architecture's table, or undefined where no table exists:
+ * a call made under any other ABI is killed. */
 export function seccompProgram(arch: string): Instruction[] | undefined {
   const table = Object.hasOwn(ARCHES, arch) ? ARCHES[arch] : undefined;
-  if (table === undefined) return undefined;
+  return table === undefined ? undefined : dispatch([table]);
+}
+
+/**
+ * The filter bwrap installs: every table, each judging the calls made under its own audit arch,
+ * and a kill for any other. Not only `process.arch`'s: under qemu-user (the arm64 binary on an
+ * x86_64 machine) the kernel sees the emulator's x86_64 calls, and bwrap itself is native.
+ */
+export function seccompProgramForAll(): Instruction[] {
+  return dispatch(Object.values(ARCHES));
+}
+
+function dispatch(tables: SeccompArch[]): Instruction[] {
+  const sections = tables.map(section);
+  const program: Instruction[] = [load(ARCH_OFFSET)];
+  let start = 1 + tables.length + 1;
+  tables.forEach((table, index) => {
+    program.push(jump(BPF_JEQ_K, table.audit, start - (1 + index) - 1, 0));
+    start += sections[index]!.length;
+  });
+  program.push(ret(RET_KILL_PROCESS));
+  for (const instructions of sections) program.push(...instructions);
+  return program;
+}
+
+/** One table's rules, from loading the call's number to the final allow. */
+function section(table: SeccompArch): Instruction[] {
   const { numbers } = table;
-  const program: Instruction[] = [
-    load(ARCH_OFFSET),
-    jump(BPF_JEQ_K, table.audit, 1, 0),
-    ret(RET_KILL_PROCESS),
-    load(NR_OFFSET),
-  ];
+  const program: Instruction[] = [load(NR_OFFSET)];
   // x32 calls carry x86_64's audit arch with bit 30 set in the number: a second table, refused whole.
   if (table.abiLimit !== undefined) program.push(jump(BPF_JGE_K, table.abiLimit, 0, 1), ret(RET_ERRNO | EPERM));
   for (const name of DENIED) {
@@ -142,10 +164,11 @@ export function seccompProgram(arch: string): Instruction[] | undefined {
   return program;
 }
 
-/** The filter as bwrap reads it from its fd: struct sock_filter[] in the machine's (little) endianness. */
+/** The filter as bwrap reads it from its fd: struct sock_filter[] in the machine's (little)
+ * endianness; undefined where `arch` (this Node's) has no table, so bwrap is not offered. */
 export function seccompFilter(arch: string = process.arch): Buffer | undefined {
-  const program = seccompProgram(arch);
-  if (program === undefined) return undefined;
+  if (seccompUnavailable(arch) !== undefined) return undefined;
+  const program = seccompProgramForAll();
   const bytes = Buffer.alloc(program.length * 8);
   program.forEach(({ code, jt, jf, k }, index) => {
     bytes.writeUInt16LE(code, index * 8);

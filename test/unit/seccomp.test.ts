@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, readFileSync } from 'node:fs';
-import { ARCHES, CLONE_NAMESPACE_FLAGS, DENIED, ENOSYS, EPERM, RET_KILL_PROCESS, SECCOMP_FD, seccompFilter, seccompProgram, seccompUnavailable, type Instruction } from '../../carrier/protocol/seccomp.ts';
+import { ARCHES, CLONE_NAMESPACE_FLAGS, DENIED, ENOSYS, EPERM, RET_KILL_PROCESS, SECCOMP_FD, seccompFilter, seccompProgram, seccompProgramForAll, seccompUnavailable, type Instruction } from '../../carrier/protocol/seccomp.ts';
 
 const ALLOW = 0x7fff0000;
 const errno = (code: number): number => 0x00050000 | code;
@@ -101,8 +101,44 @@ for (const [arch, header, pattern] of HEADERS) {
   });
 }
 
-test('seccompFilter encodes struct sock_filter[] little-endian: 8 bytes an instruction', () => {
-  const program = seccompProgram('x64')!;
+// The installed filter holds every table: under qemu-user the arm64 binary's sandbox sees the
+// x86_64 calls of the emulator (and of bwrap itself), which the arm64 table alone would kill.
+const ALL = seccompProgramForAll();
+for (const [arch, table] of Object.entries(ARCHES)) {
+  const n = table.numbers;
+  const cases: Array<[string, number, number, number, number]> = [
+    ['keyctl', n.keyctl!, table.audit, 0, errno(EPERM)],
+    ['shmget', n.shmget!, table.audit, 0, errno(EPERM)],
+    ['clone for fork()', n.clone!, table.audit, FORK_FLAGS, ALLOW],
+    ['clone(CLONE_NEWUSER)', n.clone!, table.audit, FORK_FLAGS | 0x10000000, errno(EPERM)],
+    ['clone3', n.clone3!, table.audit, 0, errno(ENOSYS)],
+    ['personality(ADDR_NO_RANDOMIZE)', n.personality!, table.audit, 0x0040000, errno(EPERM)],
+    ['read', 0, table.audit, 0, ALLOW],
+    ['openat', arch === 'x64' ? 257 : 56, table.audit, 0, ALLOW],
+  ];
+  for (const [name, nr, audit, arg0, expected] of cases) {
+    test(`seccomp, every table: ${arch} ${name} is judged by the ${arch} table`, () => {
+      assert.is(verdict(ALL, nr, audit, arg0), expected >>> 0);
+    });
+  }
+  test(`seccomp, every table: each denied ${arch} call is refused`, () => {
+    for (const name of DENIED) {
+      const nr = n[name];
+      if (nr !== undefined) assert.is(verdict(ALL, nr, table.audit), errno(EPERM), name);
+    }
+  });
+}
+test('seccomp, every table: an i386 call is killed, an x32 call refused, and every jump lands inside', () => {
+  assert.is(verdict(ALL, 20, AUDIT_I386), RET_KILL_PROCESS >>> 0);
+  assert.is(verdict(ALL, 0x40000000 | 1, ARCHES.x64!.audit), errno(EPERM));
+  ALL.forEach(({ code, jt, jf }, pc) => {
+    if ((code & 0x07) === 0x05) assert.ok(pc + 1 + Math.max(jt, jf) < ALL.length, `instruction ${pc}`);
+  });
+  assert.ok(ALL.length <= 4096);
+});
+
+test('seccompFilter encodes struct sock_filter[] little-endian: 8 bytes an instruction, every table', () => {
+  const program = seccompProgramForAll();
   const bytes = seccompFilter('x64')!;
   assert.is(bytes.length, program.length * 8);
   assert.equal([bytes.readUInt16LE(0), bytes[2], bytes[3], bytes.readUInt32LE(4)], [0x20, 0, 0, 4]);
