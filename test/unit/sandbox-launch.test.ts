@@ -3,7 +3,7 @@
 // private temp directory and report.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -176,7 +176,8 @@ test('wrapLaunch under node-permission: flags before the script for a Node, in N
   const script = wrapLaunch(command('node-script'), plan('node-permission'), { tmpdir: dir });
   const tmp = script.privateTmp!;
   // The shared temp directories are hidden; the run's own directory, workspace and script come back.
-  const reads = readableRoots({ hidden: ['/tmp', dir], exposed: [ws, tmp, join(dir, 'bootstrap.mjs')] }).map((root) => `--allow-fs-read=${root}`);
+  // The Node that runs it is a launch path too: under /tmp when the checkout is (a CI clone in /tmp).
+  const reads = readableRoots({ hidden: ['/tmp', dir], exposed: [ws, tmp, realpathSync(join(dir, 'node-link')), join(dir, 'bootstrap.mjs')] }).map((root) => `--allow-fs-read=${root}`);
   assert.ok(!reads.includes('--allow-fs-read=/tmp') && reads.includes(`--allow-fs-read=${tmp}`), reads.join(' '));
   assert.equal(script.command.args, ['--permission', ...reads, `--allow-fs-write=${ws}`, `--allow-fs-write=${tmp}`, '--max-old-space-size=64', join(dir, 'bootstrap.mjs')]);
   assert.is(script.command.executable, join(dir, 'node-link'));
