@@ -8,11 +8,12 @@
 //    snapshot: the blob for the other platforms (V8's cache is only valid where it was made).
 // 3. For each other target, its Node package is fetched (release/fetch-node.ts) and the blob
 //    injected into a copy (build/inject.ts).
-// 4. bootstrap.mjs, RELEASE.md and SHA256SUMS (`sha256sum -c` format) go next to the binaries.
+// 4. The Python wheels (release/wheels.ts): the client alone, and the client with each binary.
+// 5. bootstrap.mjs, RELEASE.md and SHA256SUMS (`sha256sum -c` format) go next to the binaries.
 
 import { createHash } from 'node:crypto';
 import { copyFileSync, createReadStream, mkdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { basename, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { build, BuildError } from '../build/build.ts';
 import { makeExecutable } from '../build/inject.ts';
@@ -21,6 +22,7 @@ import { makeSeaBlob, readSeaConfig } from '../build/sea-blob.ts';
 import { fetchNode } from './fetch-node.ts';
 import { releaseNotes, type ReleaseFile } from './notes.ts';
 import { hostTarget, TARGETS } from './targets.ts';
+import { writeClientWheel, writePlatformWheel } from './wheels.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 export const OUT = join(import.meta.dirname, 'out');
@@ -64,6 +66,13 @@ export async function release(opts: { entry?: string; bootstrapEntry?: string; l
     const signature = target.kind.format === 'macho' ? '; unsigned, see macOS below' : '';
     files.push({ name, bytes: statSync(out).size, what: `ptc for ${target.id} (Node v${version} inside; ${how}${signature})` });
   }
+  // The wheels: the client alone, and the client with each binary (release/wheels.ts).
+  const wheels: ReleaseFile[] = [{ name: basename(writeClientWheel(OUT)), bytes: 0, what: 'the Python client alone (`ptc_client`), for any platform: `pip install --no-index` it' }];
+  for (const target of TARGETS) {
+    const wheel = basename(writePlatformWheel(OUT, join(OUT, target.file(result.ptcVersion)), result.ptcVersion));
+    wheels.push({ name: wheel, bytes: 0, what: `the Python client and ptc for ${target.id} as its \`ptc\` script: one \`pip install --no-index\` puts both on the machine` });
+  }
+  for (const wheel of wheels) files.push({ ...wheel, bytes: statSync(join(OUT, wheel.name)).size });
   copyFileSync(result.bootstrap, join(OUT, 'bootstrap.mjs'));
   files.push({ name: 'bootstrap.mjs', bytes: statSync(result.bootstrap).size, what: 'the carrier alone, for `--node` / node-script launches on any Node >= 20.12' });
   writeFileSync(join(OUT, 'RELEASE.md'), releaseNotes(result.ptcVersion, `v${version}`, files));

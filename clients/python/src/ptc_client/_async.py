@@ -9,7 +9,7 @@ import sys
 import uuid
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
 
-from ._protocol import (DEFAULT, PROTOCOL_VERSION, PtcError, Tool, Tools, decode, reply_error, request, run_params,
+from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, decode, reply_error, request, run_params,
                         tool_error, tool_result, tool_table, unknown_tool)
 
 # One line may hold a whole result (up to maxOutputBytes of output, escaped): asyncio's 64 KiB default is far too small.
@@ -25,9 +25,9 @@ class _Run:
 class AsyncPtcClient:
     """``async with AsyncPtcClient(binary="dist/ptc") as ptc: await ptc.run(...)``; see PtcClient."""
 
-    def __init__(self, binary: str = "ptc", *, config: Optional[Mapping[str, Any]] = None, args: Sequence[str] = (),
+    def __init__(self, binary: Optional[str] = None, *, config: Optional[Mapping[str, Any]] = None, args: Sequence[str] = (),
                  cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None, stderr: Optional[IO[Any]] = None) -> None:
-        self._command = [binary, "serve", *args]
+        self._command = [binary or default_binary(), "serve", *args]
         self._config = config
         self._cwd = cwd
         self._env = None if env is None else dict(env)

@@ -6,6 +6,10 @@ writes it as digits, which ptc reads back as a bigint; floats are IEEE doubles o
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
+import sysconfig
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Union
 
@@ -24,6 +28,37 @@ class PtcError(Exception):
         self.message = message
         self.code = code
         self.data = data
+
+
+def _scripts_directories() -> list:
+    """Where pip puts a wheel's scripts for this interpreter: its own scheme (a venv's ``bin``),
+    then the user scheme (``pip install --user``)."""
+    if hasattr(sysconfig, "get_preferred_scheme"):  # Python >= 3.10
+        user = sysconfig.get_preferred_scheme("user")
+    else:
+        user = f"{os.name}_user"
+    places = [sysconfig.get_path("scripts")]
+    try:
+        places.append(sysconfig.get_path("scripts", user))
+    except KeyError:
+        pass
+    return places
+
+
+def default_binary() -> str:
+    """The ptc executable to start when none is named: the one a ptc platform wheel installed
+    for this interpreter, else ``ptc`` on PATH."""
+    name = "ptc.exe" if os.name == "nt" else "ptc"
+    places = _scripts_directories()
+    for place in places:
+        candidate = os.path.join(place, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    found = shutil.which(name)
+    if found:
+        return found
+    raise PtcError(f"no ptc executable: none in {' or '.join(places)} and no {name} on PATH; "
+                   "pass binary= (the path of a ptc binary), or pip install a ptc platform wheel")
 
 
 @dataclass

@@ -16,7 +16,7 @@ import uuid
 from concurrent.futures import Future
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
 
-from ._protocol import (DEFAULT, PROTOCOL_VERSION, PtcError, Tool, Tools, decode, reply_error, request, run_params,
+from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, decode, reply_error, request, run_params,
                         tool_error, tool_result, tool_table, unknown_tool)
 
 
@@ -58,9 +58,9 @@ class PtcClient:
     ``executionInstructions`` for the model, working sandbox backends).
     """
 
-    def __init__(self, binary: str = "ptc", *, config: Optional[Mapping[str, Any]] = None, args: Sequence[str] = (),
+    def __init__(self, binary: Optional[str] = None, *, config: Optional[Mapping[str, Any]] = None, args: Sequence[str] = (),
                  cwd: Optional[str] = None, env: Optional[Mapping[str, str]] = None, stderr: Optional[IO[Any]] = None) -> None:
-        self._process = subprocess.Popen([binary, "serve", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        self._process = subprocess.Popen([binary or default_binary(), "serve", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=stderr, cwd=cwd, env=None if env is None else dict(env))
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
