@@ -3,7 +3,8 @@
 //   node build/library.ts [--out DIR] [--pack-destination DIR] [--no-pack] [--quiet]   (npm run package)
 //
 // Stages dist/package/ and packs it into ptc-<version>.tgz at the repository root (or DIR):
-//   lib/index.js, lib/bin.js  host/index.ts and host/cli/bin.ts, bundled by esbuild as ESM for
+//   lib/index.js, lib/bin.js  host/index.ts and host/cli/bin.ts (and lib/ai.js, host/ai/index.ts,
+//                             which imports the user's `ai`), bundled by esbuild as ESM for
 //                             node22 with every dependency inside (code shared by both entries
 //                             and the lazily loaded parts, `ptc mcp` among them, are chunks in lib/)
 //   lib/bootstrap.mjs         carrier/main.ts bundled alone, as dist/bootstrap.mjs is: the
@@ -28,6 +29,8 @@ const ROOT = resolve(import.meta.dirname, '..');
 /** Node 22.13 is the first 22.x with module.stripTypeScriptTypes, which the host uses. Tested on 22.23.5 and the pinned Node. */
 export const PACKAGE_ENGINES = { node: '>=22.13.0' };
 
+/** What `ptc/ai` is tested against (the current major of the AI SDK, and the zod versions that SDK takes). */
+export const AI_PEERS = { ai: '^7.0.0', zod: '^3.25.76 || ^4.1.8' };
 /** The carrier's file in lib/, next to the chunks that find it through PTC_PACKAGE_CARRIER. */
 const CARRIER_FILE = 'bootstrap.mjs';
 
@@ -83,11 +86,15 @@ export function packageManifest(root: RootManifest): Record<string, unknown> {
     type: 'module',
     exports: {
       '.': { types: './types/host/index.d.ts', default: './lib/index.js' },
+      './ai': { types: './types/host/ai/index.d.ts', default: './lib/ai.js' },
       './package.json': './package.json',
     },
     types: './types/host/index.d.ts',
     bin: { ptc: './lib/bin.js' },
     engines: PACKAGE_ENGINES,
+    // Only `ptc/ai` needs them, so they are optional: npm installs neither for a user of the rest.
+    peerDependencies: AI_PEERS,
+    peerDependenciesMeta: Object.fromEntries(Object.keys(AI_PEERS).map((name) => [name, { optional: true }])),
   };
 }
 
@@ -102,7 +109,9 @@ export async function buildPackage(opts: { out?: string; packDestination?: strin
 
   // The library and the bin share one bundle split into chunks, so the bin costs no second copy.
   await bundle({
-    entryPoints: { index: join(ROOT, 'host/index.ts'), bin: join(ROOT, 'host/cli/bin.ts') },
+    entryPoints: { index: join(ROOT, 'host/index.ts'), bin: join(ROOT, 'host/cli/bin.ts'), ai: join(ROOT, 'host/ai/index.ts') },
+    // `ptc/ai` imports the user's own AI SDK (a peer dependency), never a copy of it.
+    external: ['ai'],
     outdir: lib,
     splitting: true,
     chunkNames: '[name]-[hash]',

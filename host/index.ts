@@ -25,3 +25,5 @@ export { jsonText, type JsonTextOptions } from './runtime/json-text.ts';
 export { declarations, bindingPaths, type ToolSchema, type DeclarationOptions } from './runtime/declarations.ts';
 // Upstream text outside the declarations (an MCP upstream's failure) goes through the same escaping.
 export { codeFence, lineComment } from './runtime/declaration-text.ts';
+// What a model reads of a failed run, and an output image's media type: the same for every front end.
+export { failureText, imageMediaType } from './runtime/model-text.ts';

@@ -4,7 +4,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify as stringifyLossless } from 'lossless-json';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { image, type ImageRef, type OutputEntry, type RunResult } from '../index.ts';
+import { failureText, image, imageMediaType, type ImageRef, type OutputEntry, type RunResult } from '../index.ts';
 import { UpstreamError } from './upstreams.ts';
 import { privateDirectory } from '../../carrier/protocol/host-temp.ts';
 
@@ -93,29 +93,15 @@ export async function toolResult(result: RunResult): Promise<CallToolResult> {
     if (content.length === notes) content.push({ type: 'text', text: 'ok (no output, no value)' });
     return { content, structuredContent };
   }
-  const { failure } = result;
-  const lines = [`program failed (${failure.kind}): ${failure.message}`];
-  if (failure.kind === 'exception' && failure.stack) lines.push(failure.stack);
-  if (failure.excerpt) lines.push(failure.excerpt);
-  if (failure.binding) lines.push(`binding: ${failure.binding}${failure.code ? ` (code ${failure.code})` : ''}`);
-  if (failure.state) lines.push(`environment state: ${failure.state}`);
-  content.push({ type: 'text', text: lines.join('\n') });
+  content.push({ type: 'text', text: failureText(result.failure) });
   return { content, structuredContent, isError: true };
 }
 
 async function imageContent(entry: Extract<OutputEntry, { type: 'image' }>): Promise<CallToolResult['content'][number]> {
   try {
     const data = await readFile(entry.path);
-    return { type: 'image', data: data.toString('base64'), mimeType: mimeType(data) };
+    return { type: 'image', data: data.toString('base64'), mimeType: imageMediaType(data) };
   } catch (error) {
     return { type: 'text', text: `[image ${entry.attachmentId} ${entry.width}x${entry.height}: ${entry.path} cannot be read: ${(error as Error).message}]\n` };
   }
-}
-
-// The runtime accepts only these four formats, so their signatures are enough.
-function mimeType(data: Buffer): string {
-  if (data.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'image/png';
-  if (data[0] === 0xff && data[1] === 0xd8) return 'image/jpeg';
-  if (data.subarray(0, 4).toString('latin1') === 'GIF8') return 'image/gif';
-  return 'image/webp';
 }

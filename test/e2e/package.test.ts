@@ -5,7 +5,7 @@
 // Also: the installed `ptc` bin, the README's library snippet as written, the package's types,
 // and the README's set-up command (`npm ci`) on the machine's Node without a warning.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { test } from 'uvu';
@@ -95,11 +95,21 @@ test('the tarball holds compiled JavaScript, .d.ts types and the bin, and no Typ
     description: manifest.description,
     license: 'MIT',
     type: 'module',
-    exports: { '.': { types: './types/host/index.d.ts', default: './lib/index.js' }, './package.json': './package.json' },
+    exports: {
+      '.': { types: './types/host/index.d.ts', default: './lib/index.js' },
+      './ai': { types: './types/host/ai/index.d.ts', default: './lib/ai.js' },
+      './package.json': './package.json',
+    },
     types: './types/host/index.d.ts',
     bin: { ptc: './lib/bin.js' },
     engines: { node: '>=22.13.0' },
+    peerDependencies: { ai: '^7.0.0', zod: '^3.25.76 || ^4.1.8' },
+    peerDependenciesMeta: { ai: { optional: true }, zod: { optional: true } },
   });
+  // Only lib/ai.js imports the AI SDK: the library, the bin and their chunks never load it.
+  const lib = files.filter((f) => /^lib\/.+\.m?js$/.test(f));
+  const importers = lib.filter((f) => /\bfrom\s*["']ai["']|import\(\s*["']ai["']\s*\)/.test(execFileSync('tar', ['-xzOf', tarball, `package/${f}`], { encoding: 'utf8' })));
+  assert.equal(importers, ['lib/ai.js']);
   assert.match(execFileSync('tar', ['-xzOf', tarball, 'package/lib/bin.js'], { encoding: 'utf8' }), /^#!\/usr\/bin\/env node\n/);
 });
 
@@ -164,6 +174,39 @@ for (const node of NODES) {
   });
 }
 
+for (const node of NODES) {
+  test(`ptc/ai on ${node.version}: without the AI SDK installed it names the missing package; with it, the README's snippet runs a generateText loop`, () => {
+    const dir = projects.get(node.version)!;
+    const missing = sh(node.path, ['--input-type=module', '-e', "import('ptc/ai').catch((e) => { console.log(e.code, e.message.split('\\n')[0]); })"], { cwd: dir, node: node.path });
+    assert.match(missing.stdout, /^ERR_MODULE_NOT_FOUND Cannot find package 'ai' imported from /);
+    // The user's own AI SDK: the checkout's, linked in (the package test installs nothing from a registry).
+    for (const name of ['ai', 'zod']) symlinkSync(join(ROOT, 'node_modules', name), join(dir, 'node_modules', name));
+    try {
+      writeFileSync(join(dir, 'agent.ts'), `${MOCK_MODEL}\n${readmeSnippet('\n## Code mode for AI SDK agents: `ptc/ai`\n')}`);
+      const run = sh(node.path, ['agent.ts'], { cwd: dir, node: node.path });
+      assert.is(run.stderr, '');
+      assert.is(run.code, 0);
+      assert.is(run.stdout, 'the model read: {"warmest":"Rome","tempC":24}\n');
+    } finally {
+      for (const name of ['ai', 'zod']) rmSync(join(dir, 'node_modules', name));
+    }
+  });
+}
+
+/** A mock language model (the AI SDK's own, from ai/test) that writes one program, then says what the code tool returned. */
+const MOCK_MODEL = `
+import { MockLanguageModelV4 } from 'ai/test';
+const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined }, outputTokens: { total: 1, text: 1, reasoning: undefined } };
+const program = "const temps = []; for (const city of ['Paris', 'Oslo', 'Rome']) temps.push(await getWeather({ city })); const best = temps.sort((a, b) => b.tempC - a.tempC)[0]; return { warmest: best.city, tempC: best.tempC }";
+const model = new MockLanguageModelV4({
+  doGenerate: async ({ prompt }) => {
+    const result = prompt.filter((m) => m.role === 'tool').flatMap((m) => m.content).find((p) => p.type === 'tool-result');
+    if (result) return { content: [{ type: 'text', text: 'the model read: ' + result.output.value }], finishReason: { unified: 'stop', raw: undefined }, usage, warnings: [] };
+    return { content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'code', input: JSON.stringify({ program }) }], finishReason: { unified: 'tool-calls', raw: undefined }, usage, warnings: [] };
+  },
+});
+`;
+
 test("the package's types check a user's program, and reject a wrong one", () => {
   const dir = projects.get(PINNED.version)!;
   writeFileSync(join(dir, 'app.ts'), readmeSnippet());
@@ -191,7 +234,7 @@ test("the package's types check a user's program, and reject a wrong one", () =>
   assert.is(tsc.code, 0);
 });
 
-test("the README's first set-up command, npm ci, on the machine's Node: no warning", () => {
+test("the README's first set-up command, npm ci, on the machine's Node: no warning but the AI SDK's engine notice", () => {
   const systemNode = '/usr/bin/node';
   assert.ok(existsSync(systemNode), 'no /usr/bin/node (.ci/run installs one)');
   const dir = join(work, 'checkout');
@@ -199,7 +242,13 @@ test("the README's first set-up command, npm ci, on the machine's Node: no warni
   for (const f of ['package.json', 'package-lock.json', 'test/node22/package.json']) cpSync(join(ROOT, f), join(dir, f));
   const ci = sh('npm', ['ci', '--dry-run', '--offline'], { cwd: dir, node: systemNode });
   assert.is(ci.code, 0, ci.stderr);
-  assert.equal(`${ci.stdout}\n${ci.stderr}`.split('\n').filter((line) => /warn|EBADENGINE/i.test(line)), []);
+  const warnings = `${ci.stdout}\n${ci.stderr}`.split('\n').filter((line) => /warn|EBADENGINE/i.test(line));
+  // Node >= 22 takes them all; older Nodes hear of the AI SDK's engines (its packages run on the pinned Node) and nothing else.
+  const [major] = execFileSync(systemNode, ['--version'], { encoding: 'utf8' }).slice(1).split('.').map(Number);
+  const notices = warnings.filter((line) => !/^npm warn EBADENGINE (Unsupported engine \{|  required: \{ node: '>=22' \},|  current: \{ node: 'v[\d.]+', npm: '[\d.]+' \}|\})$/.test(line));
+  const packages = notices.map((line) => /^npm warn EBADENGINE   package: '(.+)@[\d.]+',$/.exec(line)?.[1] ?? line);
+  if (major! >= 22) assert.equal(warnings, []);
+  else assert.ok(packages.length > 0 && packages.every((name) => name === 'ai' || name.startsWith('@ai-sdk/')), `unexpected warnings:\n${warnings.join('\n')}`);
 });
 
 test("npm pack at the root refuses, since the root's manifest describes the checkout, and names npm run package", () => {
@@ -212,12 +261,13 @@ test("npm pack at the root refuses, since the root's manifest describes the chec
   assert.equal(execFileSync('ls', [dir], { encoding: 'utf8' }).trim().split('\n'), ['package.json']);
 });
 
-/** The first ts block of README.md's "The library" section, as a user would copy it. */
-function readmeSnippet(): string {
+/** The first ts block of a README.md section ("The library" unless named), as a user would copy it. */
+function readmeSnippet(heading = '\n## The library\n'): string {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = readme.slice(readme.indexOf('\n## The library\n'));
+  assert.ok(readme.includes(heading), `no README section ${heading.trim()}`);
+  const section = readme.slice(readme.indexOf(heading));
   const block = /```ts\n([\s\S]*?)```/.exec(section);
-  assert.ok(block, 'no ts block in the README section "The library"');
+  assert.ok(block, `no ts block in the README section ${heading.trim()}`);
   return block[1];
 }
 

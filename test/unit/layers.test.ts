@@ -8,9 +8,9 @@ import { dirname, join, relative, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 // Lowest first: a layer may import itself and anything to its left.
-const HOST_LAYERS = ['sandbox', 'worker', 'execution', 'runtime', 'index', 'serve', 'mcp', 'cli'];
+const HOST_LAYERS = ['sandbox', 'worker', 'execution', 'runtime', 'index', 'serve', 'mcp', 'ai', 'cli'];
 // Front ends use only the public surface (and their own folder); the CLI, which starts them all, may also start the others.
-const FRONT_ENDS = ['serve', 'mcp', 'cli'];
+const FRONT_ENDS = ['serve', 'mcp', 'ai', 'cli'];
 
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { recursive: true, withFileTypes: true })
