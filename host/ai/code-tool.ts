@@ -3,7 +3,7 @@
 // the model reads the program's output and value (or its failure) as the tool's result. The
 // description is ptc's execution guidance plus the tools' declarations, made from their schemas
 // by the same code as `declarations()`.
-import { asSchema, jsonSchema, tool, type Tool, type ToolExecutionOptions, type ToolSet } from 'ai';
+import { asSchema, jsonSchema, tool, type ModelMessage, type Tool, type ToolApprovalStatus, type ToolExecutionOptions, type ToolSet } from 'ai';
 import { bindingPaths, createRuntime, declarations, type Bindings, type BindingFunction, type Runtime, type RuntimeConfig, type ToolSchema } from '../index.ts';
 import { modelOutput, toolOutput, type CodeToolOutput } from './output.ts';
 
@@ -21,10 +21,20 @@ export interface CodeToolOptions extends RuntimeConfig {
   stateOwner?: StateOwnerOption;
   /** Text put before ptc's own guidance in the description. */
   description?: string;
+  /** Tools whose calls need a person's approval, besides those whose own `needsApproval` says so. */
+  approvalRequired?: readonly string[];
 }
 
 /** The AI SDK tool, and the runtime it runs in: `dispose()` ends the runtime when codeTool made it. */
-export type CodeTool = Tool<{ program: string }, CodeToolOutput> & { readonly runtime: Runtime; dispose(): Promise<void> };
+export type CodeTool = Tool<{ program: string }, CodeToolOutput> & {
+  readonly runtime: Runtime;
+  dispose(): Promise<void>;
+  /**
+   * For generateText/streamText's `toolApproval` (`{ code: code.toolApproval }`): a program that
+   * names a tool needing approval asks the user first, with the AI SDK's own approval request.
+   */
+  readonly toolApproval: (input: { program: string }) => ToolApprovalStatus;
+};
 
 const INPUT = jsonSchema<{ program: string }>({
   type: 'object',
@@ -35,7 +45,7 @@ const INPUT = jsonSchema<{ program: string }>({
 
 /** Makes the code tool over `options.tools`; throws when a tool's schema cannot be declared. */
 export function codeTool(options: CodeToolOptions): CodeTool {
-  const { tools, runtime: given, stateOwner, description: preface, ...config } = options;
+  const { tools, runtime: given, stateOwner, description: preface, approvalRequired = [], ...config } = options;
   if (tools === null || typeof tools !== 'object') throw new TypeError(`codeTool: tools must be an AI SDK ToolSet (an object of tools), got ${tools === null ? 'null' : typeof tools}`);
   if (given !== undefined && Object.keys(config).length > 0) {
     throw new TypeError(`codeTool: pass either runtime or runtime options, not both (got runtime and ${Object.keys(config).join(', ')})`);
@@ -44,6 +54,14 @@ export function codeTool(options: CodeToolOptions): CodeTool {
   const skipped = Object.keys(tools).filter((name) => !callable.some(([other]) => other === name));
   const schemas: ToolSchema[] = callable.map(([name, t]) => toolSchema(name, t));
   const paths = bindingPaths(schemas.map((s) => s.name));
+  for (const name of approvalRequired) {
+    if (!Object.hasOwn(tools, name)) throw new TypeError(`codeTool: approvalRequired names ${JSON.stringify(name)}, which is not one of the tools (${Object.keys(tools).join(', ')})`);
+  }
+  // Each tool that needs approval, by the identifier a program calls it with.
+  const gated = new Map<string, string>();
+  callable.forEach(([name, t], index) => {
+    if (approvalRequired.includes(name) || (t.needsApproval !== undefined && t.needsApproval !== false)) gated.set(name, paths[index]!.join('.'));
+  });
   const runtime = given ?? createRuntime(config);
   const text = declarations(schemas);
   const description = [
@@ -58,6 +76,7 @@ export function codeTool(options: CodeToolOptions): CodeTool {
     '```',
   ].join('\n');
 
+  const t = (name: string): Tool => tools[name] as Tool;
   const made = tool({
     description,
     inputSchema: INPUT,
@@ -67,7 +86,14 @@ export function codeTool(options: CodeToolOptions): CodeTool {
       const inner = new AbortController();
       const signal = call.abortSignal ? AbortSignal.any([call.abortSignal, inner.signal]) : inner.signal;
       try {
-        const bindings = bindingsFor(callable, paths, call, signal);
+        const approved = approvedByUser(call.messages, call.toolCallId);
+        const needs: ApprovalNeed = (name) => {
+          if (approved || !gated.has(name)) return false;
+          const own = t(name).needsApproval;
+          // A tool's own needsApproval function decides per input; a listed tool or `true` always asks.
+          return approvalRequired.includes(name) || typeof own !== 'function' ? true : (own as Exclude<ReturnType<ApprovalNeed>, boolean | undefined>);
+        };
+        const bindings = bindingsFor(callable, paths, call, signal, needs);
         const owner = typeof stateOwner === 'function' ? stateOwner(call as ToolExecutionOptions<unknown>) : stateOwner;
         const spec = runtime.resolve({ program, bindings, ...(owner !== undefined ? { stateOwner: owner } : {}) });
         const result = await runtime.run(spec, call.abortSignal ? { signal: call.abortSignal } : {});
@@ -82,6 +108,10 @@ export function codeTool(options: CodeToolOptions): CodeTool {
   });
   return Object.assign(made, {
     runtime,
+    toolApproval: ({ program }: { program: string }): ToolApprovalStatus => {
+      const named = [...gated].filter(([, identifier]) => mentions(String(program), identifier)).map(([name]) => name);
+      return named.length ? { type: 'user-approval', reason: `the program calls ${named.join(', ')}, which ${named.length > 1 ? 'need' : 'needs'} approval` } : 'not-applicable';
+    },
     dispose: async () => {
       if (given === undefined) await runtime.dispose();
     },
@@ -105,8 +135,39 @@ function resolvedJsonSchema(name: string, field: string, schema: unknown): unkno
   return json;
 }
 
+/** Whether the program's text names `identifier` (a binding path) where a call could start. */
+function mentions(program: string, identifier: string): boolean {
+  const escaped = identifier.replace(/[$.]/g, (c) => `\\${c}`);
+  return new RegExp(`(?<![\\w$.])${escaped}(?![\\w$])`).test(program);
+}
+
+/** Whether the messages hold the user's approval of this tool call (the AI SDK puts the request and the response there). */
+function approvedByUser(messages: readonly ModelMessage[] | undefined, toolCallId: string): boolean {
+  const requests = new Set<string>();
+  const approvals = new Set<string>();
+  for (const message of messages ?? []) {
+    if (!Array.isArray(message.content)) continue;
+    for (const part of message.content as Array<{ type: string; approvalId?: string; toolCallId?: string; approved?: boolean }>) {
+      if (part.type === 'tool-approval-request' && part.toolCallId === toolCallId && part.approvalId) requests.add(part.approvalId);
+      if (part.type === 'tool-approval-response' && part.approved === true && part.approvalId) approvals.add(part.approvalId);
+    }
+  }
+  return [...requests].some((id) => approvals.has(id));
+}
+
+/** When a tool call needs approval that the code call did not get: true, or the tool's own needsApproval to ask with the input. */
+type ApprovalNeed = (name: string) => boolean | ((input: unknown, options: unknown) => boolean | PromiseLike<boolean>) | undefined;
+
+const NOT_APPROVED = (name: string): Error =>
+  Object.assign(
+    new Error(
+      `${name} needs a person's approval, which this call of the code tool did not get: the application asks before a program that names ${name} runs, when it passes toolApproval: { <code tool>: code.toolApproval } to generateText or streamText`,
+    ),
+    { code: 'PTC_REJECTED' },
+  );
+
 /** The program's bindings: each tool's execute, its input validated by its schema, with the code tool's call options. */
-function bindingsFor(callable: Array<[string, Tool]>, paths: string[][], call: ToolExecutionOptions<unknown>, signal: AbortSignal): Bindings {
+function bindingsFor(callable: Array<[string, Tool]>, paths: string[][], call: ToolExecutionOptions<unknown>, signal: AbortSignal, needs: ApprovalNeed): Bindings {
   const root: Bindings = Object.create(null);
   let calls = 0;
   callable.forEach(([name, t], index) => {
@@ -120,6 +181,8 @@ function bindingsFor(callable: Array<[string, Tool]>, paths: string[][], call: T
         input = checked.value;
       }
       const options = { ...call, toolCallId: `${call.toolCallId}.${++calls}`, abortSignal: signal };
+      const need = needs(name);
+      if (need === true || (typeof need === 'function' && (await need(input, { toolCallId: options.toolCallId, messages: call.messages, context: call.context })))) throw NOT_APPROVED(name);
       const result = await (t.execute as (input: unknown, options: unknown) => unknown)(input, options);
       return isAsyncIterable(result) ? await lastOf(result) : result;
     };

@@ -237,6 +237,66 @@ test('images the program displays reach the model as file parts, and the applica
   assert.is(seenByModel.value[1]!.text, '"shown"');
 });
 
+/** Tools of which one needs approval: `executed` counts what really ran. */
+function gatedTools() {
+  const executed: string[] = [];
+  return {
+    executed,
+    tools: {
+      readInbox: tool({ inputSchema: z.object({}), execute: async () => (executed.push('readInbox'), ['mail 1', 'mail 2']) }),
+      sendEmail: tool({ inputSchema: z.object({ to: z.string() }), needsApproval: true, execute: async ({ to }) => (executed.push(`sendEmail ${to}`), { sent: to }) }),
+      archive: tool({ inputSchema: z.object({ id: z.number() }), needsApproval: async ({ id }) => id > 100, execute: async ({ id }) => (executed.push(`archive ${id}`), { archived: id }) }),
+    },
+  };
+}
+
+test("approvals through the AI SDK's own toolApproval: a program naming a gated tool asks first; approved, it runs once; denied, nothing runs", async () => {
+  for (const approved of [true, false]) {
+    const { executed, tools: gated } = gatedTools();
+    const code = codeTool({ tools: gated, policy: { mode: 'workspace-write', workspaceRoot: workspace } });
+    made.push(code);
+    const { model, prompts } = scriptedModel(['const mails = await readInbox({}); return await sendEmail({ to: "ada@example.com" })']);
+    const first = await generateText({ model, tools: { code }, toolApproval: { code: code.toolApproval }, stopWhen: isStepCount(3), prompt: 'x' });
+    const request = first.content.find((part) => part.type === 'tool-approval-request') as { approvalId: string; reason?: string } | undefined;
+    assert.ok(request, 'the first call ends with an approval request');
+    assert.is(request.reason, 'the program calls sendEmail, which needs approval');
+    assert.equal(executed, [], 'nothing ran before the person decided');
+    const messages = [{ role: 'user' as const, content: 'x' }, ...first.response.messages, { role: 'tool' as const, content: [{ type: 'tool-approval-response' as const, approvalId: request.approvalId, approved }] }];
+    const second = await generateText({ model, tools: { code }, toolApproval: { code: code.toolApproval }, stopWhen: isStepCount(3), messages });
+    assert.is(second.text, 'done');
+    if (approved) {
+      assert.equal(executed, ['readInbox', 'sendEmail ada@example.com']);
+      assert.match(lastToolOutput(prompts).value as string, '{"sent":"ada@example.com"}');
+    } else {
+      assert.equal(executed, []);
+      assert.is(lastToolOutput(prompts).type, 'execution-denied');
+    }
+  }
+});
+
+test('a gated tool the program reaches without approval (toolApproval not wired, or a name built at run time) is refused with PTC_REJECTED and never runs', async () => {
+  const { executed, tools: gated } = gatedTools();
+  const code = codeTool({ tools: gated, policy: { mode: 'workspace-write', workspaceRoot: workspace } });
+  made.push(code);
+  for (const [program, withApproval] of [
+    ['return await sendEmail({ to: "x@example.com" })', false],
+    ['const name = ["send", "Email"].join(""); return await (globalThis as any)[name]({ to: "x@example.com" })', true],
+  ] as const) {
+    const { model } = scriptedModel([program]);
+    const result = await generateText({ model, tools: { code }, ...(withApproval ? { toolApproval: { code: code.toolApproval } } : {}), stopWhen: isStepCount(3), prompt: 'x' });
+    const output = result.steps[0]!.toolResults[0]!.output as { failure: { code: string; binding: string; message: string } };
+    assert.is(output.failure.code, 'PTC_REJECTED');
+    assert.is(output.failure.binding, 'sendEmail');
+    assert.match(output.failure.message, /^sendEmail needs a person's approval, which this call of the code tool did not get/);
+  }
+  // A tool's own needsApproval function decides per input: archiving 7 needs nobody, 700 does.
+  const { model } = scriptedModel(['const a = await archive({ id: 7 }); try { await archive({ id: 700 }); } catch (e) { return [a, e.code]; }']);
+  const result = await generateText({ model, tools: { code }, stopWhen: isStepCount(3), prompt: 'x' });
+  assert.is((result.steps[0]!.toolResults[0]!.output as { valueText: string }).valueText, '[{"archived":7},"PTC_REJECTED"]');
+  assert.equal(executed, ['archive 7']);
+  assert.throws(() => codeTool({ tools: gated, approvalRequired: ['nope'] }), /approvalRequired names "nope", which is not one of the tools \(readInbox, sendEmail, archive\)/);
+});
+
 test('bad options are refused with the problem named', () => {
   assert.throws(() => codeTool({ tools: null as never }), /tools must be an AI SDK ToolSet \(an object of tools\), got null/);
   const shared = codeToolFor();
