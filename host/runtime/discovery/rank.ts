@@ -55,7 +55,7 @@ export class Ranking {
   }
 
   rank(query: string, within: (entry: Entry) => boolean): Entry[] {
-    const wanted = terms(query);
+    const wanted = terms(query, true);
     if (wanted.length === 0) return [];
     const phrase = splitWords(query).map(stem).join(' ');
     const count = this.#entries.length;

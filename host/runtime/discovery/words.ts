@@ -10,8 +10,8 @@ const SYNONYMS: ReadonlyArray<readonly string[]> = [
   ['get', 'fetch', 'read', 'retrieve', 'load', 'show', 'view', 'lookup'],
   ['list', 'enumerate', 'browse'],
   ['find', 'search', 'query', 'lookup', 'filter'],
-  ['create', 'add', 'new', 'make', 'insert', 'post', 'open'],
-  ['update', 'edit', 'modify', 'change', 'set', 'patch', 'rename'],
+  ['create', 'add', 'new', 'make', 'insert'],
+  ['update', 'edit', 'modify', 'change', 'set', 'patch'],
   ['delete', 'remove', 'destroy', 'drop', 'erase', 'archive'],
   ['send', 'post', 'publish', 'notify', 'message'],
   ['run', 'execute', 'start', 'launch', 'invoke', 'trigger'],
@@ -22,6 +22,13 @@ const SYNONYMS: ReadonlyArray<readonly string[]> = [
   ['file', 'document', 'doc'],
   ['directory', 'folder', 'dir'],
 ];
+
+/** Abbreviations a query may use for the words tools spell out. */
+const ABBREVIATIONS = new Map<string, string[]>([
+  ['pr', ['pull', 'request']], ['prs', ['pull', 'request']], ['repo', ['repository']], ['repos', ['repository']],
+  ['ls', ['list']], ['rm', ['remove']], ['mkdir', ['create', 'directory']], ['db', ['database']], ['env', ['environment']],
+  ['msg', ['message']], ['img', ['image']], ['dm', ['direct', 'message']], ['url', ['url']], ['js', ['javascript']],
+]);
 
 /** The raw words of `text`: `getHTTPResponse_v2.body-text` is get, http, response, v2, body, text. */
 export function splitWords(text: string): string[] {
@@ -46,9 +53,10 @@ export function stem(word: string): string {
   return w;
 }
 
-/** The search terms of `text`: its words without stop words, stemmed, each once. */
-export function terms(text: string): string[] {
-  return [...new Set(splitWords(text).filter((word) => !STOP_WORDS.has(word)).map(stem))];
+/** The search terms of `text`: its words without stop words, stemmed, each once; a query's abbreviations are spelled out. */
+export function terms(text: string, query = false): string[] {
+  const words = splitWords(text).filter((word) => !STOP_WORDS.has(word));
+  return [...new Set((query ? words.flatMap((word) => ABBREVIATIONS.get(word) ?? [word]) : words).map(stem))];
 }
 
 const groups = new Map<string, Set<string>>();
