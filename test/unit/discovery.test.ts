@@ -166,6 +166,9 @@ test('bad arguments are named with their value', async () => {
       assert.equal([(error as Error).message, (error as { code?: string }).code], [message, 'PTC_BAD_ARGUMENTS']);
     }
   }
+  // A budget below what the short form takes: whichever of the two is shorter.
+  const two = toolCatalog([{ name: 'a.x' }, { name: 'b.y' }]);
+  assert.is(two.declarations({ budget: 10 }), two.declarations());
   assert.throws(() => catalog.declarations({ budget: -1 }), /declarations: budget must be a positive integer of characters, got -1/);
 });
 

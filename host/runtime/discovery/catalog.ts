@@ -46,7 +46,8 @@ export interface ToolCatalog {
   /**
    * The declarations a model reads: every tool's, then `search`'s and `describe`'s. When that is
    * longer than `budget` characters: the namespaces with their number of tools, and how to find
-   * the rest with search and describe.
+   * the rest with search and describe (or, for a budget too small for even that, whichever of
+   * the two is shorter).
    */
   declarations(options?: { budget?: number }): string;
   /** The `search` and `describe` bindings a run gets. */
@@ -130,7 +131,9 @@ export function toolCatalog(tools: readonly ToolSchema[], options: Omit<Declarat
       const budget = budgetOption(declarationsOptions);
       const full = `${declare(undefined)}\n${DISCOVERY_DECLARATIONS}`;
       if (budget === undefined || full.length <= budget) return full;
-      return overview(tools.length, spaces, paths, full.length, budget, options.namespaceDocs);
+      // A budget below what the short form takes itself is missed either way: then the shorter text.
+      const short = overview(tools.length, spaces, paths, full.length, budget, options.namespaceDocs);
+      return short.length < full.length ? short : full;
     },
     bindings() {
       return {
