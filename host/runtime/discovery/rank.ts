@@ -44,7 +44,7 @@ export function makeEntry(path: string, kind: Entry['kind'], nameText: string, s
 /** An index over entries; `rank` returns the matching ones, best first. */
 export class Ranking {
   readonly #entries: readonly Entry[];
-  /** Entries holding each term in any field, for its idf. */
+  /** Entries holding each term in any field, for its idf; its keys are every term there is. */
   readonly #frequency = new Map<string, number>();
 
   constructor(entries: readonly Entry[]) {
@@ -59,6 +59,12 @@ export class Ranking {
     if (wanted.length === 0) return [];
     const phrase = splitWords(query).map(stem).join(' ');
     const count = this.#entries.length;
+    // What each query term matches, looked up once in the vocabulary rather than per entry.
+    const related = wanted.map((term) => ({
+      term,
+      synonyms: [...synonyms(term)].filter((word) => this.#frequency.has(word)),
+      prefixes: [...this.#frequency.keys()].filter((word) => word !== term && isPrefix(term, word)),
+    }));
     const idf = wanted.map((term) => {
       const frequency = this.#frequency.get(term) ?? 0;
       return Math.log(1 + (count - frequency + 0.5) / (frequency + 0.5));
@@ -68,7 +74,7 @@ export class Ranking {
       if (!within(entry)) return;
       let score = 0;
       let matched = 0;
-      wanted.forEach((term, index) => {
+      related.forEach((term, index) => {
         const points = field(entry.name, term, NAME) + field(entry.space, term, SPACE) + field(entry.description, term, DESCRIPTION);
         if (points === 0) return;
         matched++;
@@ -86,22 +92,22 @@ export class Ranking {
   }
 }
 
-function field(words: ReadonlySet<string>, term: string, points: { exact: number; synonym: number; prefix: number }): number {
-  if (words.has(term)) return points.exact;
-  let best = 0;
-  if (points.synonym > 0) {
-    for (const other of synonyms(term)) {
-      if (words.has(other)) {
-        best = points.synonym;
-        break;
-      }
-    }
-  }
-  // `repo` finds repository, and `repositories` finds repo: a prefix of three letters or more.
-  if (best < points.prefix) {
-    for (const word of words) {
-      if ((term.length >= 3 && word.startsWith(term)) || (word.length >= 3 && term.startsWith(word))) return Math.max(best, points.prefix);
-    }
-  }
-  return best;
+interface Related {
+  term: string;
+  /** Its synonyms that some entry holds. */
+  synonyms: string[];
+  /** The words some entry holds that it is a prefix of, or that are a prefix of it. */
+  prefixes: string[];
+}
+
+// `repo` finds repository, and `repositories` finds repo: a prefix of three letters or more.
+function isPrefix(term: string, word: string): boolean {
+  return (term.length >= 3 && word.startsWith(term)) || (word.length >= 3 && term.startsWith(word));
+}
+
+function field(words: ReadonlySet<string>, related: Related, points: { exact: number; synonym: number; prefix: number }): number {
+  if (words.has(related.term)) return points.exact;
+  // A synonym says more than a prefix in every field (the points above), so it is tried first.
+  if (points.synonym > 0 && related.synonyms.some((word) => words.has(word))) return points.synonym;
+  return related.prefixes.some((word) => words.has(word)) ? points.prefix : 0;
 }
