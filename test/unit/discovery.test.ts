@@ -7,6 +7,9 @@ import { bindingPaths, declarations, toolCatalog, type ToolSchema } from '../../
 import { splitWords, stem } from '../../host/runtime/discovery/words.ts';
 import { REAL_TOOLS } from '../fixtures/discovery/tools.ts';
 import { declared } from '../helpers/declared.ts';
+import type { Runtime } from '../../host/index.ts';
+import { describeUpstreams } from '../../host/mcp/server.ts';
+import type { Upstream } from '../../host/mcp/upstreams.ts';
 
 const WORDS: Array<[string, string[]]> = [
   ['listIssues', ['list', 'issues']],
@@ -170,6 +173,26 @@ test('bad arguments are named with their value', async () => {
   const two = toolCatalog([{ name: 'a.x' }, { name: 'b.y' }]);
   assert.is(two.declarations({ budget: 10 }), two.declarations());
   assert.throws(() => catalog.declarations({ budget: -1 }), /declarations: budget must be a positive integer of characters, got -1/);
+});
+
+test('ptc mcp: an upstream named search is the namespace search_, and the description keeps to its budget', () => {
+  const runtime = { executionInstructions: 'Write the program.' } as Runtime;
+  const upstream = (name: string, count: number): Upstream => ({
+    name,
+    tools: Array.from({ length: count }, (_, index) => ({ name: `tool_${index}`, description: `Tool number ${index}.`, inputSchema: { type: 'object' as const } })),
+    down: undefined,
+    call: async () => ({ content: [] }),
+    close: async () => {},
+  });
+  const small = describeUpstreams(runtime, [upstream('search', 2)]);
+  assert.equal(declared(/^```ts\n([^]*)\n```$/m.exec(small.description)![1]!).functions, ['search_.tool_0', 'search_.tool_1', 'search', 'describe']);
+  assert.equal(small.bindings.map(([path]) => path.join('.')), ['search_.tool_0', 'search_.tool_1']);
+  const big = describeUpstreams(runtime, [upstream('search', 300), upstream('other', 300)], { descriptionBudget: 5_000 });
+  assert.ok(big.description.length <= 5_000, `${big.description.length} characters`);
+  assert.match(big.description, /^Run a TypeScript program that calls the tools of the MCP servers below, which are too many to declare here/);
+  assert.match(big.description, /^\/\/ {3}search_: 300 tools\. Declared by the upstream MCP server "search"/m);
+  assert.is(big.bindings.length, 600);
+  assert.is(big.catalog.search('tool number 7', { namespace: 'other' }).matches[0]!.path, 'other.tool_7');
 });
 
 test.run();
