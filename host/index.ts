@@ -23,6 +23,8 @@ export { stripTypes } from './execution/typescript.ts';
 export { jsonText, type JsonTextOptions } from './runtime/json-text.ts';
 // Tool schemas to the TypeScript declarations a model reads (used by `ptc serve` and `ptc mcp`).
 export { declarations, bindingPaths, type ToolSchema, type DeclarationOptions } from './runtime/declarations.ts';
+// Discovery: the index behind a program's search() and describe(), and the text a model reads past a budget.
+export { toolCatalog, type ToolCatalog, type SearchOptions, type SearchMatch, type SearchResult } from './runtime/discovery/catalog.ts';
 // Upstream text outside the declarations (an MCP upstream's failure) goes through the same escaping.
 export { codeFence, lineComment } from './runtime/declaration-text.ts';
 // What a model reads of a failed run, and an output image's media type: the same for every front end.

@@ -24,6 +24,8 @@ export interface ResolvedConfig {
   graceMs: number;
   launch: LaunchConfig | undefined;
   prestartCarrier: boolean;
+  /** Programs have `search` and `describe` over the run's tools. */
+  discovery: boolean;
   sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
   policy: SandboxPolicy;
   /** Release a retained environment idle this long; undefined: never. */

@@ -2,7 +2,7 @@
 // client closes stdin (or a signal comes); then every run, carrier and upstream is ended.
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createRuntime, type RuntimeConfig } from '../index.ts';
-import { loadMcpConfig, McpConfigError } from './config.ts';
+import { checkBudget, loadMcpConfig, McpConfigError } from './config.ts';
 import { connectUpstreams } from './upstreams.ts';
 import { createMcpServer } from './server.ts';
 
@@ -14,12 +14,17 @@ export { McpConfigError };
  */
 export const MCP_MAX_OUTPUT_BYTES = 1_048_576;
 
-/** Serves until stdin ends; resolves with the exit code. `withFlags` lays the command-line flags over the file's "ptc" section. */
-export async function serveMcp(configPath: string, withFlags: (ptc: Record<string, unknown>) => Promise<RuntimeConfig>): Promise<number> {
+/**
+ * Serves until stdin ends; resolves with the exit code. `withFlags` lays the command-line flags
+ * over the file's "ptc" section, and `descriptionBudget` (--description-budget) overrides its own.
+ */
+export async function serveMcp(configPath: string, withFlags: (ptc: Record<string, unknown>) => Promise<RuntimeConfig>, descriptionBudget?: number): Promise<number> {
   const config = await loadMcpConfig(configPath);
+  const budget = descriptionBudget !== undefined ? checkBudget(descriptionBudget, '--description-budget') : config.descriptionBudget;
   let runtime;
   try {
-    runtime = createRuntime(await withFlags({ maxOutputBytes: MCP_MAX_OUTPUT_BYTES, ...config.ptc }));
+    // Programs always have search() and describe(): past the budget they are how tools are found.
+    runtime = createRuntime({ ...(await withFlags({ maxOutputBytes: MCP_MAX_OUTPUT_BYTES, ...config.ptc })), discovery: true });
   } catch (error) {
     throw new McpConfigError(`${configPath}: ptc: ${(error as Error).message}`, { cause: error });
   }
@@ -27,7 +32,7 @@ export async function serveMcp(configPath: string, withFlags: (ptc: Record<strin
   for (const upstream of upstreams) {
     if (upstream.down !== undefined) process.stderr.write(`ptc mcp: upstream "${upstream.name}" is unavailable: ${upstream.down}\n`);
   }
-  const server = createMcpServer(runtime, upstreams);
+  const server = createMcpServer(runtime, upstreams, budget !== undefined ? { descriptionBudget: budget } : {});
   const transport = new StdioServerTransport();
   const done = new Promise<void>((resolve) => {
     // The stdio transport does not watch for end of input; the client closing stdin is the end.

@@ -11,6 +11,8 @@ export type UpstreamConfig =
 export interface McpConfig {
   upstreams: Map<string, UpstreamConfig>;
   ptc: RuntimeConfig;
+  /** `ptc.descriptionBudget`: characters the run_code description may take. */
+  descriptionBudget?: number;
 }
 
 /** A problem with the config file or the flags: the CLI exits 2. */
@@ -75,7 +77,16 @@ export function parseMcpConfig(value: unknown, source: string): McpConfig {
     const env = strings(entry.env, field('env'));
     upstreams.set(name, { kind: 'stdio', command: entry.command, args, ...(env ? { env } : {}), ...(entry.cwd !== undefined ? { cwd: entry.cwd as string } : {}) });
   }
-  return { upstreams, ptc: (value.ptc ?? {}) as RuntimeConfig };
+  // descriptionBudget is ptc mcp's own field; the rest of "ptc" is the runtime's.
+  const { descriptionBudget, ...ptc } = (value.ptc ?? {}) as Record<string, unknown>;
+  if (ptc.discovery === false) throw new McpConfigError(`${at('ptc.discovery')}: ptc mcp always gives programs search() and describe(); it cannot be false`);
+  return { upstreams, ptc: ptc as RuntimeConfig, ...(descriptionBudget !== undefined ? { descriptionBudget: checkBudget(descriptionBudget, at('ptc.descriptionBudget')) } : {}) };
+}
+
+/** A description budget: a positive integer of characters. */
+export function checkBudget(value: unknown, field: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) throw new McpConfigError(`${field} must be a positive integer of characters, got ${quote(value)}`);
+  return value;
 }
 
 function strings(value: unknown, field: string): Record<string, string> | undefined {

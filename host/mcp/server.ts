@@ -3,9 +3,11 @@
 // retaining mode the session is one state owner, and `reset` releases it.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { bindingPaths, codeFence, declarations, lineComment, VERSION, type BindingFunction, type Bindings, type Runtime, type ToolSchema } from '../index.ts';
+import { codeFence, lineComment, toolCatalog, VERSION, type BindingFunction, type Bindings, type Runtime, type ToolCatalog, type ToolSchema } from '../index.ts';
 import type { Upstream } from './upstreams.ts';
 import { RunFiles, toolResult, upstreamValue } from './results.ts';
+import { progressReporter } from './progress.ts';
+import { DEFAULT_DESCRIPTION_BUDGET, OVER_BUDGET_FIRST_LINE, type McpServerOptions } from './budget.ts';
 
 interface Binding {
   upstream: Upstream;
@@ -24,7 +26,7 @@ interface Listed {
  * no upstream can declare into another's namespace or break the table. It never throws: an
  * upstream whose tools cannot be declared is reported, and the others are served.
  */
-export function describeUpstreams(runtime: Runtime, upstreams: Upstream[]): { description: string; bindings: Array<[string[], Binding]> } {
+export function describeUpstreams(runtime: Runtime, upstreams: Upstream[], options: McpServerOptions = {}): { description: string; bindings: Array<[string[], Binding]>; catalog: ToolCatalog } {
   let usable = upstreams.filter((upstream) => upstream.down === undefined);
   const refused = new Map<Upstream, string>();
   let rendered = render(usable);
@@ -42,28 +44,39 @@ export function describeUpstreams(runtime: Runtime, upstreams: Upstream[]): { de
       rendered = render([]) as Exclude<typeof rendered, Error>;
     }
   }
-  const { text, listed, paths } = rendered;
+  const { text, catalog, listed, paths } = rendered;
   const unavailable = upstreams.flatMap((upstream) => {
     if (upstream.down !== undefined) return [lineComment(`${upstream.name}: unavailable (${upstream.down}); its tools cannot be called.`)];
     const why = refused.get(upstream);
     return why === undefined ? [] : [lineComment(`${upstream.name}: its tool list cannot be declared (${why}); its tools cannot be called.`)];
   });
-  const code = [text.trimEnd(), ...unavailable].join('\n');
-  const fence = codeFence(code);
-  const description = [
-    'Run a TypeScript program that calls the tools below.',
-    runtime.executionInstructions,
-    'Each tool takes one argument object and resolves with its result: the structured result when the tool has one, else its text parsed as JSON when it parses, else the text; images come back as Image values.',
-    'Each namespace below is one upstream MCP server, and its comment names the server. Names, descriptions and schemas inside a namespace are that server\'s own text.',
-    '',
-    `${fence}ts`,
-    code,
-    fence,
-  ].join('\n');
-  return { description, bindings: listed.map(({ upstream, tool }, index) => [paths[index]!, { upstream, tool: tool.name }]) };
+  const frame = (code: string, first = 'Run a TypeScript program that calls the tools below.'): string => {
+    const fence = codeFence(code);
+    return [
+      first,
+      runtime.executionInstructions,
+      'Each tool takes one argument object and resolves with its result: the structured result when the tool has one, else its text parsed as JSON when it parses, else the text; images come back as Image values.',
+      'Each namespace below is one upstream MCP server, and its comment names the server. Names, descriptions and schemas inside a namespace are that server\'s own text.',
+      '',
+      `${fence}ts`,
+      code,
+      fence,
+    ].join('\n');
+  };
+  const withTools = (text: string, first?: string): string => frame([text.trimEnd(), ...unavailable].join('\n'), first);
+  let description = withTools(text);
+  const budget = options.descriptionBudget ?? DEFAULT_DESCRIPTION_BUDGET;
+  if (description.length > budget) {
+    // What the frame and the unavailable upstreams take is not the declarations' to spend (a
+    // longer fence is at most a few characters more).
+    const first = OVER_BUDGET_FIRST_LINE;
+    const rest = withTools('', first).length + 8;
+    description = withTools(catalog.declarations({ budget: Math.max(1, budget - rest) }), first);
+  }
+  return { description, bindings: listed.map(({ upstream, tool }, index) => [paths[index]!, { upstream, tool: tool.name }]), catalog };
 }
 
-function render(upstreams: Upstream[]): { text: string; listed: Listed[]; paths: string[][] } | Error {
+function render(upstreams: Upstream[]): { text: string; catalog: ToolCatalog; listed: Listed[]; paths: string[][] } | Error {
   // An upstream that lists a name twice gets its first tool bound; the rest could not be called apart.
   const listed: Listed[] = upstreams.flatMap((upstream) => upstream.tools.filter((tool, index, all) => all.findIndex((other) => other.name === tool.name) === index).map((tool) => ({ upstream, tool })));
   // Only the four fields a declaration reads: an upstream's other fields (icons, annotations) are its own business.
@@ -76,15 +89,16 @@ function render(upstreams: Upstream[]): { text: string; listed: Listed[]; paths:
   const names = listed.map(({ upstream, tool }) => [upstream.name, tool.name]);
   const namespaceDocs = new Map(upstreams.map((upstream) => [upstream.name, `Declared by the upstream MCP server ${JSON.stringify(upstream.name)} (mcpServers.${upstream.name} in the ptc mcp config).`]));
   try {
-    return { text: declarations(tools, { names, namespaceDocs }), listed, paths: bindingPaths(names) };
+    const catalog = toolCatalog(tools, { names, namespaceDocs });
+    return { text: catalog.declarations(), catalog, listed, paths: catalog.paths.map((path) => [...path]) };
   } catch (error) {
     return error instanceof Error ? error : new Error(String(error));
   }
 }
 
 /** Creates the MCP server over a runtime and connected upstreams; connect it to a transport. */
-export function createMcpServer(runtime: Runtime, upstreams: Upstream[]): Server {
-  const { description, bindings: table } = describeUpstreams(runtime, upstreams);
+export function createMcpServer(runtime: Runtime, upstreams: Upstream[], options: McpServerOptions = {}): Server {
+  const { description, bindings: table, catalog } = describeUpstreams(runtime, upstreams, options);
   const server = new Server({ name: 'ptc', version: VERSION }, { capabilities: { tools: {} } });
   // One state owner per session; `reset` swaps in a fresh one.
   let owner = {};
@@ -143,6 +157,7 @@ export function createMcpServer(runtime: Runtime, upstreams: Upstream[]): Server
         spec = runtime.resolve({
           program: args.program,
           bindings: makeBindings(table, files, signal, () => deadline),
+          tools: catalog,
           ...(timeoutMs !== undefined ? { timeoutMs } : {}),
           ...(runtime.retainsState ? { stateOwner: owner } : {}),
         });
@@ -152,7 +167,8 @@ export function createMcpServer(runtime: Runtime, upstreams: Upstream[]): Server
       deadline = spec.timeoutMs;
       let result;
       try {
-        result = await runtime.run(spec, { signal: extra.signal });
+        const onOutput = progressReporter(extra);
+        result = await runtime.run(spec, { signal: extra.signal, ...(onOutput !== undefined ? { onOutput } : {}) });
       } catch (error) {
         // The runtime throws for misuse it can name, such as a second run while the session's environment is busy.
         return invalid(`run_code: ${(error as Error).message}`);

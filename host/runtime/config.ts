@@ -55,6 +55,8 @@ export interface RuntimeConfig {
   maxRetainedEnvironments?: number;
   /** What programs may import, and what some specifiers load instead (README, "Imports"). @default none (Node's loader, unchecked) */
   imports?: ImportsConfig;
+  /** Programs get `search(query)` and `describe(name)` over the run's tools (README, "Discovery"). @default false */
+  discovery?: boolean;
 }
 
 export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'cpuTimeMs' | 'maxMemoryMb' | 'idleTimeoutMs' | 'maxRetainedEnvironments' | 'imports'> = {
@@ -70,6 +72,7 @@ export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'c
   stopGraceMs: 3_000,
   graceMs: 3_000,
   prestartCarrier: true,
+  discovery: false,
 };
 
 /** Node's timers hold a signed 32-bit delay; a longer one fires after 1 ms instead (with a warning). */
@@ -119,6 +122,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     maxMemoryMb: resourceLimit(config.maxMemoryMb, 'maxMemoryMb', 'ptc config', launch),
     launch,
     prestartCarrier: boolean(config, 'prestartCarrier'),
+    discovery: boolean(config, 'discovery'),
     sandbox: sandboxOptions(config.sandbox),
     policy: policyShape(config.policy ?? { mode: 'workspace-write' }, 'policy'),
     ...retentionLimits(config),
@@ -137,7 +141,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
   return resolved;
 }
 
-function boolean(config: Record<string, unknown>, field: 'scriptPersistence' | 'replScoped' | 'prestartCarrier'): boolean {
+function boolean(config: Record<string, unknown>, field: 'scriptPersistence' | 'replScoped' | 'prestartCarrier' | 'discovery'): boolean {
   const value = config[field] ?? DEFAULTS[field];
   if (typeof value !== 'boolean') throw new TypeError(`ptc config: ${field} must be a boolean, got ${show(value)}`);
   return value;

@@ -5,6 +5,7 @@
 import { AliasTable, isSchemaObject, pascalCase, schemaNotes, schemaType, type SchemaContext } from './schema-types.ts';
 import { docBlock, stringLiteral } from './declaration-text.ts';
 import { RESERVED_WORDS, RUNTIME_GLOBALS } from '../execution/bindings.ts';
+import { DISCOVERY_DECLARATIONS, DISCOVERY_GLOBALS } from './discovery/globals.ts';
 import { show } from '../execution/show.ts';
 
 /** A tool as harnesses describe it: MCP's shape, with dotted names for namespaces. */
@@ -23,16 +24,22 @@ export interface DeclarationOptions {
   names?: ReadonlyArray<readonly string[]>;
   /** A JSDoc line for a top-level namespace, by its unmapped name: who declared what it holds. */
   namespaceDocs?: ReadonlyMap<string, string>;
+  /**
+   * Programs have the discovery globals `search` and `describe` (the runtime's `discovery`): a
+   * top-level tool or namespace of either name is mapped (`search_`), and the text ends with
+   * their declarations. @default false
+   */
+  discovery?: boolean;
 }
 
 /** The identifier for one segment of a tool name: invalid characters become `_`, a leading digit or reserved word gets one too. */
-export function identifierFor(segment: string, topLevel: boolean): string {
+export function identifierFor(segment: string, topLevel: boolean, discovery = false): string {
   // The scoped REPL refuses a program that holds its generated code's prefix anywhere
   // (carrier/evaluators/scoped-repl/declarations.ts), so a name holding it could never be called.
   let name = segment.replace(/[^\w$]+/g, '_').replaceAll('__$binding_', '__$binding$_');
   if (name === '' || /^[0-9]/.test(name)) name = `_${name}`;
   // A global named `__proto__` would replace the global object's prototype instead of being defined.
-  if (RESERVED_WORDS.has(name) || (topLevel && (RUNTIME_GLOBALS.has(name) || name === '__proto__'))) name = `${name}_`;
+  if (RESERVED_WORDS.has(name) || (topLevel && (RUNTIME_GLOBALS.has(name) || name === '__proto__' || (discovery && DISCOVERY_GLOBALS.has(name))))) name = `${name}_`;
   return name;
 }
 
@@ -41,7 +48,7 @@ export function identifierFor(segment: string, topLevel: boolean): string {
  * split on dots, or given as its parts; a segment that collides after mapping gets `_2`, `_3`, …
  * in the order given. Throws when a name is empty, repeated, or both a tool and a namespace.
  */
-export function bindingPaths(names: ReadonlyArray<string | readonly string[]>): string[][] {
+export function bindingPaths(names: ReadonlyArray<string | readonly string[]>, options: { discovery?: boolean } = {}): string[][] {
   const seen = new Set<string>();
   const tools = new Set<string>();
   const namespaces = new Set<string>();
@@ -73,7 +80,7 @@ export function bindingPaths(names: ReadonlyArray<string | readonly string[]>): 
       if (id === undefined) {
         const taken = used.get(parent) ?? new Set<string>();
         used.set(parent, taken);
-        const base = identifierFor(segment, path.length === 0);
+        const base = identifierFor(segment, path.length === 0, options.discovery === true);
         id = base;
         for (let n = 2; taken.has(id); n++) id = `${base}_${n}`;
         taken.add(id);
@@ -100,17 +107,32 @@ interface Namespace {
 
 /** The `.d.ts` text for `tools`: one function per tool, namespaces for dotted names, then the named types their `$ref`s use. */
 export function declarations(tools: readonly ToolSchema[], options: DeclarationOptions = {}): string {
+  const { names, paths } = checkedPaths(tools, options);
+  const text = declareSelected(tools, names, paths, undefined, options);
+  return options.discovery === true ? `${text}\n${DISCOVERY_DECLARATIONS}` : text;
+}
+
+/** Checks a tool list and gives each tool's name (as given) and binding path. */
+export function checkedPaths(tools: readonly ToolSchema[], options: DeclarationOptions): { names: ReadonlyArray<string | readonly string[]>; paths: string[][] } {
   if (!Array.isArray(tools)) throw new TypeError(`declarations() expects an array of tools, got ${show(tools)}`);
   tools.forEach(checkTool);
   const names = options.names ?? tools.map((tool) => tool.name);
   if (names.length !== tools.length) throw new TypeError(`declarations(): ${names.length} names for ${tools.length} tools`);
-  const paths = bindingPaths(names);
+  return { names, paths: bindingPaths(names, { discovery: options.discovery === true }) };
+}
+
+/**
+ * The declarations of the tools at `selected` indices (all when undefined), each at the path the
+ * whole list gives it, so one tool's text is what the whole list's declarations say of it.
+ */
+export function declareSelected(tools: readonly ToolSchema[], names: ReadonlyArray<string | readonly string[]>, paths: string[][], selected: ReadonlySet<number> | undefined, options: DeclarationOptions): string {
   // The unmapped top-level name of each namespace, for its JSDoc.
   const originals = new Map<string, string>();
   names.forEach((name, index) => originals.set(paths[index]![0]!, typeof name === 'string' ? name.split('.')[0]! : name[0]!));
   const aliases = new AliasTable(paths.map((path) => path[0]!));
   const root: Namespace = { functions: [], children: new Map() };
   tools.forEach((tool, index) => {
+    if (selected !== undefined && !selected.has(index)) return;
     const path = paths[index]!;
     let space = root;
     for (const segment of path.slice(0, -1)) {

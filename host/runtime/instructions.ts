@@ -37,7 +37,9 @@ function retention(format: ProgramFormat, retained: boolean): string {
   return `${what} persist between your programs while the environment lives, but may be lost at any time (timeout, restart): if a name is missing, recreate it and reacquire resources. Await all tool calls and asynchronous work before the program ends.`;
 }
 
-/** The guidance a model needs to write programs for this mode. */
-export function executionInstructions(format: ProgramFormat, retained: boolean): string {
-  return [...SYNTAX[format], ...COMMON, retention(format, retained)].join('\n');
+const DISCOVERY = 'search("words") finds tools by the words of their names and descriptions, and describe(path) gives the TypeScript declarations of a tool or namespace: use them to find a tool that is not declared here, and read its declaration before calling it.';
+
+/** The guidance a model needs to write programs for this mode (and for the discovery globals, when programs have them). */
+export function executionInstructions(format: ProgramFormat, retained: boolean, discovery = false): string {
+  return [...SYNTAX[format], ...COMMON, ...(discovery ? [DISCOVERY] : []), retention(format, retained)].join('\n');
 }

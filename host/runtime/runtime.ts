@@ -11,12 +11,21 @@ import { holdSpares } from '../worker/spare.ts';
 import { sweepLeftovers, type SandboxPolicy } from '../sandbox/index.ts';
 import { executionInstructions, type ProgramFormat } from './instructions.ts';
 import { resourceLimit } from './resource-limits.ts';
+import type { ToolSchema } from './declarations.ts';
+import { isToolCatalog, toolCatalog, type ToolCatalog } from './discovery/catalog.ts';
+import { DISCOVERY_GLOBALS } from './discovery/globals.ts';
 
 export interface RunRequest {
   /** The program: an async function body in erasable TypeScript. */
   program: string;
   /** Host functions the program can await; nested objects become namespaces. */
   bindings?: Bindings;
+  /**
+   * With the runtime's `discovery`: what `search` and `describe` know of the bindings, as tool
+   * schemas (named by binding path) or a catalog from `toolCatalog()`, which indexes them once for
+   * many runs. Every tool it lists must be a binding. @default the bindings' names alone
+   */
+  tools?: readonly ToolSchema[] | ToolCatalog;
   /** Working directory of the program. @default the policy's workspaceRoot when it names one, else process.cwd() */
   cwd?: string;
   /** Elapsed deadline: omitted for the default, a number (capped at maxTimeoutMs), or null for none. */
@@ -95,7 +104,7 @@ export interface Runtime {
   dispose(): Promise<void>;
 }
 
-const REQUEST_FIELDS = new Set(['program', 'bindings', 'cwd', 'timeoutMs', 'cpuTimeMs', 'discardCompletion', 'display', 'filename', 'stateOwner', 'policy', 'oneTime', 'onPolicyChange']);
+const REQUEST_FIELDS = new Set(['program', 'bindings', 'tools', 'cwd', 'timeoutMs', 'cpuTimeMs', 'discardCompletion', 'display', 'filename', 'stateOwner', 'policy', 'oneTime', 'onPolicyChange']);
 
 /** The program format and retention of a configuration. */
 export function executionShape(config: ResolvedConfig): { format: ProgramFormat; retains: boolean } {
@@ -139,7 +148,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
     config,
     timeout: Object.freeze({ defaultMs: config.timeoutMs, maxMs: config.maxTimeoutMs }),
     programFormat: shape.format,
-    executionInstructions: executionInstructions(shape.format, shape.retains),
+    executionInstructions: executionInstructions(shape.format, shape.retains, config.discovery),
     retainsState: shape.retains,
 
     resolve(request) {
@@ -162,7 +171,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       const display = displayOption(request.display);
       const filename = request.filename ?? 'program.ts';
       if (typeof filename !== 'string' || filename === '') throw new TypeError(`ptc request: filename must be a non-empty string, got ${show(filename)}`);
-      flattenBindings(request.bindings);
+      const bindings = withDiscovery(request.bindings ?? {}, request.tools, config.discovery);
       const oneTime = request.oneTime ?? false;
       if (typeof oneTime !== 'boolean') throw new TypeError(`ptc request: oneTime must be a boolean, got ${show(oneTime)}`);
       const onPolicyChange = policyChangeOption(request.onPolicyChange, 'ptc request: onPolicyChange');
@@ -172,7 +181,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       }
       return Object.freeze({
         program: request.program,
-        bindings: request.bindings ?? {},
+        bindings,
         cwd,
         timeoutMs: resolveTimeout(request.timeoutMs, config),
         cpuTimeMs: request.cpuTimeMs === undefined ? config.cpuTimeMs : resourceLimit(request.cpuTimeMs, 'cpuTimeMs', 'ptc request', config.launch),
@@ -243,6 +252,29 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
     },
   };
   return Object.freeze(runtime);
+}
+
+/** The request's bindings, checked, plus `search` and `describe` over its tools when the runtime has discovery. */
+function withDiscovery(bindings: Bindings, tools: RunRequest['tools'], discovery: boolean): Bindings {
+  const flat = flattenBindings(bindings);
+  if (!discovery) {
+    if (tools !== undefined) throw new TypeError('ptc request: tools are what search() and describe() read; they need the runtime\'s discovery: true');
+    return bindings;
+  }
+  for (const name of DISCOVERY_GLOBALS) {
+    if (flat.has(name) || [...flat.keys()].some((key) => key.startsWith(`${name}.`))) {
+      throw new TypeError(`binding name "${name}" is taken by discovery (the runtime's discovery: true); name it ${name}_, as declarations() with discovery does`);
+    }
+  }
+  let catalog: ToolCatalog;
+  if (isToolCatalog(tools)) catalog = tools;
+  else if (tools === undefined) catalog = toolCatalog([...flat.keys()].map((name) => ({ name })));
+  else if (Array.isArray(tools)) catalog = toolCatalog(tools);
+  else throw new TypeError(`ptc request: tools must be an array of tool schemas or a toolCatalog(), got ${show(tools)}`);
+  for (const path of catalog.paths) {
+    if (!flat.has(path.join('.'))) throw new TypeError(`ptc request: tools lists ${path.join('.')}, which is not a binding`);
+  }
+  return { ...bindings, ...catalog.bindings() };
 }
 
 function policyChangeOption(value: unknown, field: string): PolicyChange {

@@ -65,11 +65,13 @@ export function releaseParams(params: Record<string, unknown>): string {
   return name('release', params, 'owner', true)!;
 }
 
-/** Checks `declarations`: the same tool list as `run` takes. */
-export function declarationsParams(params: Record<string, unknown>): Tool[] {
-  only('declarations', params, ['tools']);
+/** Checks `declarations`: the same tool list as `run` takes, and a budget of characters. */
+export function declarationsParams(params: Record<string, unknown>): { tools: Tool[]; budget?: number } {
+  only('declarations', params, ['tools', 'budget']);
   if (params.tools === undefined) throw invalid('declarations', 'tools is required: [{name, description?, inputSchema?, outputSchema?}]');
-  return checkTools(params.tools);
+  const { budget } = params;
+  if (budget !== undefined && (typeof budget !== 'number' || !Number.isSafeInteger(budget) || budget <= 0)) throw invalid('declarations', `budget must be a positive integer of characters, got ${show(budget)}`);
+  return { tools: checkTools(params.tools), ...(budget !== undefined ? { budget } : {}) };
 }
 
 export function noParams(method: string, params: Record<string, unknown>): void {

@@ -1,7 +1,7 @@
 // What `ptc serve` does with each method: one runtime for the connection, runs in flight keyed by
 // runId, retained owners named by strings, and an orderly close that aborts every run and ends
 // every carrier. The runtime is created at `initialize` (with its config) or at the first `run`.
-import { availableBackends, createRuntime, declarations, DEFAULTS, PROTOCOL_REVISION, VERSION, type Runtime, type RuntimeConfig } from '../index.ts';
+import { availableBackends, createRuntime, declarations, DEFAULTS, PROTOCOL_REVISION, toolCatalog, VERSION, type Runtime, type RuntimeConfig } from '../index.ts';
 import type { Connection } from './connection.ts';
 import { cancelParams, declarationsParams, initializeParams, noParams, releaseParams, runParams } from './params.ts';
 import { toolBindings } from './tools.ts';
@@ -68,9 +68,12 @@ export class Server {
         return { released: true };
       }
       case 'declarations': {
-        const tools = declarationsParams(params);
+        const { tools, budget } = declarationsParams(params);
+        // Read, not created: a declarations call before initialize must not fix the runtime's config.
+        const discovery = this.#runtime?.config.discovery ?? this.#baseConfig.discovery ?? false;
+        if (budget !== undefined && !discovery) throw new RpcError(ErrorCode.invalidParams, 'declarations: a budget needs discovery: true in the config, since past it programs find tools with search() and describe()');
         try {
-          return { declarations: declarations(tools) };
+          return { declarations: discovery ? toolCatalog(tools).declarations(budget !== undefined ? { budget } : {}) : declarations(tools) };
         } catch (error) {
           throw new RpcError(ErrorCode.invalidParams, `declarations: ${(error as Error).message}`, undefined, { cause: error });
         }
@@ -146,7 +149,8 @@ export class Server {
     try {
       spec = runtime.resolve({
         program: request.program,
-        bindings: toolBindings(request.tools, (name, args) => this.#invoke(run, runId, name, args)),
+        bindings: toolBindings(request.tools, (name, args) => this.#invoke(run, runId, name, args), runtime.config.discovery),
+        ...(runtime.config.discovery ? { tools: request.tools } : {}),
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
         ...('timeoutMs' in request ? { timeoutMs: request.timeoutMs } : {}),
         ...('cpuTimeMs' in request ? { cpuTimeMs: request.cpuTimeMs } : {}),

@@ -44,10 +44,11 @@ export function checkTools(value: unknown): Tool[] {
  * gives it (bindingPaths), so a name that is not an identifier, `github.list-issues`, is
  * `github.list_issues` in the program, exactly as its declaration says; `invoke` names the original.
  */
-export function toolBindings(tools: Tool[], call: CallTool): Bindings {
+export function toolBindings(tools: Tool[], call: CallTool, discovery = false): Bindings {
   let paths: string[][];
   try {
-    paths = bindingPaths(tools.map((tool) => tool.name));
+    // With discovery a top-level `search` is `search_`, as the declarations say.
+    paths = bindingPaths(tools.map((tool) => tool.name), { discovery });
   } catch (error) {
     throw invalid((error as Error).message);
   }

@@ -123,7 +123,8 @@ test('tool names that are Object.prototype members, reserved words, separators o
     for (const [namespace, upstream] of [['evil', 'evil'], ['__proto___', '__proto__'], ['constructor', 'constructor'], ['hasOwnProperty', 'hasOwnProperty']]) {
       assert.match(found.namespaces.get(namespace)!, `Declared by the upstream MCP server "${upstream}"`);
     }
-    const hostile = found.functions.filter((path) => !path.startsWith('tracker.'));
+    // search and describe are the discovery globals, not an upstream's.
+    const hostile = found.functions.filter((path) => !path.startsWith('tracker.') && path !== 'search' && path !== 'describe');
     assert.is(hostile.filter((path) => path.startsWith('evil.')).length, NAMES.length);
     // Every declared function, called by its declared path, reaches the tool of that name on its own upstream.
     const calls = hostile.map((path) => `out.push([${JSON.stringify(path)}, (await ${path}({})).called]);`);

@@ -177,6 +177,41 @@ for (const [label, file, args] of LAUNCHES) {
     assert.equal(await client.close(), { code: 0, signal: null });
   });
 
+  test(`${label}: with discovery: true, a run's tools are what search() and describe() know, and declarations takes a budget`, async () => {
+    const client = start();
+    await client.request('initialize', { config: { discovery: true, timeoutMs: 30_000 } });
+    const tools = [
+      { name: 'search', description: 'Search the web for pages.', inputSchema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } },
+      { name: 'crm.findContact', description: 'Find a contact by email address.' },
+      // A long description, so that the whole declarations are well past what the short form takes.
+      { name: 'crm.deleteContact', description: `Delete a contact. ${'Details. '.repeat(300)}` },
+    ];
+    const full = (await client.request('declarations', { tools })).result.declarations;
+    assert.equal(declared(full).functions, ['search_', 'crm.findContact', 'crm.deleteContact', 'search', 'describe']);
+    const short = (await client.request('declarations', { tools, budget: full.length - 1 })).result.declarations;
+    assert.ok(short.length <= full.length - 1, `${short.length} characters`);
+    assert.equal(declared(short).functions, ['search', 'describe']);
+    assert.match(short, /^\/\/ {3}crm: 2 tools$/m);
+    const seen: string[] = [];
+    client.onInvoke = (message) => {
+      seen.push(message.params.name);
+      client.send({ jsonrpc: '2.0', id: message.id, result: { name: 'Ada' } });
+    };
+    const program = `const { matches } = await search('look up a contact by email');
+      const text = await describe(matches[0].path);
+      return { path: matches[0].path, declares: text.includes('function findContact('), contact: await crm.findContact('ada@example.com'), web: typeof search_ }`;
+    const run = await client.request('run', { program, tools });
+    assert.equal(run.result.value, { path: 'crm.findContact', declares: true, contact: { name: 'Ada' }, web: 'function' });
+    assert.equal(seen, ['crm.findContact']);
+    const bad = await client.request('declarations', { tools, budget: 0 });
+    assert.equal(bad.error, { code: -32602, message: 'declarations: budget must be a positive integer of characters, got 0' });
+    assert.equal(await client.close(), { code: 0, signal: null });
+    const plain = start();
+    const refused = await plain.request('declarations', { tools, budget: 100 });
+    assert.equal(refused.error, { code: -32602, message: 'declarations: a budget needs discovery: true in the config, since past it programs find tools with search() and describe()' });
+    assert.equal(await plain.close(), { code: 0, signal: null });
+  });
+
   test(`${label}: a bad config in initialize is an error reply naming the field`, async () => {
     const client = start();
     const { error } = await client.request('initialize', { config: { maxOutputBytez: 5 } });

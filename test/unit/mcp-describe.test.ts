@@ -23,7 +23,7 @@ test('an upstream whose tool list cannot be declared is reported on one line; th
   const text = /^```ts\n([^]*)\n```$/m.exec(description)![1]!;
   const found = declared(text);
   assert.equal(found.errors, []);
-  assert.equal(found.functions, ['good.ping']);
+  assert.equal(found.functions, ['good.ping', 'search', 'describe']);
   assert.match(found.namespaces.get('good')!, 'Declared by the upstream MCP server "good"');
   assert.match(text, /^\/\/ broken: its tool list cannot be declared \(tool 'broken\.x': description must be a string, got .*\); its tools cannot be called\.$/m);
   assert.match(text, /^\/\/ down: unavailable \(it could not be started: boom declare function pwn\(\): void;\); its tools cannot be called\.$/m);

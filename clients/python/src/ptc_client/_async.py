@@ -9,7 +9,8 @@ import sys
 import uuid
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
 
-from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, decode, reply_error, request, run_params,
+from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, declarations_params, decode, reply_error, request,
+                        run_params,
                         tool_error, tool_result, tool_table, unknown_tool)
 
 # One line may hold a whole result (up to maxOutputBytes of output, escaped): asyncio's 64 KiB default is far too small.
@@ -80,6 +81,10 @@ class AsyncPtcClient:
             return await self._call("run", params)
         finally:
             self._runs.pop(run_id, None)
+
+    async def declarations(self, tools: Tools, *, budget: Optional[int] = None) -> str:
+        """The TypeScript declarations a model reads for ``tools``; see ``PtcClient.declarations``."""
+        return str((await self._call("declarations", declarations_params(tools, budget)))["declarations"])
 
     async def cancel(self, run_id: str) -> bool:
         return bool((await self._call("cancel", {"runId": run_id}))["cancelled"])

@@ -109,6 +109,13 @@ def describe_tools(table: Mapping[str, Tool]) -> list:
     return described
 
 
+def declarations_params(tools: Tools, budget: Optional[int]) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"tools": describe_tools(tool_table(tools))}
+    if budget is not None:
+        params["budget"] = budget
+    return params
+
+
 class _Default:
     def __repr__(self) -> str:
         return "DEFAULT"

@@ -16,7 +16,8 @@ import uuid
 from concurrent.futures import Future
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
 
-from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, decode, reply_error, request, run_params,
+from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, declarations_params, decode, reply_error, request,
+                        run_params,
                         tool_error, tool_result, tool_table, unknown_tool)
 
 
@@ -113,6 +114,15 @@ class PtcClient:
         finally:
             with self._lock:
                 self._runs.pop(run_id, None)
+
+    def declarations(self, tools: Tools, *, budget: Optional[int] = None) -> str:
+        """The TypeScript declarations a model reads for ``tools`` (as ``run`` takes them).
+
+        With ``config={"discovery": True}`` they end with ``search`` and ``describe``, and past
+        ``budget`` characters they list the namespaces instead of every tool, for the program to
+        find them with ``search``.
+        """
+        return str(self._call("declarations", declarations_params(tools, budget))["declarations"])
 
     def cancel(self, run_id: str) -> bool:
         """Ends the run as ``abort``; False when no such run was in flight."""
