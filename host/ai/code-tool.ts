@@ -4,7 +4,7 @@
 // description is ptc's execution guidance plus the tools' declarations, made from their schemas
 // by the same code as `declarations()`.
 import { asSchema, jsonSchema, tool, type ModelMessage, type Tool, type ToolApprovalStatus, type ToolExecutionOptions, type ToolSet } from 'ai';
-import { bindingPaths, createRuntime, declarations, type Bindings, type BindingFunction, type Runtime, type RuntimeConfig, type ToolSchema } from '../index.ts';
+import { bindingPaths, createRuntime, declarations, toolCatalog, type Bindings, type BindingFunction, type Runtime, type RuntimeConfig, type ToolSchema } from '../index.ts';
 import { modelOutput, toolOutput, type CodeToolOutput } from './output.ts';
 
 export type { CodeToolOutput } from './output.ts';
@@ -21,6 +21,12 @@ export interface CodeToolOptions extends RuntimeConfig {
   stateOwner?: StateOwnerOption;
   /** Text put before ptc's own guidance in the description. */
   description?: string;
+  /**
+   * Characters the tools' declarations may take in the description; past it, the description
+   * lists namespaces and programs find tools with search() and describe() (discovery, which is
+   * then on unless `discovery: false`). @default 40000, as `ptc mcp`
+   */
+  descriptionBudget?: number;
   /** Tools whose calls need a person's approval, besides those whose own `needsApproval` says so. */
   approvalRequired?: readonly string[];
 }
@@ -36,6 +42,9 @@ export type CodeTool = Tool<{ program: string }, CodeToolOutput> & {
   readonly toolApproval: (input: { program: string }) => ToolApprovalStatus;
 };
 
+/** About 10k tokens, as `ptc mcp`'s default: past it, searching beats reading every declaration. */
+const DESCRIPTION_BUDGET = 40_000;
+
 const INPUT = jsonSchema<{ program: string }>({
   type: 'object',
   properties: { program: { type: 'string', description: 'The TypeScript program to run, as the description says.' } },
@@ -45,7 +54,8 @@ const INPUT = jsonSchema<{ program: string }>({
 
 /** Makes the code tool over `options.tools`; throws when a tool's schema cannot be declared. */
 export function codeTool(options: CodeToolOptions): CodeTool {
-  const { tools, runtime: given, stateOwner, description: preface, approvalRequired = [], ...config } = options;
+  const { tools, runtime: given, stateOwner, description: preface, approvalRequired = [], descriptionBudget = DESCRIPTION_BUDGET, ...config } = options;
+  if (!Number.isSafeInteger(descriptionBudget) || descriptionBudget < 0) throw new TypeError(`codeTool: descriptionBudget must be a non-negative integer, got ${String(descriptionBudget)}`);
   if (tools === null || typeof tools !== 'object') throw new TypeError(`codeTool: tools must be an AI SDK ToolSet (an object of tools), got ${tools === null ? 'null' : typeof tools}`);
   if (given !== undefined && Object.keys(config).length > 0) {
     throw new TypeError(`codeTool: pass either runtime or runtime options, not both (got runtime and ${Object.keys(config).join(', ')})`);
@@ -53,7 +63,11 @@ export function codeTool(options: CodeToolOptions): CodeTool {
   const callable = Object.entries(tools).filter(([, t]) => typeof t?.execute === 'function');
   const skipped = Object.keys(tools).filter((name) => !callable.some(([other]) => other === name));
   const schemas: ToolSchema[] = callable.map(([name, t]) => toolSchema(name, t));
-  const paths = bindingPaths(schemas.map((s) => s.name));
+  const full = declarations(schemas);
+  // Discovery: asked for, or (unless refused) the tool set's declarations do not fit the budget.
+  const discovery = given !== undefined ? given.config.discovery : (config.discovery ?? full.length > descriptionBudget);
+  const catalog = discovery ? toolCatalog(schemas) : undefined;
+  const paths = catalog ? catalog.paths.map((path) => [...path]) : bindingPaths(schemas.map((s) => s.name));
   for (const name of approvalRequired) {
     if (!Object.hasOwn(tools, name)) throw new TypeError(`codeTool: approvalRequired names ${JSON.stringify(name)}, which is not one of the tools (${Object.keys(tools).join(', ')})`);
   }
@@ -62,8 +76,8 @@ export function codeTool(options: CodeToolOptions): CodeTool {
   callable.forEach(([name, t], index) => {
     if (approvalRequired.includes(name) || (t.needsApproval !== undefined && t.needsApproval !== false)) gated.set(name, paths[index]!.join('.'));
   });
-  const runtime = given ?? createRuntime(config);
-  const text = declarations(schemas);
+  const runtime = given ?? createRuntime({ ...config, discovery });
+  const text = catalog ? catalog.declarations({ budget: descriptionBudget }) : full;
   const description = [
     ...(preface ? [preface, ''] : []),
     'Run a TypeScript program that calls the tools below.',
@@ -95,7 +109,7 @@ export function codeTool(options: CodeToolOptions): CodeTool {
         };
         const bindings = bindingsFor(callable, paths, call, signal, needs);
         const owner = typeof stateOwner === 'function' ? stateOwner(call as ToolExecutionOptions<unknown>) : stateOwner;
-        const spec = runtime.resolve({ program, bindings, ...(owner !== undefined ? { stateOwner: owner } : {}) });
+        const spec = runtime.resolve({ program, bindings, ...(catalog ? { tools: catalog } : {}), ...(owner !== undefined ? { stateOwner: owner } : {}) });
         const result = await runtime.run(spec, call.abortSignal ? { signal: call.abortSignal } : {});
         // An aborted generation ends this call as it ends any tool's: with the abort's reason.
         if (call.abortSignal?.aborted) throw call.abortSignal.reason;

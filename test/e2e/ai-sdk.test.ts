@@ -297,6 +297,41 @@ test('a gated tool the program reaches without approval (toolApproval not wired,
   assert.throws(() => codeTool({ tools: gated, approvalRequired: ['nope'] }), /approvalRequired names "nope", which is not one of the tools \(readInbox, sendEmail, archive\)/);
 });
 
+test('a large tool set: past the description budget, the model reads namespaces and finds tools with search() and describe() in the program', async () => {
+  const many: Record<string, ReturnType<typeof tool>> = {};
+  const areas = ['billing', 'crm', 'storage', 'deploy', 'metrics'];
+  for (let i = 0; i < 2000; i++) {
+    const area = areas[i % areas.length]!;
+    const name = i === 1234 ? 'refund_invoice' : `${area}_operation_${i}`;
+    many[name] = tool({
+      description: i === 1234 ? 'Refund a paid invoice to the customer.' : `Operation ${i} of ${area}: does ${area} things with item ${i}.`,
+      inputSchema: jsonSchema<{ id: string }>({ type: 'object', properties: { id: { type: 'string', description: `the ${area} item` } }, required: ['id'] }),
+      execute: async ({ id }: { id: string }) => ({ tool: name, id }),
+    });
+  }
+  const code = codeTool({ tools: many, policy: { mode: 'workspace-write', workspaceRoot: workspace } });
+  made.push(code);
+  const description = code.description as string;
+  assert.ok(description.length < 40_000 + 4_000, `description is ${description.length} characters`);
+  assert.match(description, /declare function search\(/);
+  assert.match(description, /declare function describe\(/);
+  assert.not.match(description, /refund_invoice/);
+  const program = `
+    const found = await search('refund an invoice');
+    const best = found.matches[0];
+    const text = await describe(best.path);
+    return { path: best.path, declared: text.includes('refund_invoice('), result: await (globalThis as any)[best.path]({ id: 'inv-7' }) };
+  `;
+  const { model, prompts } = scriptedModel([program]);
+  await generateText({ model, tools: { code }, stopWhen: isStepCount(3), prompt: 'x' });
+  assert.is(lastToolOutput(prompts).value, '{"path":"refund_invoice","declared":true,"result":{"tool":"refund_invoice","id":"inv-7"}}');
+  // A small set is declared in full, with no discovery globals, unless asked for.
+  assert.not.match(codeToolFor().description as string, /declare function search\(/);
+  const asked = codeToolFor({ discovery: true });
+  assert.match(asked.description as string, /declare function search\(/);
+  assert.throws(() => codeTool({ tools, descriptionBudget: -5 }), /descriptionBudget must be a non-negative integer, got -5/);
+});
+
 test('bad options are refused with the problem named', () => {
   assert.throws(() => codeTool({ tools: null as never }), /tools must be an AI SDK ToolSet \(an object of tools\), got null/);
   const shared = codeToolFor();
