@@ -14,7 +14,7 @@ import { isRemoteLaunch } from '../worker/launch.ts';
 import { ownerPolicy, policyChangeRefused, policyChangeReplaced, policyDifferences, type PolicyChange } from './owner-policy.ts';
 import { abortedBeforeStart, Environment, sandboxUnavailable, type Execution, type RunResult } from './environment.ts';
 import type { SandboxPolicy } from '../sandbox/index.ts';
-import { replenishSpare, takeCarrier } from '../worker/spare.ts';
+import { replenish, takeCarrier } from '../worker/pool.ts';
 
 export type { Execution, RunResult, SandboxReport, EnvironmentReport } from './environment.ts';
 
@@ -212,7 +212,7 @@ export class Executor {
     const { result, usable } = fresh && !environment.initialized
       ? await this.#initializing((initializer) => environment.run(execution, initializer))
       : await environment.run(execution);
-    if (fresh) replenishSpare(recipe);
+    if (fresh) replenish(recipe);
     result.environment = { fresh, ...(owned.replaced !== undefined && fresh ? { replaced: owned.replaced } : {}) };
     if (fresh) owned.replaced = undefined;
     if (!usable) {
@@ -231,12 +231,13 @@ export class Executor {
     } finally {
       // The kill has gone out; dispose() waits for what is still ending.
       void environment.terminate().then(() => this.#temporary.delete(environment));
-      replenishSpare(recipe);
+      replenish(recipe);
     }
   }
 
   #newEnvironment(recipe: CarrierRecipe, retained: boolean): Environment {
-    return new Environment(takeCarrier(recipe), this.#config, this.#format, retained, recipe.report);
+    const { carrier, warm } = takeCarrier(recipe);
+    return new Environment(carrier, this.#config, this.#format, retained, recipe.report, warm);
   }
 
   /** Ends the owner's environment; waits for a run in progress to finish first. */

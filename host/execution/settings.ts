@@ -24,6 +24,8 @@ export interface ResolvedConfig {
   graceMs: number;
   launch: LaunchConfig | undefined;
   prestartCarrier: boolean;
+  /** The warm pool's bounds (used when prestartCarrier is true). */
+  pool: { min: number; max: number };
   sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
   policy: SandboxPolicy;
   /** Release a retained environment idle this long; undefined: never. */

@@ -45,6 +45,8 @@ export async function runProgram(
 ): Promise<RunResult> {
   const runtime = createTestRuntime({ timeoutMs: 20_000, ...config });
   try {
+    // The run takes a booted carrier from the pool (unless the config has none): its result says `warm: true`.
+    await runtime.warmUp();
     return await runtime.run(runtime.resolve({ program, ...request }), options);
   } finally {
     await runtime.dispose();
