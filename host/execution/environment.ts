@@ -73,6 +73,7 @@ interface RunHooks {
   stdio(text: string): void;
   exited(code: number | null, signal: NodeJS.Signals | null, message?: string): void;
   protocol(message: string): void;
+  started(): void;
 }
 
 const UNCONFINED: SandboxSetup = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true };
@@ -164,6 +165,7 @@ export class Environment {
       },
       initialized: async () => this.#hooks?.initialized() ?? false,
       output: (entry) => this.#hooks?.output(entry),
+      started: () => this.#hooks?.started(),
     });
   }
 
@@ -298,6 +300,7 @@ export class Environment {
         if (!settled) stop({ kind: 'worker-exit', message, exitCode: code, signal });
       },
       protocol: (message) => stop(message === CONTROL_LOST ? { kind: 'worker-exit', message, exitCode: null, signal: null } : protocolFailure(message)),
+      started: () => resources?.started(),
     };
     if (this.lost !== undefined) stop({ kind: 'worker-exit', message: `the environment is gone: ${this.lost}`, exitCode: this.#exit?.code ?? null, signal: this.#exit?.signal ?? null });
 
@@ -305,7 +308,8 @@ export class Environment {
     const onAbort = (): void => stop(abortFailure(execution.signal!.reason));
     execution.signal?.addEventListener('abort', onAbort, { once: true });
 
-    // The CPU budget counts from here: start-up and the handshake are not the program's.
+    // The CPU budget counts from the carrier's `started` notice (the run's own code starting):
+    // start-up, the handshake and the carrier's set-up for the run are not the program's.
     let resources: ReturnType<ResourceGuard['watch']> | undefined;
     const overrun = (over: CpuOverrun): void => {
       // Killed at once: a hot loop cannot take a cooperative stop, and a busy child would outlive one.

@@ -145,6 +145,15 @@ for (const [name, config] of RETAINED) {
   });
 }
 
+for (const [name, config] of RETAINED) {
+  test(`${name}: the environment's set-up on a first run is not the program's: a trivial program fits 100 ms`, async () => {
+    const runtime = runtimeWith({ ...config, cpuTimeMs: 100 });
+    for (let round = 0; round < 4; round++) {
+      assert.is(value(await runtime.run(runtime.resolve({ program: "'trivial'", stateOwner: {} }))), 'trivial');
+    }
+  });
+}
+
 test('vm-script without persistence: the budget applies to each run', async () => {
   const runtime = runtimeWith({ executionMode: 'vm-script', cpuTimeMs: 300 });
   assertCpuTimeout(await runtime.run(runtime.resolve({ program: `${HOT_LOOP} 'finished'` })), 300);
