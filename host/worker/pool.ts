@@ -108,9 +108,13 @@ function boot(pool: Pool): Carrier {
     },
     () => {
       // Its failure is the next run's to report (it boots its own carrier); the pool stops trying.
+      // A carrier that answered with a bad handshake may still be running: it is ended here.
       pool.failing = true;
       const index = pool.idle.indexOf(carrier);
-      if (index !== -1) pool.idle.splice(index, 1);
+      if (index !== -1) {
+        pool.idle.splice(index, 1);
+        void carrier.terminate(0);
+      }
     },
   ).finally(() => {
     pool.booting--;
