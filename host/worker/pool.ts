@@ -6,9 +6,10 @@
 // A pool has a floor and a ceiling (piscina's minThreads/maxThreads), the largest any runtime that
 // holds it asked for, and between them follows demand: it keeps as many carriers as runs took in
 // the last DEMAND_WINDOW_MS, so a burst finds as many warm the next time, and the ones past the
-// floor end once the burst is that long gone. Refills spawn one carrier per event-loop turn and
-// boot at most as many at once as the machine has cores, so neither the host's event loop nor a
-// run in progress waits behind a burst of boots. Idle carriers are unref'd: they never keep the
+// floor end once the burst is that long gone. A spawn blocks the host's event loop (3 to 30 ms,
+// until the child has exec'd), so refills wait for a moment when no run of this host awaits its
+// reply (at most MAX_DEFER_MS), spawn one carrier per event-loop turn, and boot at most as many at
+// once as the machine has cores: a run in progress does not wait behind a burst of boots. Idle carriers are unref'd: they never keep the
 // host alive, and exit by themselves when it does, as their control channels close.
 import { availableParallelism } from 'node:os';
 import type { CarrierRecipe } from './confinement.ts';
@@ -26,6 +27,13 @@ export interface PoolSize {
 export const DEMAND_WINDOW_MS = 10_000;
 /** Boots under way at once: more only compete with each other and the host for the cores. */
 const BOOTS_AT_ONCE = Math.max(1, availableParallelism());
+/** How long a refill waits for no run to be in flight: a host that is never idle still refills. */
+const MAX_DEFER_MS = 200;
+
+/** Runs of this host that await their results (see runBegins()). */
+let running = 0;
+/** Pools whose next spawn waits for the runs in flight to end. */
+const deferred = new Set<Pool>();
 
 interface Pool {
   readonly recipe: CarrierRecipe;
@@ -41,6 +49,9 @@ interface Pool {
   /** A pooled carrier failed to boot: no more are started until the next run asks (no spawn loop). */
   failing: boolean;
   shrink: NodeJS.Timeout | undefined;
+  /** Since when its next spawn has waited for runs to end (performance.now()), and the timer that ends the wait. */
+  deferredSince: number | undefined;
+  deferTimer: NodeJS.Timeout | undefined;
   /** warm() callers, told once the pool holds its target of booted carriers. */
   readonly waiters: Array<() => void>;
 }
@@ -51,7 +62,7 @@ const booted = new WeakSet<Carrier>();
 function poolOf(recipe: CarrierRecipe): Pool {
   let pool = pools.get(recipe.key);
   if (pool === undefined) {
-    pool = { recipe, idle: [], holders: [], takes: [], booting: 0, scheduled: false, failing: false, shrink: undefined, waiters: [] };
+    pool = { recipe, idle: [], holders: [], takes: [], booting: 0, scheduled: false, failing: false, shrink: undefined, deferredSince: undefined, deferTimer: undefined, waiters: [] };
     pools.set(recipe.key, pool);
   }
   return pool;
@@ -88,12 +99,47 @@ function step(pool: Pool): void {
   }
   const wanted = target(pool);
   while (pool.idle.length > wanted) void pool.idle.shift()!.terminate(0);
-  if (pool.idle.length < wanted && pool.booting < BOOTS_AT_ONCE && !pool.failing) {
+  if (pool.idle.length < wanted && pool.booting < BOOTS_AT_ONCE && !pool.failing && !defer(pool)) {
     pool.idle.push(boot(pool));
     if (pool.idle.length < wanted) schedule(pool);
   }
   if (pool.takes.length > 0) armShrink(pool);
   settleWaiters(pool);
+}
+
+/** Whether the pool's next spawn waits: a run is in flight, and the spawn has not waited MAX_DEFER_MS yet. */
+function defer(pool: Pool): boolean {
+  const now = performance.now();
+  if (running === 0 || (pool.deferredSince !== undefined && now - pool.deferredSince >= MAX_DEFER_MS)) {
+    pool.deferredSince = undefined;
+    clearTimeout(pool.deferTimer);
+    pool.deferTimer = undefined;
+    deferred.delete(pool);
+    return false;
+  }
+  pool.deferredSince ??= now;
+  deferred.add(pool);
+  if (pool.deferTimer === undefined) {
+    pool.deferTimer = setTimeout(() => {
+      pool.deferTimer = undefined;
+      schedule(pool);
+    }, MAX_DEFER_MS - (now - pool.deferredSince));
+    pool.deferTimer.unref();
+  }
+  return true;
+}
+
+/** Marks a run of this host in flight until the returned function is called: refills wait for none to be. */
+export function runBegins(): () => void {
+  running++;
+  let ended = false;
+  return () => {
+    if (ended) return;
+    ended = true;
+    running--;
+    if (running > 0) return;
+    for (const pool of deferred) schedule(pool);
+  };
 }
 
 /** Starts one pooled carrier; its handshake lets the next boot begin. */
@@ -191,6 +237,8 @@ export function holdPool(recipe: CarrierRecipe, size: PoolSize, graceMs: number)
     if (pool.holders.length > 0) return schedule(pool);
     if (pools.get(recipe.key) === pool) pools.delete(recipe.key);
     clearTimeout(pool.shrink);
+    clearTimeout(pool.deferTimer);
+    deferred.delete(pool);
     settleWaiters(pool);
     await Promise.all(pool.idle.splice(0).map((carrier) => carrier.terminate(graceMs)));
   };

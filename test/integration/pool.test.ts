@@ -1,5 +1,5 @@
 // The warm pool of booted carriers a runtime keeps ahead of its runs: its replacement is spawned
-// after a run's result, one spawn per event-loop turn; it is sized by configuration and by the
+// after a run's result, one spawn per event-loop turn, and not while another run awaits its result; it is sized by configuration and by the
 // demand it saw; runtimes with the same carrier shape share it; dispose() drains it; and each result
 // says whether its run took a booted carrier (`warm`).
 // launch: source only (the pool is the host's; the carriers must be this host's children, as the
@@ -93,6 +93,33 @@ test('refills spawn at most one carrier per turn of the event loop', async () =>
     assert.is(most, 1);
     await runtime.warmUp();
   } finally {
+    await runtime.dispose();
+  }
+});
+
+test('a refill waits while another run awaits its result, and spawns once none does', async () => {
+  const runtime = createTestRuntime({ timeoutMs: 20_000, pool: { min: 1, max: 1 } });
+  let release!: () => void;
+  let called!: () => void;
+  const calledOnce = new Promise<void>((resolve) => (called = resolve));
+  const held = new Promise<void>((resolve) => (release = resolve));
+  try {
+    await runtime.warmUp();
+    const [pooled] = liveChildren();
+    const holding = runtime.run(runtime.resolve({ program: 'await hold(); return process.pid', bindings: { hold: () => (called(), held) } }));
+    await calledOnce;
+    // The pool is empty: this run boots its own carrier, and its result asks for a refill.
+    const quick = await run(runtime);
+    assert.is(quick.warm, false);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(liveChildren().filter((pid) => pid !== pooled && pid !== quick.pid), [], children());
+    release();
+    const first = await holding;
+    assert.equal([first.status, (first as { value?: number }).value, first.warm], ['ok', pooled, true]);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.is(liveChildren().filter((pid) => pid !== pooled && pid !== quick.pid).length, 1, children());
+  } finally {
+    release();
     await runtime.dispose();
   }
 });
