@@ -228,6 +228,9 @@ export function holdPool(recipe: CarrierRecipe, size: PoolSize, graceMs: number)
   const pool = poolOf(recipe);
   const held: PoolSize = { min: size.min, max: size.max };
   pool.holders.push(held);
+  // The first carrier boots now, as the runtime is created: its first run, often made at once,
+  // takes it half-booted rather than boot a second one beside it.
+  if (size.min > 0 && !pool.idle.some((carrier) => !carrier.exited)) pool.idle.push(boot(pool));
   schedule(pool);
   let released = false;
   return async () => {
