@@ -22,6 +22,7 @@ export interface HostLink {
   initialized: HostMethods['initialized'];
   invoke: HostMethods['invoke'];
   registerImage: HostMethods['registerImage'];
+  started: HostMethods['started'];
 }
 
 /** Limit for one frame from the host: a backstop against a broken host, whose frames carry the
@@ -112,6 +113,7 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
   const host: HostLink = {
     __proto__: null,
     output: (entry) => rpc.notify('output', [entry]),
+    started: () => rpc.notify('started', []),
     initialized: () => call('initialized', []) as ReturnType<HostLink['initialized']>,
     invoke: (name, args) => call('invoke', [name, args]) as ReturnType<HostLink['invoke']>,
     registerImage: (path, identity, pixels) => call('registerImage', [path, identity, pixels]) as ReturnType<HostLink['registerImage']>,

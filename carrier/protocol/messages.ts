@@ -123,4 +123,9 @@ export interface HostMethods {
   registerImage(path: string, identity: FileIdentity, pixels: ImagePixels): Promise<ImageDescriptor>;
   /** One-way: captured output, in order. */
   output(entry: OutputMessage): void;
+  /**
+   * One-way: the run's own code (its initializer, else the program) starts now; what the carrier
+   * did for the run before it (a new evaluator, imports, bindings) is not charged to its CPU budget.
+   */
+  started(): void;
 }

@@ -33,9 +33,21 @@ export interface EnvironmentReport {
   replaced?: string;
 }
 
+/** Fields of every result. */
+interface RunFacts {
+  output: OutputEntry[];
+  sandbox: SandboxReport;
+  environment?: EnvironmentReport;
+  /**
+   * True when the run waited for no carrier to boot: it took a booted carrier from the warm pool,
+   * or ran in its owner's live environment. False when it started a carrier (or none at all).
+   */
+  warm: boolean;
+}
+
 export type RunResult =
-  | { status: 'ok'; value?: JsonValue; output: OutputEntry[]; sandbox: SandboxReport; environment?: EnvironmentReport; /** Why a per-call run returned nothing, when its last expression was discarded. */ hint?: string; /** The completion as text, for a run with `display`. */ display?: string }
-  | { status: 'failed'; failure: Failure; output: OutputEntry[]; sandbox: SandboxReport; environment?: EnvironmentReport };
+  | ({ status: 'ok'; value?: JsonValue; /** Why a per-call run returned nothing, when its last expression was discarded. */ hint?: string; /** The completion as text, for a run with `display`. */ display?: string } & RunFacts)
+  | ({ status: 'failed'; failure: Failure } & RunFacts);
 
 export interface Execution {
   /** Program source in erasable TypeScript. */
@@ -61,6 +73,7 @@ interface RunHooks {
   stdio(text: string): void;
   exited(code: number | null, signal: NodeJS.Signals | null, message?: string): void;
   protocol(message: string): void;
+  started(): void;
 }
 
 const UNCONFINED: SandboxSetup = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true };
@@ -82,9 +95,12 @@ export class Environment {
   #terminated: Promise<void> | undefined;
   /** Whether the environment initializer has run (retained environments only). */
   initialized = false;
+  /** Whether the next run waits for no boot: a booted carrier from the pool, or one that has served a run. */
+  #warm: boolean;
 
-  constructor(carrier: Carrier, config: ResolvedConfig, format: ProgramFormat, retained: boolean, report: SandboxSetup) {
+  constructor(carrier: Carrier, config: ResolvedConfig, format: ProgramFormat, retained: boolean, report: SandboxSetup, warm = false) {
     this.carrier = carrier;
+    this.#warm = warm;
     this.report = report;
     this.#config = config;
     this.format = format;
@@ -149,6 +165,7 @@ export class Environment {
       },
       initialized: async () => this.#hooks?.initialized() ?? false,
       output: (entry) => this.#hooks?.output(entry),
+      started: () => this.#hooks?.started(),
     });
   }
 
@@ -173,6 +190,9 @@ export class Environment {
     const config = this.#config;
     const ledger = new OutputLedger(config.maxOutputBytes);
     const sandbox: SandboxReport = { ...this.report, denied: false, memory: this.#resources.memory };
+    const warm = this.#warm;
+    this.#warm = true;
+    const failed = (failure: Failure, ledger: OutputLedger, sandbox: SandboxReport): RunResult => ({ ...failedResult(failure, ledger, sandbox), warm });
     this.#nextAttachmentId = execution.nextAttachmentId;
     if (execution.signal?.aborted) {
       if (!this.retained) await this.terminate();
@@ -280,6 +300,7 @@ export class Environment {
         if (!settled) stop({ kind: 'worker-exit', message, exitCode: code, signal });
       },
       protocol: (message) => stop(message === CONTROL_LOST ? { kind: 'worker-exit', message, exitCode: null, signal: null } : protocolFailure(message)),
+      started: () => resources?.started(),
     };
     if (this.lost !== undefined) stop({ kind: 'worker-exit', message: `the environment is gone: ${this.lost}`, exitCode: this.#exit?.code ?? null, signal: this.#exit?.signal ?? null });
 
@@ -287,7 +308,8 @@ export class Environment {
     const onAbort = (): void => stop(abortFailure(execution.signal!.reason));
     execution.signal?.addEventListener('abort', onAbort, { once: true });
 
-    // The CPU budget counts from here: start-up and the handshake are not the program's.
+    // The CPU budget counts from the carrier's `started` notice (the run's own code starting):
+    // start-up, the handshake and the carrier's set-up for the run are not the program's.
     let resources: ReturnType<ResourceGuard['watch']> | undefined;
     const overrun = (over: CpuOverrun): void => {
       // Killed at once: a hot loop cannot take a cooperative stop, and a busy child would outlive one.
@@ -378,7 +400,7 @@ export class Environment {
       if (this.retained && failure.state === undefined) failure.state = 'cleared';
       result = failed(failure, ledger, sandbox);
     } else {
-      result = await complete(outcome!, ledger, sandbox, config);
+      result = await complete(outcome!, ledger, sandbox, config, warm);
       if (result.status === 'ok' && result.value === undefined && this.format === 'async-function' && !execution.discardCompletion) {
         const hint = discardedExpressionHint(stripped.code);
         if (hint !== undefined) result.hint = hint;
@@ -407,15 +429,16 @@ export class Environment {
   }
 }
 
-async function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxReport, config: ResolvedConfig): Promise<RunResult> {
+async function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: SandboxReport, config: ResolvedConfig, warm: boolean): Promise<RunResult> {
   const limit = config.maxOutputBytes;
+  const failed = (failure: Failure, ledger: OutputLedger, sandbox: SandboxReport): RunResult => ({ ...failedResult(failure, ledger, sandbox), warm });
   switch (outcome.status) {
     case 'ok': {
       if (outcome.display !== undefined) {
         if (!ledger.charge(Buffer.byteLength(outcome.display))) return failed(outputLimit(limit, 'the completion value'), ledger, sandbox);
-        return { status: 'ok', display: outcome.display, output: ledger.entries, sandbox };
+        return { status: 'ok', display: outcome.display, output: ledger.entries, sandbox, warm };
       }
-      if (outcome.value === undefined) return { status: 'ok', output: ledger.entries, sandbox };
+      if (outcome.value === undefined) return { status: 'ok', output: ledger.entries, sandbox, warm };
       if (!ledger.charge(Buffer.byteLength(outcome.value))) return failed(outputLimit(limit, 'the completion value'), ledger, sandbox);
       let value: JsonValue;
       try {
@@ -423,7 +446,7 @@ async function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: Sand
       } catch (error) {
         return failed(protocolFailure(`the carrier sent an unparsable completion: ${(error as Error).message}`), ledger, sandbox);
       }
-      return { status: 'ok', value, output: ledger.entries, sandbox };
+      return { status: 'ok', value, output: ledger.entries, sandbox, warm };
     }
     case 'oversized':
       ledger.charge(Number.MAX_SAFE_INTEGER);
@@ -493,14 +516,14 @@ function describeExit(code: number | null, signal: NodeJS.Signals | null, stderr
 
 /** The result of a run whose signal was aborted before it was admitted: no process is started. */
 export function abortedBeforeStart(reason: unknown): RunResult {
-  return { status: 'failed', failure: abortFailure(reason), output: [], sandbox: { ...UNCONFINED, denied: false, memory: 'none' } };
+  return { status: 'failed', failure: abortFailure(reason), output: [], sandbox: { ...UNCONFINED, denied: false, memory: 'none' }, warm: false };
 }
 
 /** The result of a run whose required confinement cannot be had: it never runs unconfined. */
 export function sandboxUnavailable(message: string, report: SandboxSetup): RunResult {
-  return { status: 'failed', failure: { kind: 'sandbox-unavailable', message }, output: [], sandbox: { ...report, denied: false, memory: 'none' } };
+  return { status: 'failed', failure: { kind: 'sandbox-unavailable', message }, output: [], sandbox: { ...report, denied: false, memory: 'none' }, warm: false };
 }
 
-function failed(failure: Failure, ledger: OutputLedger, sandbox: SandboxReport): RunResult {
+function failedResult(failure: Failure, ledger: OutputLedger, sandbox: SandboxReport): Omit<Extract<RunResult, { status: 'failed' }>, 'warm'> {
   return { status: 'failed', failure, output: ledger.entries, sandbox };
 }

@@ -14,7 +14,7 @@ import { isRemoteLaunch } from '../worker/launch.ts';
 import { ownerPolicy, policyChangeRefused, policyChangeReplaced, policyDifferences, type PolicyChange } from './owner-policy.ts';
 import { abortedBeforeStart, Environment, sandboxUnavailable, type Execution, type RunResult } from './environment.ts';
 import type { SandboxPolicy } from '../sandbox/index.ts';
-import { replenishSpare, takeCarrier } from '../worker/spare.ts';
+import { replenish, runBegins, takeCarrier } from '../worker/pool.ts';
 
 export type { Execution, RunResult, SandboxReport, EnvironmentReport } from './environment.ts';
 
@@ -89,6 +89,16 @@ export class Executor {
    * unless `onPolicyChange` is 'replace'; confinement that cannot be had is a sandbox-unavailable result.
    */
   async run(execution: Execution, owner: object | undefined, policy: SandboxPolicy, oneTime: boolean, onPolicyChange: PolicyChange = 'refuse'): Promise<RunResult> {
+    // While it waits for its result, the warm pool does not spawn (see pool.ts).
+    const ended = runBegins();
+    try {
+      return await this.#run(execution, owner, policy, oneTime, onPolicyChange);
+    } finally {
+      ended();
+    }
+  }
+
+  async #run(execution: Execution, owner: object | undefined, policy: SandboxPolicy, oneTime: boolean, onPolicyChange: PolicyChange): Promise<RunResult> {
     if (execution.signal?.aborted) return abortedBeforeStart(execution.signal.reason);
     if (!this.#retains || owner === undefined || oneTime) {
       const confinement = await confine(this.#config, policy, execution.cwd);
@@ -212,7 +222,7 @@ export class Executor {
     const { result, usable } = fresh && !environment.initialized
       ? await this.#initializing((initializer) => environment.run(execution, initializer))
       : await environment.run(execution);
-    if (fresh) replenishSpare(recipe);
+    if (fresh) replenish(recipe);
     result.environment = { fresh, ...(owned.replaced !== undefined && fresh ? { replaced: owned.replaced } : {}) };
     if (fresh) owned.replaced = undefined;
     if (!usable) {
@@ -231,12 +241,13 @@ export class Executor {
     } finally {
       // The kill has gone out; dispose() waits for what is still ending.
       void environment.terminate().then(() => this.#temporary.delete(environment));
-      replenishSpare(recipe);
+      replenish(recipe);
     }
   }
 
   #newEnvironment(recipe: CarrierRecipe, retained: boolean): Environment {
-    return new Environment(takeCarrier(recipe), this.#config, this.#format, retained, recipe.report);
+    const { carrier, warm } = takeCarrier(recipe);
+    return new Environment(carrier, this.#config, this.#format, retained, recipe.report, warm);
   }
 
   /** Ends the owner's environment; waits for a run in progress to finish first. */

@@ -26,6 +26,8 @@ export interface ResolvedConfig {
   prestartCarrier: boolean;
   /** Programs have `search` and `describe` over the run's tools. */
   discovery: boolean;
+  /** The warm pool's bounds (used when prestartCarrier is true). */
+  pool: { min: number; max: number };
   sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
   policy: SandboxPolicy;
   /** Release a retained environment idle this long; undefined: never. */

@@ -43,8 +43,15 @@ export interface RuntimeConfig {
   graceMs?: number;
   /** How the carrier is started. @default the local carrier (this binary, or carrier/main.ts from source) */
   launch?: LaunchConfig;
-  /** Keep one fresh, never-used carrier booted ahead of the next run. @default true */
+  /** Keep fresh, never-used carriers booted ahead of the next runs (the warm pool, sized by `pool`). @default true */
   prestartCarrier?: boolean;
+  /**
+   * The warm pool's bounds: it keeps as many booted carriers as runs took in the last 10 s, at
+   * least `min` and at most `max` (each an idle Node process: `max` bounds the pool's memory).
+   * Runtimes whose carriers would be the same share one pool, sized by the largest bounds.
+   * @default { min: 1, max: 4 }
+   */
+  pool?: { min?: number; max?: number };
   /** How confinement is obtained. @default { backend: 'auto', require: 'partial' } */
   sandbox?: Omit<SandboxOptions, 'carrierNodeVersion'>;
   /** The policy of runs that name none. @default { mode: 'workspace-write' } (the cwd, no network) */
@@ -59,7 +66,12 @@ export interface RuntimeConfig {
   discovery?: boolean;
 }
 
-export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'cpuTimeMs' | 'maxMemoryMb' | 'idleTimeoutMs' | 'maxRetainedEnvironments' | 'imports'> = {
+/** The warm pool's default bounds: one carrier ahead, up to four for a burst. */
+export const DEFAULT_POOL = Object.freeze({ min: 1, max: 4 });
+/** More idle carriers than this in one pool would be a configuration mistake (each is a Node process). */
+const MAX_POOL = 64;
+
+export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'cpuTimeMs' | 'maxMemoryMb' | 'idleTimeoutMs' | 'maxRetainedEnvironments' | 'imports' | 'pool'> = {
   executionMode: 'per-call',
   scriptPersistence: false,
   replScoped: false,
@@ -80,7 +92,7 @@ export const MAX_TIMER_MS = 2_147_483_647;
 
 const EXECUTION_MODES: readonly string[] = ['per-call', 'vm-script', 'persistent-in-memory'];
 // The resource and retention limits have no default (none means unlimited), so they are not in DEFAULTS.
-const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy', 'cpuTimeMs', 'maxMemoryMb', 'idleTimeoutMs', 'maxRetainedEnvironments', 'imports']);
+const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy', 'cpuTimeMs', 'maxMemoryMb', 'idleTimeoutMs', 'maxRetainedEnvironments', 'imports', 'pool']);
 
 /** Validates a configuration object and fills defaults; throws TypeError/RangeError naming the field. */
 export function resolveConfig(input: unknown): ResolvedConfig {
@@ -123,6 +135,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     launch,
     prestartCarrier: boolean(config, 'prestartCarrier'),
     discovery: boolean(config, 'discovery'),
+    pool: poolSize(config.pool),
     sandbox: sandboxOptions(config.sandbox),
     policy: policyShape(config.policy ?? { mode: 'workspace-write' }, 'policy'),
     ...retentionLimits(config),
@@ -165,6 +178,29 @@ function timerDelay(config: Record<string, unknown>, field: NumericField, least:
     throw new RangeError(`ptc config: ${field} must be ${kind} of at most ${MAX_TIMER_MS} ms (Node's timer limit), got ${show(value)}`);
   }
   return value;
+}
+
+function poolSize(value: unknown): { min: number; max: number } {
+  if (value === undefined) return DEFAULT_POOL;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError(`ptc config: pool must be an object { min, max }, got ${show(value)}`);
+  const pool = value as Record<string, unknown>;
+  for (const field of Object.keys(pool)) {
+    if (field !== 'min' && field !== 'max') throw new TypeError(`ptc config: unknown field "pool.${field}" (value ${show(pool[field])})`);
+  }
+  const count = (field: 'min' | 'max'): number | undefined => {
+    const given = pool[field];
+    if (given !== undefined && (typeof given !== 'number' || !Number.isSafeInteger(given) || given < 0 || given > MAX_POOL)) {
+      throw new RangeError(`ptc config: pool.${field} must be an integer from 0 to ${MAX_POOL}, got ${show(given)}`);
+    }
+    return given as number | undefined;
+  };
+  // A bound given alone moves the other one only as far as it must.
+  const givenMin = count('min');
+  const givenMax = count('max');
+  const min = givenMin ?? Math.min(DEFAULT_POOL.min, givenMax ?? DEFAULT_POOL.min);
+  const max = givenMax ?? Math.max(DEFAULT_POOL.max, min);
+  if (min > max) throw new RangeError(`ptc config: pool.min (${min}) must not exceed pool.max (${max})`);
+  return Object.freeze({ min, max });
 }
 
 /** idleTimeoutMs (a timer delay) and maxRetainedEnvironments (a count), each only when given. */

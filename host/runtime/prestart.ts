@@ -8,7 +8,7 @@ export async function prestartForCli(argv: string[]): Promise<void> {
   // Flags that change the carrier's shape would make the early carrier a wasted process.
   const reshaping = ['--node', '--config', '--max-old-generation-size-mb', '--max-message-bytes', '--help', '--sandbox', '--allow-network', '--allow-host', '--deny-host', '--writable-root', '--sandbox-backend', '--require-enforcement', '--cwd', '--remote', '--map-import', '--import-handler'];
   if (argv[0] !== 'run' || argv.some((arg) => reshaping.some((flag) => arg === flag || arg.startsWith(`${flag}=`)))) return;
-  const [{ confine, DEFAULT_POLICY }, { startSpare }, { resolveConfig }] = await Promise.all([import('../worker/confinement.ts'), import('../worker/spare.ts'), import('./config.ts')]);
+  const [{ confine, DEFAULT_POLICY }, { prestart }, { resolveConfig }] = await Promise.all([import('../worker/confinement.ts'), import('../worker/pool.ts'), import('./config.ts')]);
   const confinement = await confine(resolveConfig({}), DEFAULT_POLICY, process.cwd()).catch(() => undefined);
-  if (confinement !== undefined && 'recipe' in confinement) startSpare(confinement.recipe);
+  if (confinement !== undefined && 'recipe' in confinement) prestart(confinement.recipe);
 }

@@ -7,7 +7,7 @@ import { POLICY_CHANGES, type PolicyChange } from '../execution/owner-policy.ts'
 import { stripTypes } from '../execution/typescript.ts';
 import type { OutputEntry } from '../execution/output-ledger.ts';
 import { confine, releaseRemote } from '../worker/confinement.ts';
-import { holdSpares } from '../worker/spare.ts';
+import { holdPool, warmPool } from '../worker/pool.ts';
 import { sweepLeftovers, type SandboxPolicy } from '../sandbox/index.ts';
 import { executionInstructions, type ProgramFormat } from './instructions.ts';
 import { resourceLimit } from './resource-limits.ts';
@@ -101,6 +101,12 @@ export interface Runtime {
    * promise resolves once the runs that were already initializing with it have ended.
    */
   registerEnvironmentInitializer(program: string): () => Promise<void>;
+  /**
+   * Resolves once the warm pool for runs under the runtime's own policy in its default cwd holds
+   * its target of booted carriers (at once when prestartCarrier is false), so the runs that follow
+   * wait for no boot. Never rejects: a carrier that cannot boot is the next run's failure to report.
+   */
+  warmUp(): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -123,14 +129,14 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
   const config = Object.freeze(resolveConfig(input));
   const swept = sweepLeftovers();
   const active = new Set<AbortController>();
-  // A spare for the default policy in the default cwd (see resolve()): the shape most runs have.
-  // Resolving the policy and probing the sandbox are asynchronous, so the spare is held once they are known.
+  // The warm pool for the default policy in the default cwd (see resolve()): the shape most runs
+  // have. Resolving the policy and probing the sandbox are asynchronous, so the pool is held once they are known.
   const defaultCwd = resolvePath(config.policy.workspaceRoot ?? process.cwd());
   const defaultPolicy = config.policy.workspaceRoot === undefined ? config.policy : { ...config.policy, workspaceRoot: defaultCwd };
-  const spares: Promise<(() => Promise<void>) | undefined> = !config.prestartCarrier
+  const pooled = !config.prestartCarrier
     ? Promise.resolve(undefined)
     : confine(config, defaultPolicy, defaultCwd).then(
-        (confinement) => ('recipe' in confinement ? holdSpares(confinement.recipe, config.graceMs) : undefined),
+        (confinement) => ('recipe' in confinement ? { recipe: confinement.recipe, release: holdPool(confinement.recipe, config.pool, config.graceMs) } : undefined),
         () => undefined,
       );
   let disposed = false;
@@ -228,7 +234,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       if (disposed) return;
       disposed = true;
       for (const controller of active) controller.abort(new Error('runtime disposed'));
-      await Promise.all([executor.dispose(), spares.then((release) => release?.()), swept]);
+      await Promise.all([executor.dispose(), pooled.then((pool) => pool?.release()), swept]);
       // The remote connection (an SSH master) outlives no runtime that opened it.
       await releaseRemote(config);
     },
@@ -237,6 +243,12 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       // The same owners resolve() accepts as a stateOwner: any object, a function included.
       if ((typeof owner !== 'object' || owner === null) && typeof owner !== 'function') throw new TypeError(`ptc release(): owner must be an object, got ${show(owner)}`);
       await executor.release(owner);
+    },
+
+    async warmUp() {
+      assertLive('warmUp()');
+      const pool = await pooled;
+      if (pool !== undefined && !disposed) await warmPool(pool.recipe);
     },
 
     registerEnvironmentInitializer(program) {

@@ -336,6 +336,10 @@ export class Carrier {
       this.#handlers?.output(frame.a![0] as OutputMessage);
       return;
     }
+    if (frame.t === 'q' && frame.m === 'started') {
+      this.#handlers?.started();
+      return;
+    }
     if (frame.t === 'q' && frame.i === undefined) {
       this.#fail(`invalid control message: "${frame.m}" must be a request`);
       return;

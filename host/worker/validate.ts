@@ -38,6 +38,8 @@ export function checkFrame(message: unknown): Check {
       return args.length === 3 && typeof args[0] === 'string' && isIdentity(args[1]) && isPixels(args[2]) ? undefined : 'registerImage takes a path, the file\'s {dev, ino} and its {width, height}';
     case 'output':
       return args.length === 1 ? checkOutput(args[0]) : 'output takes one entry';
+    case 'started':
+      return args.length === 0 && message.i === undefined ? undefined : 'started takes no arguments and no reply';
     default:
       return `unknown method ${JSON.stringify(message.m)}`;
   }

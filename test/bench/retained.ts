@@ -4,15 +4,14 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRuntime, type Runtime, type RuntimeConfig } from '../../host/index.ts';
+import { rawPipe } from './floors.ts';
 import { judge, mean, median, ms, p90, pad, SETTLE_MS } from './stats.ts';
 
 const BIN = join(import.meta.dirname, '..', '..', 'dist', 'ptc');
-const ECHO = join(import.meta.dirname, 'echo.ts');
 const NODE = process.execPath;
 // Unconfined: these sections measure the carrier itself (its pid must be the host's view of it,
 // which a bubblewrap pid namespace would hide); section 8 measures what confinement adds.
@@ -68,37 +67,6 @@ function descendants(): number[] {
 }
 
 // ---- measurements ----
-
-/** One JSON-line request/response at a time over fd 3 to echo.ts: returns a timed round trip and a close. */
-async function rawPipe(): Promise<{ roundTrip: () => Promise<void>; close: () => Promise<void> }> {
-  const child = spawn(NODE, [ECHO], { stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
-  const socket = child.stdio[3] as Socket;
-  let pending = '';
-  let reply: () => void = () => {};
-  socket.setEncoding('utf8').on('data', (chunk: string) => {
-    pending += chunk;
-    let newline: number;
-    while ((newline = pending.indexOf('\n')) !== -1) {
-      JSON.parse(pending.slice(0, newline));
-      pending = pending.slice(newline + 1);
-      reply();
-    }
-  });
-  let id = 0;
-  const roundTrip = (): Promise<void> =>
-    new Promise((resolve) => {
-      reply = resolve;
-      socket.write(`${JSON.stringify({ id: ++id, method: 'ping', args: [id] })}\n`);
-    });
-  return {
-    roundTrip,
-    close: async () => {
-      socket.end();
-      const [code] = await once(child, 'close');
-      if (code !== 0) throw new Error(`echo.ts exited with ${code}`);
-    },
-  };
-}
 
 /** 5. `1` through run() for a warm owner against one raw pipe round trip, one sample of each per round. */
 async function roundTrips(): Promise<void> {

@@ -1,10 +1,8 @@
 // `npm run bench`: ptc's speed as ratios against floors measured in the same run, a bare `node`
 // start (process floor) and a raw fd-3 pipe ping-pong (transport floor), each with its target.
 // The bench reports and does not gate: a MISS still exits 0; only a broken bench exits 1.
-import { execFileSync, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import type { Socket } from 'node:net';
 import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -17,6 +15,7 @@ import { remote } from './ssh.ts';
 import { served } from './serve.ts';
 import { releaseStartup } from './release.ts';
 import { hostMemory } from './host-memory.ts';
+import { bareNode, rawPingRate } from './floors.ts';
 import { exec, interleave, judge, measuredRows, median, ms, p90, pad, printTable, ratio } from './stats.ts';
 
 const { values: flags } = parseArgs({ options: { long: { type: 'boolean', default: false }, only: { type: 'string' } } });
@@ -30,7 +29,6 @@ const wanted = (section: number): boolean => (only === undefined ? section !== 1
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'dist', 'ptc');
-const ECHO = join(import.meta.dirname, 'echo.ts');
 const NODE = process.execPath;
 const HAVE_BIN = existsSync(BIN);
 const WORK = mkdtempSync(join(tmpdir(), 'ptc-bench-'));
@@ -44,7 +42,6 @@ const COLD: Array<[string, RuntimeConfig]> = VARIANTS.map(([name, config]) => [`
 
 // ---- shared helpers ----
 
-const bareNode = (): Promise<string> => exec(NODE, ['-e', '0']);
 
 async function runOk(runtime: Runtime, request: Parameters<Runtime['resolve']>[0]): Promise<RunResult & { status: 'ok' }> {
   const result = await runtime.run(runtime.resolve(request));
@@ -122,36 +119,6 @@ async function ptcPingRate(runtime: Runtime, n: number): Promise<number> {
   await runOk(runtime, { program: `for (let i = 0; i < ${n}; i++) await ping(i)`, bindings: { ping }, timeoutMs: null });
   if (calls !== n) throw new Error(`ping was called ${calls} times, expected ${n}`);
   return (n - 1) / ((last - first) / 1000);
-}
-
-/** Round trips/s of one JSON line at a time over fd 3 to test/bench/echo.ts, after the first reply. */
-async function rawPingRate(n: number): Promise<number> {
-  const child = spawn(NODE, [ECHO], { stdio: ['ignore', 'inherit', 'inherit', 'pipe'] });
-  const socket = child.stdio[3] as Socket;
-  let pending = '';
-  let reply: (line: string) => void = () => {};
-  socket.setEncoding('utf8').on('data', (chunk: string) => {
-    pending += chunk;
-    let newline: number;
-    while ((newline = pending.indexOf('\n')) !== -1) {
-      const line = pending.slice(0, newline);
-      pending = pending.slice(newline + 1);
-      reply(line);
-    }
-  });
-  const roundTrip = (id: number): Promise<unknown> =>
-    new Promise((resolve) => {
-      reply = (line) => resolve(JSON.parse(line));
-      socket.write(`${JSON.stringify({ id, method: 'ping', args: [id] })}\n`);
-    });
-  await roundTrip(0);
-  const start = performance.now();
-  for (let id = 1; id < n; id++) await roundTrip(id);
-  const rate = (n - 1) / ((performance.now() - start) / 1000);
-  socket.end();
-  const [code] = await once(child, 'close');
-  if (code !== 0) throw new Error(`echo.ts exited with ${code}`);
-  return rate;
 }
 
 /** 3. Sequential awaited binding calls against a raw pipe ping-pong between the same two processes. */

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { generateText, isStepCount, jsonSchema, streamText, tool, type ToolExecutionOptions } from 'ai';
+import { generateText, isStepCount, jsonSchema, streamText, tool, type ToolExecutionOptions, type ToolSet } from 'ai';
 import { MockLanguageModelV4 } from 'ai/test';
 import { z } from 'zod';
 import { codeTool, type CodeTool } from '../../host/ai/index.ts';
@@ -298,7 +298,7 @@ test('a gated tool the program reaches without approval (toolApproval not wired,
 });
 
 test('a large tool set: past the description budget, the model reads namespaces and finds tools with search() and describe() in the program', async () => {
-  const many: Record<string, ReturnType<typeof tool>> = {};
+  const many: ToolSet = {};
   const areas = ['billing', 'crm', 'storage', 'deploy', 'metrics'];
   for (let i = 0; i < 2000; i++) {
     const area = areas[i % areas.length]!;

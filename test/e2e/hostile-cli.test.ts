@@ -74,7 +74,8 @@ test('dist/ptc run --json: a value nested 100,000 deep is printed whole on one l
   const run = await ptcRun('let v = []; for (let i = 0; i < 100_000; i++) v = [v]; return v', [], ws);
   assert.is(run.hung, false, 'ptc did not exit');
   assert.equal([run.code, run.signal, run.stderr], [0, null, '']);
-  assert.is(run.stdout, `{"status":"ok","value":${'['.repeat(100_001)}${']'.repeat(100_001)},"output":[],"sandbox":${JSON.stringify((JSON.parse(run.stdout) as RunResult).sandbox)}}\n`);
+  const printed = JSON.parse(run.stdout) as RunResult;
+  assert.is(run.stdout, `{"status":"ok","value":${'['.repeat(100_001)}${']'.repeat(100_001)},"output":[],"sandbox":${JSON.stringify(printed.sandbox)},"warm":${printed.warm}}\n`);
   assert.equal(processesIn(ws), []);
   rmSync(ws, { recursive: true, force: true });
   assert.equal(tempLeftovers(), []);

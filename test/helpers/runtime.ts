@@ -36,6 +36,16 @@ export function createTestRuntime(config: RuntimeConfig = {}): ReturnType<typeof
   return createRuntime({ policy: { mode: 'full-access' }, ...(launch && !config.launch ? { launch } : {}), ...config });
 }
 
+/** A result as whole-result comparisons see it: without `warm`, which says only how far the warm pool had come when the run began (pool.test.ts asserts it). */
+export type ResultShape = RunResult extends infer R ? (R extends unknown ? Omit<R, 'warm'> : never) : never;
+
+/** The result without `warm`, after checking that it is a boolean. */
+export function withoutWarm(result: unknown): ResultShape {
+  const { warm, ...shape } = result as RunResult;
+  if (typeof warm !== 'boolean') throw new TypeError(`result.warm must be a boolean, got ${JSON.stringify(result)}`);
+  return shape as ResultShape;
+}
+
 /** Runs one program with a fresh runtime and returns the result. */
 export async function runProgram(
   program: string,

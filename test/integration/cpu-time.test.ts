@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
-import { createTestRuntime, liveProcesses, waitUntil } from '../helpers/runtime.ts';
+import { createTestRuntime, liveProcesses, waitUntil, withoutWarm } from '../helpers/runtime.ts';
 
 /** Time for the kernel to finish a death the host has already caused; not a speed assertion. */
 const SETTLE_MS = 2_000;
@@ -77,7 +77,7 @@ test('per-call: time spent awaiting a slow binding or a timer is not counted', a
     program: "const a = await slow(); await new Promise((resolve) => setTimeout(resolve, 1_000)); return a",
     bindings: { slow },
   }));
-  assert.equal(result, { status: 'ok', value: 'late', output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none' } });
+  assert.equal(withoutWarm(result), { status: 'ok', value: 'late', output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none' } });
 });
 
 test('per-call: CPU burnt by a child process counts, and the child is killed with the carrier', async () => {
@@ -142,6 +142,15 @@ for (const [name, config] of RETAINED) {
     const after = await run('typeof kept');
     assert.is(value(after), 'undefined');
     assert.equal(after.environment, { fresh: true });
+  });
+}
+
+for (const [name, config] of RETAINED) {
+  test(`${name}: the environment's set-up on a first run is not the program's: a trivial program fits 100 ms`, async () => {
+    const runtime = runtimeWith({ ...config, cpuTimeMs: 100 });
+    for (let round = 0; round < 4; round++) {
+      assert.is(value(await runtime.run(runtime.resolve({ program: "'trivial'", stateOwner: {} }))), 'trivial');
+    }
   });
 }
 

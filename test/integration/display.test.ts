@@ -2,7 +2,7 @@
 // text) for an interactive front end, while runs without it keep the lossless JSON contract.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createTestRuntime } from '../helpers/runtime.ts';
+import { createTestRuntime, withoutWarm } from '../helpers/runtime.ts';
 
 test('with display, a retained run returns its completion as REPL text, whatever its type', async () => {
   const runtime = createTestRuntime({ executionMode: 'persistent-in-memory', timeoutMs: 20_000 });
@@ -12,7 +12,7 @@ test('with display, a retained run returns its completion as REPL text, whatever
     runtime.run(runtime.resolve({ program, stateOwner: owner, ...(display ? { display } : {}) }));
   try {
     const map = await show('const m = new Map([[1, { a: [1, 2] }]]);\ninspect("made");\nm');
-    assert.equal(map, { status: 'ok', display: 'Map(1) { 1 => { a: [ 1, 2 ] } }', output: [{ type: 'text', text: 'made\n' }], sandbox: map.sandbox, environment: { fresh: true } });
+    assert.equal(withoutWarm(map), { status: 'ok', display: 'Map(1) { 1 => { a: [ 1, 2 ] } }', output: [{ type: 'text', text: 'made\n' }], sandbox: map.sandbox, environment: { fresh: true } });
     const cases: [string, string][] = [
       ['new Date(0)', '1970-01-01T00:00:00.000Z'],
       ['Promise.resolve(5)', 'Promise { 5 }'],

@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PROTOCOL_REVISION, type RunResult, type SandboxReport } from '../../host/index.ts';
-import { repoRoot, runProgram, createTestRuntime, reportLocation } from '../helpers/runtime.ts';
+import { repoRoot, runProgram, createTestRuntime, reportLocation, withoutWarm } from '../helpers/runtime.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/launch');
 const node = join(repoRoot, 'node_modules/.bin/node');
@@ -27,7 +27,7 @@ function failure(result: RunResult) {
 
 test('timeout: a busy loop ends at the deadline with the output printed before it', async () => {
   const result = await runProgram('inspect("before the loop"); while (true) {}', { timeoutMs: 1500 });
-  assert.equal(result, {
+  assert.equal(withoutWarm(result), {
     status: 'failed',
     failure: { kind: 'timeout', message: 'execution timed out during execution (deadline 1500 ms elapsed)', timeoutMs: 1500 },
     output: [{ type: 'text', text: 'before the loop\n' }],
@@ -41,7 +41,7 @@ test('timeout: a deadline that elapses while the carrier starts is reported befo
     { timeoutMs: 300 },
     { launch: { kind: 'node-script', executable: join(fixtures, 'slow-node.sh') } },
   );
-  assert.equal(result, {
+  assert.equal(withoutWarm(result), {
     status: 'failed',
     failure: { kind: 'timeout', message: 'execution timed out before code started (deadline 300 ms elapsed)', timeoutMs: 300 },
     output: [],
@@ -52,7 +52,7 @@ test('timeout: a deadline that elapses while the carrier starts is reported befo
 test('timeout: the slow launch fixture does start a working carrier given time', async () => {
   // The control for the test above: the fixture is slow, not broken.
   const result = await runProgram('return 1', { timeoutMs: 15_000 }, { launch: { kind: 'node-script', executable: join(fixtures, 'slow-node.sh') } });
-  assert.equal(result, { status: 'ok', value: 1, output: [], sandbox: LOCAL_SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'ok', value: 1, output: [], sandbox: LOCAL_SANDBOX });
 });
 
 test('timeout: the deadline keeps running while a binding is pending', async () => {
@@ -67,7 +67,7 @@ test('timeout: the deadline keeps running while a binding is pending', async () 
     },
   });
   assert.equal(called, 1);
-  assert.equal(result, {
+  assert.equal(withoutWarm(result), {
     status: 'failed',
     failure: { kind: 'timeout', message: 'execution timed out during execution (deadline 1500 ms elapsed)', timeoutMs: 1500 },
     output: [{ type: 'text', text: 'calling\n' }],
@@ -80,7 +80,7 @@ test('timeout: timeoutMs null sets no deadline', async () => {
   try {
     const spec = runtime.resolve({ program: 'await new Promise((resolve) => setTimeout(resolve, 300)); return "waited"', timeoutMs: null });
     assert.is(spec.timeoutMs, null);
-    assert.equal(await runtime.run(spec), { status: 'ok', value: 'waited', output: [], sandbox: SANDBOX });
+    assert.equal(withoutWarm(await runtime.run(spec)), { status: 'ok', value: 'waited', output: [], sandbox: SANDBOX });
   } finally {
     await runtime.dispose();
   }
@@ -96,7 +96,7 @@ test('abort: a signal aborted mid-run ends it as abort, keeping earlier output',
     {},
     { signal: controller.signal, onOutput: () => controller.abort() },
   );
-  assert.equal(result, {
+  assert.equal(withoutWarm(result), {
     status: 'failed',
     failure: { kind: 'abort', message: 'execution aborted' },
     output: [{ type: 'text', text: 'started\n' }],
@@ -122,7 +122,7 @@ test('abort: an already-aborted signal fails without starting a process', async 
     const launch = { kind: 'node-script' as const, executable: join(fixtures, 'record-start.sh'), bootstrapPath: marker };
     // No spare either: a runtime that boots one ahead of its runs would start the launch itself.
     const result = await runProgram('return 1', {}, { launch, prestartCarrier: false }, { signal: AbortSignal.abort() });
-    assert.equal(result, { status: 'failed', failure: { kind: 'abort', message: 'execution aborted' }, output: [], sandbox: LOCAL_SANDBOX });
+    assert.equal(result, { status: 'failed', failure: { kind: 'abort', message: 'execution aborted' }, output: [], sandbox: LOCAL_SANDBOX, warm: false });
     assert.not.ok(existsSync(marker), 'the launch executable was started');
 
     // The control: without the abort, the same launch is started (and fails, as it never speaks).
@@ -138,7 +138,7 @@ test('abort: an already-aborted signal fails without starting a process', async 
 
 test('worker-exit: process.exit(7) reports exit code 7', async () => {
   const result = await runProgram('inspect("leaving"); process.exit(7)');
-  assert.equal(result, {
+  assert.equal(withoutWarm(result), {
     status: 'failed',
     failure: { kind: 'worker-exit', message: 'the carrier exited with code 7 before the program finished', exitCode: 7, signal: null, stderrTail: '' },
     output: [{ type: 'text', text: 'leaving\n' }],
@@ -178,7 +178,7 @@ test('worker-exit: reaching the heap limit names it, and the host keeps working'
     assert.ok(reported.exitCode !== 0, `exit code ${reported.exitCode}`);
 
     const after = await runtime.run(runtime.resolve({ program: 'inspect("still here"); return [1, 2n ** 70n]' }));
-    assert.equal(after, { status: 'ok', value: [1, 2n ** 70n], output: [{ type: 'text', text: 'still here\n' }], sandbox: SANDBOX });
+    assert.equal(withoutWarm(after), { status: 'ok', value: [1, 2n ** 70n], output: [{ type: 'text', text: 'still here\n' }], sandbox: SANDBOX });
   } finally {
     await runtime.dispose();
   }
@@ -211,11 +211,12 @@ test('worker-exit: a missing launch executable is named in the failure', async (
 
 // ---------------------------------------------------------------- protocol
 
+// Frame 0 is the carrier's `started` notice; a program's own bytes start at frame 1.
 const FORGED = (frame: number) => `forged control message: frame ${frame} does not carry the carrier's authentication code (a program wrote to the control channel, or a frame was replayed, dropped or corrupted)`;
 
 test('protocol: garbage on the control channel', async () => {
   const result = await runProgram(`(await import('node:fs')).writeSync(3, 'garbage\\n'); ${WAIT_FOREVER}`);
-  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(0) }, output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [], sandbox: SANDBOX });
 });
 
 test('protocol: a frame longer than maxMessageBytes and its envelope', async () => {
@@ -233,7 +234,7 @@ test('protocol: a frame longer than maxMessageBytes and its envelope', async () 
 test('protocol: a well-formed frame calling an unknown method is forged', async () => {
   const frame = JSON.stringify({ t: 'q', i: 'forged-1', m: 'shell', a: ['rm -rf /'] });
   const result = await runProgram(`(await import('node:fs')).writeSync(3, ${JSON.stringify(`${frame}\n`)}); ${WAIT_FOREVER}`);
-  assert.equal(failure(result), { kind: 'protocol', message: FORGED(0) });
+  assert.equal(failure(result), { kind: 'protocol', message: FORGED(1) });
 });
 
 test('protocol: a handshake with another revision names both revisions', async () => {

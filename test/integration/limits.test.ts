@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, SandboxReport } from '../../host/index.ts';
-import { reportLocation, runProgram } from '../helpers/runtime.ts';
+import { reportLocation, runProgram, withoutWarm } from '../helpers/runtime.ts';
 
 const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none' } as SandboxReport;
 const SMALLEST = { maxMessageBytes: 1024 };
@@ -14,18 +14,18 @@ function failureOf(result: RunResult) {
 }
 
 test('maxMessageBytes 1024: plain completions succeed', async () => {
-  assert.equal(await runProgram('return 1', {}, SMALLEST), { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
-  assert.equal(await runProgram("inspect('hi'); return { a: [1, 2, 'x'], b: 12345678901234567890n }", {}, SMALLEST), {
+  assert.equal(withoutWarm(await runProgram('return 1', {}, SMALLEST)), { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(await runProgram("inspect('hi'); return { a: [1, 2, 'x'], b: 12345678901234567890n }", {}, SMALLEST)), {
     status: 'ok', value: { a: [1, 2, 'x'], b: 12345678901234567890n }, output: [{ type: 'text', text: 'hi\n' }], sandbox: SANDBOX,
   });
   // 602 bytes of JSON text without escapes: fits one frame of 1024 with its envelope.
-  assert.equal(await runProgram("return 'q'.repeat(600)", {}, SMALLEST), { status: 'ok', value: 'q'.repeat(600), output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(await runProgram("return 'q'.repeat(600)", {}, SMALLEST)), { status: 'ok', value: 'q'.repeat(600), output: [], sandbox: SANDBOX });
 });
 
 test('maxMessageBytes 1024: a value counts its JSON text once, escapes and all; one byte over is output-limit', async () => {
   // 602 bytes of JSON text: the quotes are not escaped a second time inside the reply frame.
-  assert.equal(await runProgram(`return '"'.repeat(300)`, {}, SMALLEST), { status: 'ok', value: '"'.repeat(300), output: [], sandbox: SANDBOX });
-  assert.equal(await runProgram("return 'q'.repeat(1022)", {}, SMALLEST), { status: 'ok', value: 'q'.repeat(1022), output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(await runProgram(`return '"'.repeat(300)`, {}, SMALLEST)), { status: 'ok', value: '"'.repeat(300), output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(await runProgram("return 'q'.repeat(1022)", {}, SMALLEST)), { status: 'ok', value: 'q'.repeat(1022), output: [], sandbox: SANDBOX });
   const failure = failureOf(await runProgram("return 'q'.repeat(1023)", {}, SMALLEST));
   assert.is(failure.kind, 'output-limit');
   assert.match(failure.message, /the completion value \(1025 bytes\) does not fit .*maxMessageBytes 1024/);

@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, RuntimeConfig, SandboxReport } from '../../host/index.ts';
-import { createTestRuntime, reportLocation } from '../helpers/runtime.ts';
+import { createTestRuntime, reportLocation, withoutWarm } from '../helpers/runtime.ts';
 
 const SANDBOX = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none' } as SandboxReport;
 
@@ -53,7 +53,7 @@ for (const [format, config] of FORMATS) {
       for (const [what, expression, below, problem] of LOSSY) {
         const result = await runtime.run(runtime.resolve({ program: program(config, expression), stateOwner: owner }));
         const path = `value${below}`;
-        assert.equal(plain(result), {
+        assert.equal(withoutWarm(plain(result)), {
           status: 'failed',
           failure: { kind: 'invalid-output', message: `the completion value is not lossless JSON: ${path} ${problem}`, path },
           output: [],
@@ -62,7 +62,7 @@ for (const [format, config] of FORMATS) {
       }
       // The realm's own plain data still passes, after every refusal.
       const fine = await runtime.run(runtime.resolve({ program: program(config, '({ a: [1, { b: null }], n: 12345678901234567890n })'), stateOwner: owner }));
-      assert.equal(plain(fine), { status: 'ok', value: { a: [1, { b: null }], n: 12345678901234567890n }, output: [], sandbox: SANDBOX });
+      assert.equal(withoutWarm(plain(fine)), { status: 'ok', value: { a: [1, { b: null }], n: 12345678901234567890n }, output: [], sandbox: SANDBOX });
     } finally {
       await runtime.dispose();
     }
@@ -77,7 +77,7 @@ for (const [format, config] of FORMATS) {
       for (const [what, expression, below, problem] of LOSSY) {
         const caught = `await echo(${expression}).then(() => 'sent', (e) => [e.name, e.message])`;
         const result = await runtime.run(runtime.resolve({ program: program(config, caught), bindings, stateOwner: owner }));
-        assert.equal(plain(result), { status: 'ok', value: ['TypeError', `echo: arguments[0]${below} ${problem}`], output: [], sandbox: SANDBOX }, what);
+        assert.equal(withoutWarm(plain(result)), { status: 'ok', value: ['TypeError', `echo: arguments[0]${below} ${problem}`], output: [], sandbox: SANDBOX }, what);
       }
       assert.is(calls, 0);
     } finally {
@@ -120,7 +120,7 @@ test('binding arguments and results nested 10,000 deep cross both ways', async (
     const count = 'let d = 0; for (let x = back; typeof x === "object" && x !== null; d++) x = Array.isArray(x) ? x[0] : x.k;';
     const source = `${NEST.replace('DEPTH', String(DEPTH))}\nconst back = await echo(v);\n${count}\nreturn d;`;
     const result = await runtime.run(runtime.resolve({ program: source, bindings }));
-    assert.equal(result, { status: 'ok', value: DEPTH, output: [], sandbox: SANDBOX });
+    assert.equal(withoutWarm(result), { status: 'ok', value: DEPTH, output: [], sandbox: SANDBOX });
     assert.is(received, DEPTH);
   } finally {
     await runtime.dispose();

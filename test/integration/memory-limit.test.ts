@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
 import { createRuntime } from '../../host/index.ts';
 import { findCgroupBase } from '../../host/worker/resources/cgroup.ts';
-import { createTestRuntime, liveProcesses, waitUntil } from '../helpers/runtime.ts';
+import { createTestRuntime, liveProcesses, waitUntil, withoutWarm } from '../helpers/runtime.ts';
 
 /** Time for the kernel to finish a death the host has already caused; not a speed assertion. */
 const SETTLE_MS = 2_000;
@@ -101,7 +101,7 @@ test('per-call: memory of a child process counts, and the child is killed with t
 
 test('sandbox.memory is on every result: the mechanism with maxMemoryMb, none without', async () => {
   const limited = runtimeWith({ maxMemoryMb: LIMIT });
-  assert.equal(await limited.run(limited.resolve({ program: 'return 1' })), {
+  assert.equal(withoutWarm(await limited.run(limited.resolve({ program: 'return 1' }))), {
     status: 'ok', value: 1, output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: MECHANISM },
   });
   const thrown = await limited.run(limited.resolve({ program: "throw new Error('boom')" }));

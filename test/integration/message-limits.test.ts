@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, SandboxReport } from '../../host/index.ts';
-import { reportLocation, runProgram } from '../helpers/runtime.ts';
+import { reportLocation, runProgram, withoutWarm } from '../helpers/runtime.ts';
 
 const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none' } as SandboxReport;
 const MiB = 1024 * 1024;
@@ -18,15 +18,15 @@ function failure(result: RunResult) {
 
 test('a value of 500,000 quotes (1,000,002 bytes of JSON) fits a 1 MiB message', async () => {
   const result = await runProgram(`return '"'.repeat(500_000)`, {}, LIMIT);
-  assert.equal(result, { status: 'ok', value: '"'.repeat(500_000), output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'ok', value: '"'.repeat(500_000), output: [], sandbox: SANDBOX });
 });
 
 test('a value whose JSON text is exactly maxMessageBytes fits; one byte more is output-limit', async () => {
   // "x...x" with its two quotes is the JSON text.
   const fits = await runProgram(`return 'x'.repeat(${MiB - 2})`, {}, LIMIT);
-  assert.equal(fits, { status: 'ok', value: 'x'.repeat(MiB - 2), output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(fits), { status: 'ok', value: 'x'.repeat(MiB - 2), output: [], sandbox: SANDBOX });
   const over = await runProgram(`inspect('kept'); return 'x'.repeat(${MiB - 1})`, {}, LIMIT);
-  assert.equal(over, {
+  assert.equal(withoutWarm(over), {
     status: 'failed',
     failure: {
       kind: 'output-limit',
@@ -40,7 +40,7 @@ test('a value whose JSON text is exactly maxMessageBytes fits; one byte more is 
 test('a binding argument of 450,000 quotes reaches the binding under a 1 MiB message', async () => {
   let received = '';
   const result = await runProgram(`return await echo('"'.repeat(450_000))`, { bindings: { echo: async (text: string) => ((received = text), text.length) } }, LIMIT);
-  assert.equal(result, { status: 'ok', value: 450_000, output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'ok', value: 450_000, output: [], sandbox: SANDBOX });
   assert.is(received, '"'.repeat(450_000));
 });
 
@@ -48,7 +48,7 @@ test('arguments over maxMessageBytes fail the call in the program with PTC_MESSA
   let called = false;
   const program = `try { await echo('x'.repeat(${MiB})); } catch (error) { return [error.name, error.code, error.binding, error.message]; }`;
   const result = await runProgram(program, { bindings: { echo: async () => (called = true) } }, LIMIT);
-  assert.equal(result, {
+  assert.equal(withoutWarm(result), {
     status: 'ok',
     value: ['BindingError', 'PTC_MESSAGE_LIMIT', 'echo', `echo: arguments of calls in flight would exceed maxMessageBytes (${MiB} bytes)`],
     output: [],
@@ -60,7 +60,7 @@ test('arguments over maxMessageBytes fail the call in the program with PTC_MESSA
 test('a binding result over maxMessageBytes fails the call with PTC_MESSAGE_LIMIT, not the carrier', async () => {
   const program = `try { await big(); } catch (error) { return [error.code, error.message]; }`;
   const result = await runProgram(program, { bindings: { big: async () => 'y'.repeat(MiB) } }, LIMIT);
-  assert.equal(result, {
+  assert.equal(withoutWarm(result), {
     status: 'ok',
     value: ['PTC_MESSAGE_LIMIT', `big: the result (${MiB + 2} bytes of JSON) is larger than one control message (maxMessageBytes ${MiB})`],
     output: [],

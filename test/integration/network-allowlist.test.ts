@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig, SandboxPolicy } from '../../host/index.ts';
-import { createTestRuntime, launchUnderTest, repoRoot } from '../helpers/runtime.ts';
+import { createTestRuntime, launchUnderTest, repoRoot, withoutWarm } from '../helpers/runtime.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/network');
 const workspace = realpathSync(mkdtempSync(join('/var/tmp', 'ptc-network-')));
@@ -306,7 +306,7 @@ function assertHostScript(host: string, tmp: string, expected: string): void {
 test('only bubblewrap can enforce an allowlist: node-permission and full-access refuse it, bad rules throw', async () => {
   const runtime = runtimeWith({ allow: ['api.example.com'] }, { sandbox: { backend: 'node-permission' } });
   const result = await runtime.run(runtime.resolve({ program: 'return 1', cwd: workspace }));
-  assert.equal(result, {
+  assert.equal(withoutWarm(result), {
     status: 'failed',
     failure: { kind: 'sandbox-unavailable', message: 'a network allowlist needs the "bwrap" backend: Node\'s permission model can only allow or refuse the whole network, not single hosts' },
     output: [],
@@ -340,7 +340,7 @@ test('a remote launch refuses an allowlist before it connects: the far side has 
   });
   runtimes.push(runtime);
   const result = await runtime.run(runtime.resolve({ program: 'return 1', cwd: workspace }));
-  assert.equal(result, {
+  assert.equal(withoutWarm(result), {
     status: 'failed',
     failure: { kind: 'sandbox-unavailable', message: 'a network allowlist is not supported for remote (ssh or command) launches: the far side would need a path to the host\'s proxy; use network: false or true there' },
     output: [],

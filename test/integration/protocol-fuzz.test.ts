@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createRuntime, PROTOCOL_REVISION, type RunResult, type RuntimeConfig, type SandboxReport } from '../../host/index.ts';
-import { childrenOf, repoRoot } from '../helpers/runtime.ts';
+import { childrenOf, repoRoot, withoutWarm, type ResultShape } from '../helpers/runtime.ts';
 
 const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none' };
 const MiB = 1024 * 1024;
@@ -64,21 +64,21 @@ async function assertHealthy({ grew }: Fuzz, maxGrowth: number): Promise<void> {
   const runtime = createRuntime({ policy: { mode: 'full-access' }, prestartCarrier: false });
   try {
     const followUp = await runtime.run(runtime.resolve({ program: 'inspect("fine"); return 2' }));
-    assert.equal(followUp, { status: 'ok', value: 2, output: [{ type: 'text', text: 'fine\n' }], sandbox: SANDBOX });
+    assert.equal(withoutWarm(followUp), { status: 'ok', value: 2, output: [{ type: 'text', text: 'fine\n' }], sandbox: SANDBOX });
   } finally {
     await runtime.dispose();
   }
   assert.equal(leaked, [], 'an error escaped to the host process');
 }
 
-const protocol = (message: string, output: RunResult['output'] = []): RunResult => ({ status: 'failed', failure: { kind: 'protocol', message }, output, sandbox: SANDBOX });
+const protocol = (message: string, output: RunResult['output'] = []): ResultShape => ({ status: 'failed', failure: { kind: 'protocol', message }, output, sandbox: SANDBOX });
 /** Generous: a few frames' worth of maxMessageBytes (1 MiB here) plus what starting runtimes costs. */
 const SMALL_GROWTH = 48 * MiB;
 
 test('a flood of 300,000 well-formed invokes fails at the first call past maxPendingCalls', async () => {
   let calls = 0;
   const run = await fuzz('flood-invokes', { bindings: { tool: async () => ++calls } });
-  assert.equal(run.result, protocol('invalid control message: the carrier made more than maxPendingCalls (128) binding calls at once'));
+  assert.equal(withoutWarm(run.result), protocol('invalid control message: the carrier made more than maxPendingCalls (128) binding calls at once'));
   // Calls that completed before the burst outran them count for nothing; the rest never ran.
   assert.ok(calls >= 128 && calls < 5_000, `${calls} of 300,000 calls reached the binding`);
   await assertHealthy(run, SMALL_GROWTH);
@@ -87,7 +87,7 @@ test('a flood of 300,000 well-formed invokes fails at the first call past maxPen
 test('replies the carrier never reads make the host stop reading, not queue without end', async () => {
   let calls = 0;
   const run = await fuzz('flood-unread', { bindings: { tool: async () => (++calls, 'r'.repeat(64 * 1024)) }, timeoutMs: 3_000 });
-  assert.equal(run.result, { status: 'failed', failure: { kind: 'timeout', message: 'execution timed out during execution (deadline 3000 ms elapsed)', timeoutMs: 3000 }, output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(run.result), { status: 'failed', failure: { kind: 'timeout', message: 'execution timed out during execution (deadline 3000 ms elapsed)', timeoutMs: 3000 }, output: [], sandbox: SANDBOX });
   // 2,000 calls were sent; the host serves only what fits its reply queue (1 MiB) and the socket buffers.
   assert.ok(calls < 400, `the host served ${calls} of 2,000 calls while none of its replies were read`);
   await assertHealthy(run, SMALL_GROWTH);
@@ -95,7 +95,7 @@ test('replies the carrier never reads make the host stop reading, not queue with
 
 test('a 30 MB output frame of long integers is refused after its first thousand values', async () => {
   const run = await fuzz('huge-output', { config: { maxMessageBytes: 32 * MiB } });
-  assert.equal(run.result, protocol('unparsable control message: more than 1024 values at position 21427 (found "123456789012")'));
+  assert.equal(withoutWarm(run.result), protocol('unparsable control message: more than 1024 values at position 21427 (found "123456789012")'));
   // The frame is held once as bytes read and once as text; nothing is built from its values.
   await assertHealthy(run, 4 * 32 * MiB);
 });
@@ -120,19 +120,19 @@ test('a frame longer than maxMessageBytes and its envelope is refused before it 
 
 test('a payload over maxMessageBytes is refused even inside the envelope allowance', async () => {
   const run = await fuzz('payload-over-limit', { bindings: { tool: async () => 1 } });
-  assert.equal(run.result, protocol('a control message carried 1048580 bytes of JSON text, more than maxMessageBytes (1048576 bytes)'));
+  assert.equal(withoutWarm(run.result), protocol('a control message carried 1048580 bytes of JSON text, more than maxMessageBytes (1048576 bytes)'));
   await assertHealthy(run, SMALL_GROWTH);
 });
 
 test('a payload after a message that carries none is refused', async () => {
   const run = await fuzz('payload-misplaced');
-  assert.equal(run.result, protocol('invalid control message: a payload follows a message that carries none (request "output")'));
+  assert.equal(withoutWarm(run.result), protocol('invalid control message: a payload follows a message that carries none (request "output")'));
   await assertHealthy(run, SMALL_GROWTH);
 });
 
 test('an unsigned frame after signed ones is forged', async () => {
   const run = await fuzz('unsigned');
-  assert.equal(run.result, protocol(
+  assert.equal(withoutWarm(run.result), protocol(
     "forged control message: frame 1 does not carry the carrier's authentication code (a program wrote to the control channel, or a frame was replayed, dropped or corrupted)",
     [{ type: 'text', text: 'signed' }],
   ));
@@ -145,7 +145,7 @@ test('an unsigned frame after signed ones is forged', async () => {
 for (const [scenario, number, output] of [['replayed', 1, [{ type: 'text', text: 'once' }]], ['rewritten', 0, []], ['withheld', 0, []]] as const) {
   test(`a ${scenario} genuine frame is forged`, async () => {
     const run = await fuzz(scenario);
-    assert.equal(run.result, protocol(
+    assert.equal(withoutWarm(run.result), protocol(
       `forged control message: frame ${number} does not carry the carrier's authentication code (a program wrote to the control channel, or a frame was replayed, dropped or corrupted)`,
       [...output],
     ));
@@ -164,7 +164,7 @@ test('a signed but garbled frame is unparsable', async () => {
 
 test('a truncated frame followed by an exit is a worker exit', async () => {
   const run = await fuzz('truncated-exit');
-  assert.equal(run.result, {
+  assert.equal(withoutWarm(run.result), {
     status: 'failed',
     failure: { kind: 'worker-exit', message: 'the carrier exited with code 3 before the program finished', exitCode: 3, signal: null, stderrTail: '' },
     output: [],
@@ -175,25 +175,25 @@ test('a truncated frame followed by an exit is a worker exit', async () => {
 
 test('a reply to a call the host never made is protocol, not silence until the deadline', async () => {
   const run = await fuzz('unknown-reply');
-  assert.equal(run.result, protocol('invalid control message: a reply to "no-such-call", which is no call of the host\'s'));
+  assert.equal(withoutWarm(run.result), protocol('invalid control message: a reply to "no-such-call", which is no call of the host\'s'));
   await assertHealthy(run, SMALL_GROWTH);
 });
 
 test('a call of a binding the run did not declare is protocol', async () => {
   const run = await fuzz('undeclared-binding', { bindings: { tool: async () => 1 } });
-  assert.equal(run.result, protocol('invalid control message: the carrier called "shell", which is not a binding of this run'));
+  assert.equal(withoutWarm(run.result), protocol('invalid control message: the carrier called "shell", which is not a binding of this run'));
   await assertHealthy(run, SMALL_GROWTH);
 });
 
 test('a call of an unknown method is protocol', async () => {
   const run = await fuzz('unknown-method');
-  assert.equal(run.result, protocol('invalid control message: unknown method "shell"'));
+  assert.equal(withoutWarm(run.result), protocol('invalid control message: unknown method "shell"'));
   await assertHealthy(run, SMALL_GROWTH);
 });
 
 test('a second request under an id still being served is protocol', async () => {
   const run = await fuzz('duplicate-request', { bindings: { slow: () => new Promise((resolve) => setTimeout(resolve, 500)) } });
-  assert.equal(run.result, protocol('invalid control message: a second request with id "same" while the first is served'));
+  assert.equal(withoutWarm(run.result), protocol('invalid control message: a second request with id "same" while the first is served'));
   await assertHealthy(run, SMALL_GROWTH);
 });
 
@@ -206,21 +206,21 @@ const HANDSHAKE_LIES: Array<[string, string]> = [
 for (const [scenario, message] of HANDSHAKE_LIES) {
   test(`handshake lies: ${scenario}`, async () => {
     const run = await fuzz(scenario, { program: 'inspect("never runs"); return 1' });
-    assert.equal(run.result, protocol(message));
+    assert.equal(withoutWarm(run.result), protocol(message));
     await assertHealthy(run, SMALL_GROWTH);
   });
 }
 
 test('a carrier that never answers ends at the deadline', async () => {
   const run = await fuzz('never-answers', { timeoutMs: 1_000 });
-  assert.equal(run.result, { status: 'failed', failure: { kind: 'timeout', message: 'execution timed out during execution (deadline 1000 ms elapsed)', timeoutMs: 1000 }, output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(run.result), { status: 'failed', failure: { kind: 'timeout', message: 'execution timed out during execution (deadline 1000 ms elapsed)', timeoutMs: 1000 }, output: [], sandbox: SANDBOX });
   await assertHealthy(run, SMALL_GROWTH);
 });
 
 test('frames after the completion do not change the result', async () => {
   let calls = 0;
   const run = await fuzz('writes-after-completion', { bindings: { tool: async () => ++calls } });
-  assert.equal(run.result, { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(run.result), { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
   assert.is(calls, 0);
   await assertHealthy(run, SMALL_GROWTH);
 });
@@ -239,9 +239,9 @@ test('frames between runs end a retained environment, and the next run says why'
   const owner = {};
   try {
     const first = await runtime.run(runtime.resolve({ program: '1', stateOwner: owner }));
-    assert.equal(first, { status: 'ok', value: 1, output: [], sandbox: SANDBOX, environment: { fresh: true } });
+    assert.equal(withoutWarm(first), { status: 'ok', value: 1, output: [], sandbox: SANDBOX, environment: { fresh: true } });
     const second = await runtime.run(runtime.resolve({ program: '1', stateOwner: owner }));
-    assert.equal(second, {
+    assert.equal(withoutWarm(second), {
       status: 'ok',
       value: 1,
       output: [],
@@ -251,7 +251,7 @@ test('frames between runs end a retained environment, and the next run says why'
   } finally {
     await runtime.dispose();
   }
-  await assertHealthy({ result: { status: 'ok', output: [], sandbox: SANDBOX }, grew: 0 }, SMALL_GROWTH);
+  await assertHealthy({ result: { status: 'ok', output: [], sandbox: SANDBOX, warm: false }, grew: 0 }, SMALL_GROWTH);
 });
 
 test('values nested 100,000 deep decode on the host, in arguments and in the completion', async () => {

@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, SandboxReport } from '../../host/index.ts';
-import { runProgram, waitUntil, createTestRuntime, reportLocation } from '../helpers/runtime.ts';
+import { runProgram, waitUntil, createTestRuntime, reportLocation, withoutWarm, type ResultShape } from '../helpers/runtime.ts';
 
 const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', ...reportLocation() };
 const VALUE = { a: 12345678901234567890n, b: [1, 'x'] };
@@ -20,9 +20,9 @@ test.after.each(() => {
 });
 
 /** The result must be the genuine one or a protocol failure: never a wrong value, never a hang. */
-function assertGenuineOrProtocol(result: RunResult, genuine: RunResult): void {
+function assertGenuineOrProtocol(result: RunResult, genuine: ResultShape): void {
   if (result.status === 'failed' && result.failure.kind === 'protocol') return;
-  assert.equal(result, genuine);
+  assert.equal(withoutWarm(result), genuine);
 }
 
 // ---------------------------------------------------------------- overwritten intrinsics
@@ -47,16 +47,16 @@ for (const [name, overwrite] of OVERWRITES) {
   test(`intrinsics: a program that overwrites ${name} still returns its exact value`, async () => {
     const result = await runProgram(`${overwrite}\n${RETURN_VALUE}`, { timeoutMs: 10_000 });
     assertGenuineOrProtocol(result, { status: 'ok', value: VALUE, output: [], sandbox: SANDBOX });
-    assert.equal(result, { status: 'ok', value: VALUE, output: [], sandbox: SANDBOX });
+    assert.equal(withoutWarm(result), { status: 'ok', value: VALUE, output: [], sandbox: SANDBOX });
   });
 }
 
 test('intrinsics: a program that overwrites all of them at once still returns its exact value', async () => {
   const program = `inspect('before');\n${OVERWRITES.map(([, overwrite]) => overwrite).join('\n')}\n${RETURN_VALUE}`;
   const result = await runProgram(program, { timeoutMs: 10_000 });
-  const genuine: RunResult = { status: 'ok', value: VALUE, output: [{ type: 'text', text: 'before\n' }], sandbox: SANDBOX };
+  const genuine: ResultShape = { status: 'ok', value: VALUE, output: [{ type: 'text', text: 'before\n' }], sandbox: SANDBOX };
   assertGenuineOrProtocol(result, genuine);
-  assert.equal(result, genuine);
+  assert.equal(withoutWarm(result), genuine);
 });
 
 test('intrinsics: Object.prototype.then cannot adopt or stall the outcome', async () => {
@@ -65,13 +65,13 @@ test('intrinsics: Object.prototype.then cannot adopt or stall the outcome', asyn
 return Object.assign(Object.create(null), { a: 12345678901234567890n, b: [1, 'x'] });`;
   const result = await runProgram(program, { timeoutMs: 10_000 });
   delete (Object.prototype as { then?: unknown }).then;
-  assert.equal(result, { status: 'ok', value: VALUE, output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'ok', value: VALUE, output: [], sandbox: SANDBOX });
 });
 
 test('intrinsics: inspect and bindings keep working after Object and Reflect are replaced', async () => {
   const program = `globalThis.Object = 'junk'; globalThis.Reflect = 'junk';\ninspect('still here');\nreturn await echo(5);`;
   const result = await runProgram(program, { timeoutMs: 10_000, bindings: { echo: async (value: number) => value * 2 } });
-  assert.equal(result, { status: 'ok', value: 10, output: [{ type: 'text', text: 'still here\n' }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'ok', value: 10, output: [{ type: 'text', text: 'still here\n' }], sandbox: SANDBOX });
 });
 
 test('a completion value larger than one control message is output-limit, not protocol', async () => {
@@ -114,9 +114,9 @@ for (const [name, line] of FORGERIES) {
     let calls = 0;
     const program = `inspect('working'); ${writeFd3(line)} await new Promise((resolve) => setTimeout(resolve, 100)); return 42;`;
     const result = await runProgram(program, { timeoutMs: 10_000, bindings: { count: async () => ++calls } });
-    // Frame 0 is the genuine output; the forged bytes start frame 1 (half a frame swallows the
-    // genuine reply that follows it into the same line).
-    assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [{ type: 'text', text: 'working\n' }], sandbox: SANDBOX });
+    // Frame 0 is the carrier's `started` notice and frame 1 the genuine output; the forged bytes
+    // start frame 2 (half a frame swallows the genuine reply that follows it into the same line).
+    assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(2) }, output: [{ type: 'text', text: 'working\n' }], sandbox: SANDBOX });
     assert.is(calls, 0, 'a forged invoke reached the binding');
   });
 }
@@ -128,7 +128,8 @@ test('forged frames: fifty forged invokes never reach the binding', async () => 
     timeoutMs: 10_000,
     bindings: { count: async () => ++calls },
   });
-  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(0) }, output: [], sandbox: SANDBOX });
+  // Frame 0 is the carrier's `started` notice.
+  assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [], sandbox: SANDBOX });
   assert.is(calls, 0);
 });
 
@@ -158,7 +159,7 @@ inspect('kept');
 await new Promise((resolve) => setTimeout(resolve, 50));
 return seen.length;`;
   const result = await runProgram(program, { timeoutMs: 10_000, bindings: HOLD });
-  assert.equal(result, { status: 'ok', value: 0, output: [{ type: 'text', text: 'genuine\nkept\n' }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'ok', value: 0, output: [{ type: 'text', text: 'genuine\nkept\n' }], sandbox: SANDBOX });
 });
 
 test('forged frames: a frame the program copies from its own output is refused', async () => {
@@ -169,7 +170,7 @@ inspect('once');
 await new Promise((resolve) => setTimeout(resolve, 100));
 return seen.length;`;
   const result = await runProgram(program, { timeoutMs: 10_000, bindings: HOLD });
-  assert.equal(result, { status: 'failed', failure: { kind: 'protocol', message: FORGED(2) }, output: [{ type: 'text', text: 'once\n' }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(3) }, output: [{ type: 'text', text: 'once\n' }], sandbox: SANDBOX });
 });
 
 // ---------------------------------------------------------------- late binding replies
@@ -189,13 +190,13 @@ test('late replies: a binding that resolves after the run settled is dropped', a
         },
       }),
     );
-    assert.equal(result, { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
+    assert.equal(withoutWarm(result), { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
     assert.not.ok(resolvedLate, 'the binding resolved before the run settled; the test proves nothing');
     assert.ok(await waitUntil(() => resolvedLate, 5_000), 'the binding never resolved');
     // Let the host try to reply on its closed channel.
     await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(leaked, []);
-    assert.equal(await runtime.run(runtime.resolve({ program: 'return 2;' })), { status: 'ok', value: 2, output: [], sandbox: SANDBOX });
+    assert.equal(withoutWarm(await runtime.run(runtime.resolve({ program: 'return 2;' }))), { status: 'ok', value: 2, output: [], sandbox: SANDBOX });
   } finally {
     await runtime.dispose();
   }
@@ -211,7 +212,7 @@ test('late replies: a binding that rejects after the run settled is dropped', as
       }, 300)),
     },
   });
-  assert.equal(result, { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
   assert.ok(await waitUntil(() => rejectedLate, 5_000), 'the binding never rejected');
   await new Promise((resolve) => setTimeout(resolve, 50));
   assert.equal(leaked, []);
@@ -227,7 +228,7 @@ test('late replies: a binding that throws synchronously after the run settled is
       },
     },
   });
-  assert.equal(result, { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
   // The carrier is gone before its timer fires, so the binding is not even called.
   await new Promise((resolve) => setTimeout(resolve, 400));
   assert.not.ok(thrownLate, 'a call from an ended run reached the binding');
@@ -240,11 +241,11 @@ test('late calls: a binding proxy kept from an earlier run cannot call into a la
   let calls = 0;
   try {
     const first = await runtime.run(runtime.resolve({ program: 'globalThis.kept = tool; 1', bindings: { tool: async () => ++calls }, stateOwner: owner }));
-    assert.equal(first, { status: 'ok', value: 1, output: [], sandbox: SANDBOX, environment: { fresh: true } });
+    assert.equal(withoutWarm(first), { status: 'ok', value: 1, output: [], sandbox: SANDBOX, environment: { fresh: true } });
     // The second run declares no `tool`: the host would see a call of an undeclared binding.
     const program = 'let seen; try { await kept(); seen = "called"; } catch (error) { seen = [error.name, error.code]; }\nseen';
     const second = await runtime.run(runtime.resolve({ program, bindings: { other: async () => 0 }, stateOwner: owner }));
-    assert.equal(second, { status: 'ok', value: ['BindingError', 'PTC_EVALUATION_ENDED'], output: [], sandbox: SANDBOX, environment: { fresh: false } });
+    assert.equal(withoutWarm(second), { status: 'ok', value: ['BindingError', 'PTC_EVALUATION_ENDED'], output: [], sandbox: SANDBOX, environment: { fresh: false } });
     assert.is(calls, 0);
   } finally {
     await runtime.dispose();
@@ -258,19 +259,19 @@ const OUTPUT_LIMIT = { kind: 'output-limit', message: 'captured output exceeded 
 
 test('output budget: 1000 bytes fit a 1000-byte budget', async () => {
   const result = await runProgram("process.stdout.write('x'.repeat(1000));", {}, { maxOutputBytes: 1000 });
-  assert.equal(result, { status: 'ok', output: [{ type: 'text', text: 'x'.repeat(1000) }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'ok', output: [{ type: 'text', text: 'x'.repeat(1000) }], sandbox: SANDBOX });
 });
 
 test('output budget: 1001 bytes overflow it, keeping exactly 1000', async () => {
   const result = await runProgram("process.stdout.write('x'.repeat(1001));", {}, { maxOutputBytes: 1000 });
-  assert.equal(result, { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'x'.repeat(1000) }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'x'.repeat(1000) }], sandbox: SANDBOX });
 });
 
 test('output budget: inspect counts its newline', async () => {
   const fits = await runProgram("inspect('y'.repeat(999));", {}, { maxOutputBytes: 1000 });
-  assert.equal(fits, { status: 'ok', output: [{ type: 'text', text: `${'y'.repeat(999)}\n` }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(fits), { status: 'ok', output: [{ type: 'text', text: `${'y'.repeat(999)}\n` }], sandbox: SANDBOX });
   const over = await runProgram("inspect('y'.repeat(1000));", {}, { maxOutputBytes: 1000 });
-  assert.equal(over, { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'y'.repeat(1000) }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(over), { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'y'.repeat(1000) }], sandbox: SANDBOX });
 });
 
 test('output budget: many small writes are cut at the same byte', async () => {
@@ -282,14 +283,14 @@ test('output budget: many small writes are cut at the same byte', async () => {
 
 test('output budget: a character that does not fit whole is left out', async () => {
   const result = await runProgram("process.stdout.write('x'.repeat(999) + 'é');", {}, { maxOutputBytes: 1000 });
-  assert.equal(result, { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'x'.repeat(999) }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'x'.repeat(999) }], sandbox: SANDBOX });
 });
 
 test('output budget: the completion value shares the budget', async () => {
   const fits = await runProgram("process.stdout.write('x'.repeat(995)); return 12345;", {}, { maxOutputBytes: 1000 });
-  assert.equal(fits, { status: 'ok', value: 12345, output: [{ type: 'text', text: 'x'.repeat(995) }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(fits), { status: 'ok', value: 12345, output: [{ type: 'text', text: 'x'.repeat(995) }], sandbox: SANDBOX });
   const over = await runProgram("process.stdout.write('x'.repeat(996)); return 12345;", {}, { maxOutputBytes: 1000 });
-  assert.equal(over, {
+  assert.equal(withoutWarm(over), {
     status: 'failed',
     failure: { kind: 'output-limit', message: 'the completion value exceeded maxOutputBytes (1000 bytes); the output that fit is kept' },
     output: [{ type: 'text', text: 'x'.repeat(996) }],
@@ -299,9 +300,9 @@ test('output budget: the completion value shares the budget', async () => {
 
 test('output budget: output larger than one control message is not a protocol failure', async () => {
   const within = await runProgram("inspect('w'.repeat(5000)); return 1;", {}, { maxMessageBytes: 4096, maxOutputBytes: 100_000 });
-  assert.equal(within, { status: 'ok', value: 1, output: [{ type: 'text', text: `${'w'.repeat(5000)}\n` }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(within), { status: 'ok', value: 1, output: [{ type: 'text', text: `${'w'.repeat(5000)}\n` }], sandbox: SANDBOX });
   const over = await runProgram("process.stdout.write('\\u0000'.repeat(5000)); return 1;", {}, { maxMessageBytes: 4096, maxOutputBytes: 2000 });
-  assert.equal(over, {
+  assert.equal(withoutWarm(over), {
     status: 'failed',
     failure: { kind: 'output-limit', message: 'captured output exceeded maxOutputBytes (2000 bytes); the output that fit is kept' },
     output: [{ type: 'text', text: '\u0000'.repeat(2000) }],

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { resolve as resolvePath } from 'node:path';
 import type { RunResult, RuntimeConfig } from '../../host/index.ts';
-import { createTestRuntime, reportLocation } from '../helpers/runtime.ts';
+import { createTestRuntime, reportLocation, withoutWarm } from '../helpers/runtime.ts';
 
 const PNG = resolvePath(new URL('../fixtures/images/rgb-300x7.png', import.meta.url).pathname);
 const fail = (what: string) => `() => { throw new Error('tampered: ${what}'); }`;
@@ -81,7 +81,7 @@ function programs(config: RuntimeConfig, firstLine: string): { ordinary: string;
 
 /** Attachment ids are issued per run; everything else must match exactly. */
 function normalized(result: RunResult): unknown {
-  return { ...result, output: result.output.map((entry) => (entry.type === 'image' ? { ...entry, attachmentId: '<id>' } : entry)) };
+  return { ...withoutWarm(result), output: result.output.map((entry) => (entry.type === 'image' ? { ...entry, attachmentId: '<id>' } : entry)) };
 }
 
 const bindings = { echo: async (value: unknown) => value };
@@ -198,7 +198,7 @@ test('per-call: a program that replaces Promise.prototype.constructor and then s
   const [runtime] = runtimes as Array<ReturnType<typeof createTestRuntime>>;
   const program = "Object.defineProperty(Promise.prototype, 'constructor', { value: function Forged() {} }); Promise.prototype.then = () => 'junk';\ninspect('printed');\nreturn { done: true };";
   const result = await runtime!.run(runtime!.resolve({ program }));
-  assert.equal(result, {
+  assert.equal(withoutWarm(result), {
     status: 'ok',
     value: { done: true },
     output: [{ type: 'text', text: 'printed\n' }],

@@ -6,7 +6,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, RuntimeConfig, SandboxReport } from '../../host/index.ts';
-import { createTestRuntime, reportLocation } from '../helpers/runtime.ts';
+import { createTestRuntime, reportLocation, withoutWarm } from '../helpers/runtime.ts';
 
 const SANDBOX = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none' } as SandboxReport;
 const TRAPS = ['get', 'has', 'getPrototypeOf', 'ownKeys', 'getOwnPropertyDescriptor', 'apply'].map((trap) => `${trap}() { throw new Error('trap ${trap} ran'); }`).join(', ');
@@ -44,8 +44,8 @@ for (const [format, config] of FORMATS) {
 
   for (const [what, program, name, message] of THROWN) {
     test(`${format}: ${what} is a prompt exception`, async () => {
-      assert.equal(await run(program), { status: 'failed', failure: { kind: 'exception', name, message }, output: [], sandbox: SANDBOX });
-      assert.equal(await run(later), { status: 'ok', value: 7, output: [], sandbox: SANDBOX });
+      assert.equal(withoutWarm(await run(program)), { status: 'failed', failure: { kind: 'exception', name, message }, output: [], sandbox: SANDBOX });
+      assert.equal(withoutWarm(await run(later)), { status: 'ok', value: 7, output: [], sandbox: SANDBOX });
     });
   }
 }

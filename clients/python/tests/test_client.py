@@ -56,6 +56,8 @@ def test_the_result_is_shaped_exactly_like_ptc_run_json(binary):
     # The one difference is the program's name in the stack: `ptc run -` calls it [stdin], a served
     # program is the library's default, program.ts in its cwd.
     expected["failure"]["stack"] = expected["failure"]["stack"].replace("at [stdin]:", f"at {REPO / 'program.ts'}:")
+    # Whether each took a booted carrier depends on how far its pool had come: both say, as a bool.
+    assert type(served.pop("warm")) is bool and type(expected.pop("warm")) is bool
     assert served == expected
     assert served["failure"]["kind"] == "exception"
     assert served["failure"]["name"] == "RangeError"
@@ -109,6 +111,14 @@ def test_tools_with_schemas_and_bad_parameters(binary):
         with pytest.raises(PtcError) as raised:
             ptc.run("return 1", tools={"a..b": lambda: 1})
         assert raised.value.message == "run: tool 0: name must be a non-empty string of dot-separated parts, got 'a..b'"
+
+
+def test_each_result_says_whether_its_run_waited_for_no_carrier_to_boot(binary):
+    with PtcClient(binary=binary, config={"executionMode": "persistent-in-memory"}) as ptc:
+        first = ptc.run("1", owner="agent")
+        assert type(first["warm"]) is bool
+        # The owner's environment is live: its next run boots nothing.
+        assert ptc.run("2", owner="agent")["warm"] is True
 
 
 def test_owners_keep_an_environment_until_released_and_a_busy_owner_is_refused(binary):

@@ -1,0 +1,265 @@
+// The warm pool: fresh, never-used carriers booted ahead of the runs that take them, so a run does
+// not wait for a Node process to boot. Every run still gets a process that has run no other code.
+// Carriers are pooled by recipe (launch, limits, sandbox backend and policy), so a pooled carrier
+// only serves a run that would have started the same one, whichever runtime asks.
+//
+// A pool has a floor and a ceiling (piscina's minThreads/maxThreads), the largest any runtime that
+// holds it asked for, and between them follows demand: it keeps as many carriers as runs took in
+// the last DEMAND_WINDOW_MS, so a burst finds as many warm the next time, and the ones past the
+// floor end once the burst is that long gone. A spawn blocks the host's event loop (3 to 30 ms,
+// until the child has exec'd), so refills wait for a moment when no run of this host awaits its
+// reply (at most MAX_DEFER_MS), spawn one carrier per event-loop turn, and boot at most as many at
+// once as the machine has cores: a run in progress does not wait behind a burst of boots. Idle carriers are unref'd: they never keep the
+// host alive, and exit by themselves when it does, as their control channels close.
+import { availableParallelism } from 'node:os';
+import type { CarrierRecipe } from './confinement.ts';
+import type { Carrier } from './carrier.ts';
+
+/** A runtime's bounds for the pool of one recipe. */
+export interface PoolSize {
+  /** Carriers kept booted even when no run has come for a while. */
+  min: number;
+  /** Carriers kept booted at most, however many runs a burst took. */
+  max: number;
+}
+
+/** How long a run taken from the pool counts as demand (see above). */
+export const DEMAND_WINDOW_MS = 10_000;
+/** Boots under way at once: more only compete with each other and the host for the cores. */
+const BOOTS_AT_ONCE = Math.max(1, availableParallelism());
+/** How long a refill waits for no run to be in flight: a host that is never idle still refills. */
+const MAX_DEFER_MS = 200;
+
+/** Runs of this host that await their results (see runBegins()). */
+let running = 0;
+/** Pools whose next spawn waits for the runs in flight to end. */
+const deferred = new Set<Pool>();
+
+interface Pool {
+  readonly recipe: CarrierRecipe;
+  /** Unused carriers, booted or booting, oldest first. */
+  readonly idle: Carrier[];
+  /** The bounds of each runtime that holds this pool. */
+  readonly holders: PoolSize[];
+  /** When recent runs took a carrier (performance.now()), oldest first. */
+  readonly takes: number[];
+  /** Carriers of this pool whose handshake has not arrived yet (taken ones included). */
+  booting: number;
+  scheduled: boolean;
+  /** A pooled carrier failed to boot: no more are started until the next run asks (no spawn loop). */
+  failing: boolean;
+  shrink: NodeJS.Timeout | undefined;
+  /** Since when its next spawn has waited for runs to end (performance.now()), and the timer that ends the wait. */
+  deferredSince: number | undefined;
+  deferTimer: NodeJS.Timeout | undefined;
+  /** warm() callers, told once the pool holds its target of booted carriers. */
+  readonly waiters: Array<() => void>;
+}
+
+const pools = new Map<string, Pool>();
+const booted = new WeakSet<Carrier>();
+
+function poolOf(recipe: CarrierRecipe): Pool {
+  let pool = pools.get(recipe.key);
+  if (pool === undefined) {
+    pool = { recipe, idle: [], holders: [], takes: [], booting: 0, scheduled: false, failing: false, shrink: undefined, deferredSince: undefined, deferTimer: undefined, waiters: [] };
+    pools.set(recipe.key, pool);
+  }
+  return pool;
+}
+
+/** The number of carriers this pool should hold now: recent demand, within its bounds. */
+function target(pool: Pool): number {
+  const since = performance.now() - DEMAND_WINDOW_MS;
+  while (pool.takes.length > 0 && pool.takes[0]! < since) pool.takes.shift();
+  let min = 0;
+  let max = 0;
+  for (const size of pool.holders) {
+    min = Math.max(min, size.min);
+    max = Math.max(max, size.max);
+  }
+  return Math.min(max, Math.max(min, pool.takes.length));
+}
+
+/** Refills (or trims) the pool in a later turn of the event loop; never in the caller's. */
+function schedule(pool: Pool): void {
+  if (pool.scheduled) return;
+  pool.scheduled = true;
+  setImmediate(() => {
+    pool.scheduled = false;
+    step(pool);
+  });
+}
+
+/** One turn of upkeep: drop dead carriers, end the excess, start at most one boot. */
+function step(pool: Pool): void {
+  if (pool.holders.length === 0) return;
+  for (let index = pool.idle.length - 1; index >= 0; index--) {
+    if (pool.idle[index]!.exited) pool.idle.splice(index, 1);
+  }
+  const wanted = target(pool);
+  while (pool.idle.length > wanted) void pool.idle.shift()!.terminate(0);
+  if (pool.idle.length < wanted && pool.booting < BOOTS_AT_ONCE && !pool.failing && !defer(pool)) {
+    pool.idle.push(boot(pool));
+    if (pool.idle.length < wanted) schedule(pool);
+  }
+  if (pool.takes.length > 0) armShrink(pool);
+  settleWaiters(pool);
+}
+
+/** Whether the pool's next spawn waits: a run is in flight, and the spawn has not waited MAX_DEFER_MS yet. */
+function defer(pool: Pool): boolean {
+  const now = performance.now();
+  if (running === 0 || (pool.deferredSince !== undefined && now - pool.deferredSince >= MAX_DEFER_MS)) {
+    pool.deferredSince = undefined;
+    clearTimeout(pool.deferTimer);
+    pool.deferTimer = undefined;
+    deferred.delete(pool);
+    return false;
+  }
+  pool.deferredSince ??= now;
+  deferred.add(pool);
+  if (pool.deferTimer === undefined) {
+    pool.deferTimer = setTimeout(() => {
+      pool.deferTimer = undefined;
+      schedule(pool);
+    }, MAX_DEFER_MS - (now - pool.deferredSince));
+    pool.deferTimer.unref();
+  }
+  return true;
+}
+
+/** Marks a run of this host in flight until the returned function is called: refills wait for none to be. */
+export function runBegins(): () => void {
+  running++;
+  let ended = false;
+  return () => {
+    if (ended) return;
+    ended = true;
+    running--;
+    if (running > 0) return;
+    for (const pool of deferred) schedule(pool);
+  };
+}
+
+/** Starts one pooled carrier; its handshake lets the next boot begin. */
+function boot(pool: Pool): Carrier {
+  const carrier = pool.recipe.create();
+  // A warmUp() caller waits for it: the host must not exit under that await.
+  if (pool.waiters.length === 0) carrier.unref();
+  pool.booting++;
+  carrier.handshake().then(
+    () => {
+      booted.add(carrier);
+    },
+    () => {
+      // Its failure is the next run's to report (it boots its own carrier); the pool stops trying.
+      // A carrier that answered with a bad handshake may still be running: it is ended here.
+      pool.failing = true;
+      const index = pool.idle.indexOf(carrier);
+      if (index !== -1) {
+        pool.idle.splice(index, 1);
+        void carrier.terminate(0);
+      }
+    },
+  ).finally(() => {
+    pool.booting--;
+    schedule(pool);
+  });
+  return carrier;
+}
+
+/** Once the burst that raised the target has left the demand window, the excess is ended. */
+function armShrink(pool: Pool): void {
+  if (pool.shrink !== undefined) return;
+  pool.shrink = setTimeout(() => {
+    pool.shrink = undefined;
+    step(pool);
+  }, DEMAND_WINDOW_MS);
+  pool.shrink.unref();
+}
+
+function settleWaiters(pool: Pool): void {
+  if (pool.waiters.length === 0) return;
+  const ready = pool.idle.filter((carrier) => booted.has(carrier)).length;
+  if (pool.holders.length === 0 || pool.failing || ready >= target(pool)) {
+    for (const carrier of pool.idle) carrier.unref();
+    for (const waiter of pool.waiters.splice(0)) waiter();
+  }
+}
+
+/** For `ptc run`: one carrier booted for this recipe before anything holds its pool. */
+export function prestart(recipe: CarrierRecipe): void {
+  const pool = poolOf(recipe);
+  if (pool.idle.some((carrier) => !carrier.exited)) return;
+  pool.idle.push(boot(pool));
+}
+
+/**
+ * A carrier for one run: a booted one from the pool when there is one (`warm`), else one still
+ * booting, else a new one. Its replacement is not started here: see replenish().
+ */
+export function takeCarrier(recipe: CarrierRecipe): { carrier: Carrier; warm: boolean } {
+  const pool = pools.get(recipe.key);
+  if (pool === undefined) return { carrier: recipe.create(), warm: false };
+  pool.takes.push(performance.now());
+  pool.failing = false;
+  for (let index = pool.idle.length - 1; index >= 0; index--) {
+    if (pool.idle[index]!.exited) pool.idle.splice(index, 1);
+  }
+  const index = pool.idle.findIndex((carrier) => booted.has(carrier));
+  const taken = pool.idle.splice(index === -1 ? 0 : index, 1)[0];
+  if (taken === undefined) return { carrier: recipe.create(), warm: false };
+  taken.ref();
+  return { carrier: taken, warm: booted.has(taken) };
+}
+
+/**
+ * Refills the pool a run took from, once that run has its result: spawning a carrier blocks the
+ * host's event loop for 3 to 10 ms, which the run's own reply would otherwise wait behind.
+ */
+export function replenish(recipe: CarrierRecipe): void {
+  const pool = pools.get(recipe.key);
+  if (pool !== undefined) schedule(pool);
+}
+
+/** Declares a runtime's interest in this recipe's pool; the returned function withdraws it, and ends the pool's carriers when no one else holds it. */
+export function holdPool(recipe: CarrierRecipe, size: PoolSize, graceMs: number): () => Promise<void> {
+  const pool = poolOf(recipe);
+  const held: PoolSize = { min: size.min, max: size.max };
+  pool.holders.push(held);
+  // The first carrier boots now, as the runtime is created: its first run, often made at once,
+  // takes it half-booted rather than boot a second one beside it.
+  if (size.min > 0 && !pool.idle.some((carrier) => !carrier.exited)) pool.idle.push(boot(pool));
+  schedule(pool);
+  let released = false;
+  return async () => {
+    if (released) return;
+    released = true;
+    pool.holders.splice(pool.holders.indexOf(held), 1);
+    if (pool.holders.length > 0) return schedule(pool);
+    if (pools.get(recipe.key) === pool) pools.delete(recipe.key);
+    clearTimeout(pool.shrink);
+    clearTimeout(pool.deferTimer);
+    deferred.delete(pool);
+    settleWaiters(pool);
+    await Promise.all(pool.idle.splice(0).map((carrier) => carrier.terminate(graceMs)));
+  };
+}
+
+/** Resolves once the pool of this recipe holds its target of booted carriers (or nothing holds it, or its carriers fail to boot). */
+export function warmPool(recipe: CarrierRecipe): Promise<void> {
+  const pool = pools.get(recipe.key);
+  if (pool === undefined) return Promise.resolve();
+  return new Promise((resolve) => {
+    pool.waiters.push(resolve);
+    for (const carrier of pool.idle) carrier.ref();
+    schedule(pool);
+  });
+}
+
+// A host that exits normally takes its pooled carriers (and their private temp directories) with
+// it at once rather than leaving them to notice the closed channel.
+process.once('exit', () => {
+  for (const pool of pools.values()) for (const carrier of pool.idle) carrier.killNow();
+});

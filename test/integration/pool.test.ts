@@ -1,0 +1,173 @@
+// The warm pool of booted carriers a runtime keeps ahead of its runs: its replacement is spawned
+// after a run's result, one spawn per event-loop turn, and not while another run awaits its result; it is sized by configuration and by the
+// demand it saw; runtimes with the same carrier shape share it; dispose() drains it; and each result
+// says whether its run took a booted carrier (`warm`).
+// launch: source only (the pool is the host's; the carriers must be this host's children, as the
+// program sees its pid, and the launch does not change what is pooled).
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { createRuntime } from '../../host/index.ts';
+import { childrenOf, createTestRuntime, waitUntil } from '../helpers/runtime.ts';
+
+type TestRuntime = ReturnType<typeof createTestRuntime>;
+
+const run = async (runtime: TestRuntime, request: Record<string, unknown> = {}): Promise<{ pid: number; warm: boolean }> => {
+  const program = request.stateOwner === undefined ? 'return process.pid' : 'process.pid';
+  const result = await runtime.run(runtime.resolve({ program, ...request }));
+  assert.is(result.status, 'ok', JSON.stringify(result));
+  return { pid: (result as { value: number }).value, warm: result.warm };
+};
+const liveChildren = (): number[] => childrenOf(process.pid).filter((child) => child.state !== 'Z').map((child) => child.pid);
+const children = (): string => JSON.stringify(childrenOf(process.pid));
+
+for (const [mode, request, config] of [
+  ['per-call', {}, {}],
+  ['retained', { stateOwner: {} }, { executionMode: 'persistent-in-memory' as const }],
+] as const) {
+  test(`${mode}: the replacement is spawned after the run's result, and the next run gets it`, async () => {
+    const runtime = createTestRuntime({ timeoutMs: 20_000, ...config });
+    try {
+      await runtime.warmUp();
+      const [pooled] = liveChildren();
+      assert.is(liveChildren().length, 1, children());
+      const first = await run(runtime, request);
+      assert.equal(first, { pid: pooled, warm: true });
+      // Right after the result: the taken carrier (ending, for per-call) and no replacement yet.
+      assert.equal(liveChildren().filter((pid) => pid !== first.pid), [], children());
+      await new Promise((resolve) => setImmediate(resolve));
+      const replacement = liveChildren().filter((pid) => pid !== first.pid);
+      assert.is(replacement.length, 1, children());
+      // Another run (for per-call, a new one; for retained, a second owner's first) gets the replacement.
+      assert.is((await run(runtime, mode === 'retained' ? { stateOwner: {} } : {})).pid, replacement[0]);
+      if (mode === 'retained') assert.equal(await run(runtime, request), { pid: first.pid, warm: true });
+    } finally {
+      await runtime.dispose();
+    }
+  });
+}
+
+test('a burst of 20 back-to-back runs takes 20 booted carriers from a pool sized for it, each run its own', async () => {
+  const runtime = createTestRuntime({ timeoutMs: 20_000, pool: { min: 20, max: 20 } });
+  try {
+    await runtime.warmUp();
+    assert.is(liveChildren().length, 20, children());
+    const runs = [];
+    for (let index = 0; index < 20; index++) runs.push(await run(runtime));
+    assert.equal(runs.map((entry) => entry.warm), Array(20).fill(true));
+    assert.is(new Set(runs.map((entry) => entry.pid)).size, 20);
+  } finally {
+    await runtime.dispose();
+  }
+  assert.ok(await waitUntil(() => liveChildren().length === 0, 10_000), `dispose() left ${children()}`);
+});
+
+test('the pool grows to the demand it saw, within its ceiling: after three runs at once, the next three are warm', async () => {
+  const runtime = createTestRuntime({ timeoutMs: 20_000, pool: { min: 1, max: 3 } });
+  try {
+    await runtime.warmUp();
+    assert.is(liveChildren().length, 1, children());
+    // Five at once: one finds the booted carrier, the others boot their own.
+    const first = await Promise.all(Array.from({ length: 5 }, () => run(runtime)));
+    assert.is(first.filter((entry) => entry.warm).length, 1, JSON.stringify(first));
+    await runtime.warmUp();
+    // Five runs were taken, the ceiling is three.
+    assert.is(liveChildren().length, 3, children());
+    const next = await Promise.all(Array.from({ length: 3 }, () => run(runtime)));
+    assert.equal(next.map((entry) => entry.warm), [true, true, true]);
+  } finally {
+    await runtime.dispose();
+  }
+});
+
+test('refills spawn at most one carrier per turn of the event loop', async () => {
+  const runtime = createTestRuntime({ pool: { min: 6, max: 6 } });
+  try {
+    let last = liveChildren().length;
+    let most = 0;
+    while (liveChildren().length < 6) {
+      await new Promise((resolve) => setImmediate(resolve));
+      const now = liveChildren().length;
+      most = Math.max(most, now - last);
+      last = now;
+    }
+    assert.is(most, 1);
+    await runtime.warmUp();
+  } finally {
+    await runtime.dispose();
+  }
+});
+
+test('a refill waits while another run awaits its result, and spawns once none does', async () => {
+  const runtime = createTestRuntime({ timeoutMs: 20_000, pool: { min: 1, max: 1 } });
+  let release!: () => void;
+  let called!: () => void;
+  const calledOnce = new Promise<void>((resolve) => (called = resolve));
+  const held = new Promise<void>((resolve) => (release = resolve));
+  try {
+    await runtime.warmUp();
+    const [pooled] = liveChildren();
+    const holding = runtime.run(runtime.resolve({ program: 'await hold(); return process.pid', bindings: { hold: () => (called(), held) } }));
+    await calledOnce;
+    // The pool is empty: this run boots its own carrier, and its result asks for a refill.
+    const quick = await run(runtime);
+    assert.is(quick.warm, false);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(liveChildren().filter((pid) => pid !== pooled && pid !== quick.pid), [], children());
+    release();
+    const first = await holding;
+    assert.equal([first.status, (first as { value?: number }).value, first.warm], ['ok', pooled, true]);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.is(liveChildren().filter((pid) => pid !== pooled && pid !== quick.pid).length, 1, children());
+  } finally {
+    release();
+    await runtime.dispose();
+  }
+});
+
+test('runtimes whose carriers would be the same share one pool; it drains when the last is disposed', async () => {
+  const one = createTestRuntime({ pool: { min: 2 } });
+  const two = createTestRuntime({ pool: { min: 2 } });
+  try {
+    await Promise.all([one.warmUp(), two.warmUp()]);
+    const pooled = liveChildren();
+    assert.is(pooled.length, 2, children());
+    const taken = await run(two);
+    assert.ok(pooled.includes(taken.pid) && taken.warm, JSON.stringify({ pooled, taken }));
+    await one.dispose();
+    // The other runtime still holds the pool.
+    await two.warmUp();
+    assert.is(liveChildren().filter((pid) => pid !== taken.pid).length, 2, children());
+  } finally {
+    await Promise.all([one.dispose(), two.dispose()]);
+  }
+  assert.ok(await waitUntil(() => liveChildren().length === 0, 10_000), `dispose() left ${children()}`);
+});
+
+test('without a pool every run boots its own carrier and says so', async () => {
+  const runtime = createTestRuntime({ prestartCarrier: false });
+  const retained = createTestRuntime({ prestartCarrier: false, executionMode: 'persistent-in-memory' });
+  try {
+    await Promise.all([runtime.warmUp(), retained.warmUp()]);
+    assert.equal(liveChildren(), [], children());
+    assert.is((await run(runtime)).warm, false);
+    // An owner's first run boots its environment; the next one waits for nothing.
+    const owner = {};
+    assert.is((await run(retained, { stateOwner: owner })).warm, false);
+    assert.is((await run(retained, { stateOwner: owner })).warm, true);
+  } finally {
+    await Promise.all([runtime.dispose(), retained.dispose()]);
+  }
+});
+
+test('pool bounds are checked', () => {
+  const refused = (pool: unknown, message: string) =>
+    assert.throws(() => createRuntime({ pool } as never), (error: Error) => error.message === message, message);
+  refused({ min: 3, max: 2 }, 'ptc config: pool.min (3) must not exceed pool.max (2)');
+  refused({ min: -1 }, 'ptc config: pool.min must be an integer from 0 to 64, got -1');
+  refused({ max: 1.5 }, 'ptc config: pool.max must be an integer from 0 to 64, got 1.5');
+  refused({ max: 65 }, 'ptc config: pool.max must be an integer from 0 to 64, got 65');
+  refused({ size: 2 }, 'ptc config: unknown field "pool.size" (value 2)');
+  refused(4, 'ptc config: pool must be an object { min, max }, got 4');
+});
+
+test.run();
