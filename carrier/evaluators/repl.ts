@@ -65,7 +65,13 @@ export function createNodeReplEvaluator(setup?: ImportSetup): Evaluator {
 
   const context = server.context;
   let importingFile = '';
-  const uninstallImports = setup === undefined ? () => {} : installReplImports(setup, () => importingFile, context);
+  let uninstallImports = (): void => {};
+  try {
+    if (setup !== undefined) uninstallImports = installReplImports(setup, () => importingFile, context);
+  } catch (error) {
+    server.close();
+    throw error;
+  }
   // `_` and `_error` become ordinary globals: nothing sets them and assignments keep their value.
   delete context._;
   delete context._error;

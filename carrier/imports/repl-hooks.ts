@@ -11,7 +11,6 @@
 // global per builtin module (`fs`, `child_process`); with a handler, both ask it first, as
 // `import()` does.
 import module, { builtinModules } from 'node:module';
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { checkDecision, isThenable, type ProgramImportHandler } from './handler.ts';
 import { importAfterEnd } from './late.ts';
 import type { ImportSetup } from '../evaluators/types.ts';
@@ -43,6 +42,8 @@ export function canInterceptReplImports(): boolean {
 
 /** Installs the hooks for one REPL evaluator, whose context is `context`; the returned function removes them and releases its modules. */
 export function installReplImports(setup: ImportSetup, filename: () => string, context: Record<string, unknown>): () => void {
+  // First, so that a loader thread that cannot start leaves nothing installed.
+  if (typeof hooks.registerHooks !== 'function') loaderThread();
   guardRequire(setup.handler, filename, context);
   const exported = new Map<string, object>();
   const thrown = new Map<string, unknown>();
@@ -118,7 +119,6 @@ export function installReplImports(setup: ImportSetup, filename: () => string, c
       return { url: `${SCHEME}throw/${id}`, source: `throw globalThis[Symbol.for(${JSON.stringify(BRIDGE.description)})].thrown(${JSON.stringify(id)});` };
     }
   };
-  loaderThread();
   return () => {
     // module.register cannot be undone: the hook stays and lets everything through.
     answer = undefined;
@@ -129,6 +129,8 @@ export function installReplImports(setup: ImportSetup, filename: () => string, c
 /** The decisions the loader thread asks for, while a REPL evaluator with a handler exists. */
 let answer: ((specifier: string, attributes: Record<string, string>) => Resolution) | undefined;
 let port: MessagePort | undefined;
+// The global, captured before programs run: node:worker_threads would weigh on every REPL carrier.
+const { MessageChannel } = globalThis;
 
 // The hooks module module.register runs on Node's loader thread. It asks about the REPL's imports
 // only, and waits for the answer; the carrier's own imports pass straight through.
@@ -168,14 +170,21 @@ export async function load(url, context, next) {
 function loaderThread(): void {
   if (port !== undefined) return;
   const channel = new MessageChannel();
-  port = channel.port1;
-  port.on('message', ({ id, specifier, attributes }: { id: number; specifier: string; attributes: Record<string, string> }) => {
+  const own = channel.port1;
+  own.on('message', ({ id, specifier, attributes }: { id: number; specifier: string; attributes: Record<string, string> }) => {
     const resolution: Resolution = answer === undefined ? { next: specifier } : answer(specifier, attributes);
-    port!.postMessage({ id, resolution });
+    own.postMessage({ id, resolution });
   });
   // The control channel keeps the carrier alive; the port must not.
-  port.unref();
-  hooks.register!(`data:text/javascript,${encodeURIComponent(LOADER)}`, { data: { port: channel.port2 }, transferList: [channel.port2] });
+  own.unref();
+  try {
+    hooks.register!(`data:text/javascript,${encodeURIComponent(LOADER)}`, { data: { port: channel.port2 }, transferList: [channel.port2] });
+  } catch (error) {
+    own.close();
+    // Node's permission model (the node-permission sandbox) forbids the loader's thread.
+    throw new Error(`an import policy or handler for repl programs on Node ${process.version} needs module.register's loader thread, which could not start: ${(error as Error)?.message}; use the scoped REPL (replScoped: true), another format, Node 22.15 or later, or the bwrap sandbox`, { cause: error });
+  }
+  port = own;
 }
 
 // Names and values are captured once, when the module evaluates; string export names allow any key.
