@@ -183,7 +183,7 @@ async function environmentFor(request: RunRequest): Promise<Environment> {
     await applyImports(request.imports, request.bindings, environment.evaluator.globalObject, environment.imports);
     return environment;
   }
-  const setup = importSetup(request.format, request.imports);
+  const setup = importSetup(request.format, request.imports, request.retain, { current: currentRun, busy: () => active !== undefined && !active.revoked });
   const evaluator = await createEvaluator(request.format, setup);
   saveCompileCache();
   // Before any program runs in it: the realm's plain objects and arrays are lossless data, and its

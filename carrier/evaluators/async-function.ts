@@ -26,7 +26,7 @@ export function compileAsyncFunction(program: string, filename: string, imports?
 /** The async-function evaluator: the carrier's own realm, nothing retained between programs. */
 export function createAsyncFunctionEvaluator(setup?: ImportSetup): Evaluator {
   // The reference's AsyncFunction takes only synchronous decisions.
-  const imports = setup === undefined ? undefined : createScriptImports(setup.handler, undefined, true, 'async-function');
+  const imports = setup === undefined ? undefined : createScriptImports(setup, undefined, true, 'async-function');
   return {
     format: 'async-function',
     globalObject: globalThis as unknown as Record<string, unknown>,

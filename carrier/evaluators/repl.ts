@@ -30,7 +30,7 @@ const ASYNC_PREFIX = '(async function () {\n';
 /** Creates Node's REPL evaluator: one retained context, Node REPL semantics per evaluation. */
 export function createNodeReplEvaluator(setup?: ImportSetup): Evaluator {
   if (setup !== undefined && !canInterceptReplImports()) {
-    throw new Error(`an import policy or handler needs module.registerHooks (Node 22.15 or later) for repl programs; this carrier runs Node ${process.version}`);
+    throw new Error(`an import policy or handler needs module.registerHooks or module.register (Node 20.6 or later) for repl programs; this carrier runs Node ${process.version}`);
   }
   const input = new PassThrough();
   const output = new PassThrough();
@@ -65,7 +65,13 @@ export function createNodeReplEvaluator(setup?: ImportSetup): Evaluator {
 
   const context = server.context;
   let importingFile = '';
-  const uninstallImports = setup === undefined ? () => {} : installReplImports(setup.handler, () => importingFile, context);
+  let uninstallImports = (): void => {};
+  try {
+    if (setup !== undefined) uninstallImports = installReplImports(setup, () => importingFile, context);
+  } catch (error) {
+    server.close();
+    throw error;
+  }
   // `_` and `_error` become ordinary globals: nothing sets them and assignments keep their value.
   delete context._;
   delete context._error;

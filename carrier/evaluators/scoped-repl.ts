@@ -52,7 +52,7 @@ export function createScopedReplEvaluator(options: ScopedReplOptions = {}, setup
   const { context, globalObject } = createProgramContext(options.codeGeneration ?? false);
   const scope = new ScopeChain();
   // The scoped REPL imports as vm-script does: asynchronous decisions are accepted.
-  const imports = setup === undefined ? undefined : createScriptImports(setup.handler, context, false, 'scoped-repl');
+  const imports = setup === undefined ? undefined : createScriptImports(setup, context, false, 'scoped-repl');
   /** The first call's working directory: relative `import()` specifiers resolve from it. */
   let importBase: string | undefined;
   let disposed = false;

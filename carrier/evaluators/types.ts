@@ -10,6 +10,12 @@ export type EvaluatorFormat = 'async-function' | 'vm-script' | 'scoped-repl' | '
 export interface ImportSetup {
   /** The handler in force: the carrier's current one (the policy of the run, then the runner's handler). */
   handler: () => ProgramImportHandler;
+  /** The evaluation the calling code belongs to, while it is the active one; undefined once it ended. */
+  evaluation: () => object | undefined;
+  /** Whether any evaluation is active: the attribution left where the calling code is unknown (Node 20's loader thread). */
+  busy: () => boolean;
+  /** Whether the environment is retained: a late import then rejects; in a temporary one it never settles. */
+  retained: boolean;
 }
 
 export interface EvaluationOptions {

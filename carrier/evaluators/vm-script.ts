@@ -22,7 +22,7 @@ export function createVmScriptEvaluator(setup?: ImportSetup): Evaluator {
   const context = vm.createContext();
   const globalObject = vm.runInContext('globalThis', context) as Record<string, unknown>;
   installNodeGlobals(globalObject);
-  const imports = setup === undefined ? undefined : createScriptImports(setup.handler, context, false, 'vm-script');
+  const imports = setup === undefined ? undefined : createScriptImports(setup, context, false, 'vm-script');
   let disposed = false;
   return {
     format: 'vm-script',

@@ -8,8 +8,16 @@ import { canInterceptScriptImports } from './vm-imports.ts';
 
 let current: ProgramImportHandler | undefined;
 
+/** How the carrier tells which evaluation an import belongs to, for the late-import rule. */
+export interface Evaluations {
+  /** The evaluation the calling code belongs to, while it is the active one. */
+  current(): object | undefined;
+  /** Whether an evaluation is active at all. */
+  busy(): boolean;
+}
+
 /** The import setup a new evaluator for this run needs; undefined when the run has no policy. */
-export function importSetup(format: string, policy: ImportPolicy | undefined): ImportSetup | undefined {
+export function importSetup(format: string, policy: ImportPolicy | undefined, retained: boolean, evaluations: Evaluations): ImportSetup | undefined {
   if (policy === undefined) return undefined;
   if (format !== 'repl' && !canInterceptScriptImports()) {
     throw new Error(`an import policy or handler needs the carrier started with --experimental-vm-modules for ${format} programs (ptc's launches pass it; an independently started carrier must)`);
@@ -19,6 +27,9 @@ export function importSetup(format: string, policy: ImportPolicy | undefined): I
       if (current === undefined) throw new Error('no import handler is in force');
       return current;
     },
+    evaluation: () => evaluations.current(),
+    busy: () => evaluations.busy(),
+    retained,
   };
 }
 

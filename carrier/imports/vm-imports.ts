@@ -9,10 +9,14 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import vm from 'node:vm';
-import { checkDecision, isThenable, type ProgramImportDecision, type ProgramImportHandler } from './handler.ts';
+import { checkDecision, isThenable, type ProgramImportDecision } from './handler.ts';
+import { failedByEnd, guardImport, importAfterEnd, NEVER } from './late.ts';
+import { rejected } from '../intrinsics.ts';
+import type { ImportSetup } from '../evaluators/types.ts';
 
 type DefaultImport = (specifier: string, attributes: Record<string, string>) => Promise<object>;
-type ImportCallback = (specifier: string, script: unknown, attributes: object) => Promise<any>;
+/** A Script's importModuleDynamically callback; `phase` is 'source' for `import.source()` (Node 24 and later). */
+type ImportCallback = (specifier: string, script: unknown, attributes: object, phase?: string) => Promise<any>;
 
 interface VmModules {
   SourceTextModule: typeof vm.SourceTextModule;
@@ -35,7 +39,7 @@ export interface ScriptImports {
  * Import state for one evaluator whose programs run in `context` (undefined: the carrier's own realm,
  * where modules load natively). `synchronous` formats (async-function) reject a handler that returns a Promise.
  */
-export function createScriptImports(handler: () => ProgramImportHandler, context: vm.Context | undefined, synchronous: boolean, format: string): ScriptImports {
+export function createScriptImports(setup: ImportSetup, context: vm.Context | undefined, synchronous: boolean, format: string): ScriptImports {
   const { SourceTextModule, SyntheticModule } = vm as unknown as VmModules;
   const loaders = new Map<string, DefaultImport>();
   let made = new WeakMap<object, vm.SyntheticModule>();
@@ -60,7 +64,12 @@ export function createScriptImports(handler: () => ProgramImportHandler, context
 
   const decide = async (specifier: string, attributes: Record<string, string>, filename: string): Promise<ProgramImportDecision> => {
     if (disposed) throw new Error(`import of ${JSON.stringify(specifier)} after its ${format} environment was released`);
-    const decided = handler()({ specifier, attributes, referrer: filename });
+    // A static import linked after its evaluation ended (the dynamic ones are guarded where they start).
+    if (setup.evaluation() === undefined) {
+      if (!setup.retained) return NEVER;
+      throw importAfterEnd(specifier);
+    }
+    const decided = setup.handler()({ specifier, attributes, referrer: filename });
     if (isThenable(decided) && synchronous) {
       throw new TypeError(`the import handler returned a Promise for ${JSON.stringify(specifier)}; ${format} programs need a synchronous decision`);
     }
@@ -89,7 +98,7 @@ export function createScriptImports(handler: () => ProgramImportHandler, context
     }
     const path = fileURLToPath(url);
     try {
-      const module = new SourceTextModule(readFileSync(path, 'utf8'), {
+      const module: vm.SourceTextModule = new SourceTextModule(readFileSync(path, 'utf8'), {
         identifier: url,
         context,
         initializeImportMeta(meta: Record<string, unknown>) {
@@ -99,8 +108,11 @@ export function createScriptImports(handler: () => ProgramImportHandler, context
           meta.main = false;
           meta.resolve = (specifier: string) => new URL(specifier, url).href;
         },
-        importModuleDynamically: (specifier: string, _module: unknown, attributes: object) => dynamicImport(specifier, attributes, path, url, path),
+        importModuleDynamically: (specifier: string, _module: unknown, attributes: object, phase?: string) => guarded(specifier, attributes, phase, path, url, path),
       } as unknown as vm.SourceTextModuleOptions);
+      // Refused before the handler is asked about any of the module's imports.
+      const sourcePhase = (module as unknown as { moduleRequests?: readonly { specifier: string; phase?: string }[] }).moduleRequests?.find((request) => request.phase === 'source');
+      if (sourcePhase !== undefined) throw sourcePhaseRefused(sourcePhase.specifier, `${url}, an ES module loaded into the ${format} context`);
       files.set(url, { module });
       return module;
     } catch (error) {
@@ -136,14 +148,39 @@ export function createScriptImports(handler: () => ProgramImportHandler, context
         // A module another graph linked and evaluated is done; evaluating it again as a root fails.
         if (module.status === 'errored') throw module.error;
         if (module.status === 'evaluated') return module;
-        if (module.status === 'unlinked') await module.link(linker);
-        await module.evaluate();
+        try {
+          if (module.status === 'unlinked') await module.link(linker);
+          await module.evaluate();
+        } catch (error) {
+          if (failedByEnd(error)) forgetUnfinished();
+          throw error;
+        }
         return module;
       })();
       readying.set(module, pending);
     }
     return pending;
   };
+
+  // A graph that failed because its evaluation ended is loaded again by a later evaluation: its
+  // modules that did not finish evaluating are dropped (new instances next time); the evaluated
+  // ones, and those that failed on their own, stay what they are.
+  const forgetUnfinished = (): void => {
+    for (const [url, entry] of files) {
+      if (!('module' in entry)) continue;
+      const { module } = entry;
+      const finished = module.status === 'evaluated' || module.status === 'evaluating' || (module.status === 'errored' && !failedByEnd(module.error));
+      if (finished) continue;
+      files.delete(url);
+      readying.delete(module);
+    }
+  };
+
+  /** A dynamic import, refused when source-phase, and late when its evaluation has ended or ends first. */
+  function guarded(specifier: string, attributes: object, phase: string | undefined, referrer: string, referrerUrl: string, filename: string): Promise<unknown> {
+    if (phase === 'source') return rejected(sourcePhaseRefused(specifier, `${format} programs`));
+    return guardImport(setup, specifier, () => dynamicImport(specifier, attributes, referrer, referrerUrl, filename));
+  }
 
   async function dynamicImport(specifier: string, attributes: object, referrer: string, referrerUrl: string, filename: string): Promise<unknown> {
     const given = { ...attributes } as Record<string, string>;
@@ -154,7 +191,13 @@ export function createScriptImports(handler: () => ProgramImportHandler, context
     const url = context === undefined ? undefined : esmFile(target, referrerUrl);
     if (url === undefined) return defaultImport(referrer)(target, given);
     if (Object.keys(given).length > 0) throw new TypeError(`import attributes are not supported on ${url}, an ES module loaded into the ${format} context`);
-    return namespaceOf(fileModule(url));
+    try {
+      return await namespaceOf(fileModule(url));
+    } catch (error) {
+      // Another evaluation's graph of this module failed when that evaluation ended: this one loads it anew.
+      if (failedByEnd(error) && setup.evaluation() !== undefined) return namespaceOf(fileModule(url));
+      throw error;
+    }
   }
 
   async function namespaceOf(module: vm.Module): Promise<object> {
@@ -164,7 +207,7 @@ export function createScriptImports(handler: () => ProgramImportHandler, context
   return {
     callback(referrer, filename) {
       const referrerUrl = referrer.startsWith('file:') ? referrer : pathToFileURL(referrer).href;
-      return (specifier, _script, attributes) => dynamicImport(specifier, attributes, referrer, referrerUrl, filename);
+      return (specifier, _script, attributes, phase) => guarded(specifier, attributes, phase, referrer, referrerUrl, filename);
     },
     dispose() {
       disposed = true;
@@ -174,6 +217,11 @@ export function createScriptImports(handler: () => ProgramImportHandler, context
       readying = new WeakMap();
     },
   };
+}
+
+/** The rejection of a source-phase import (`import.source(x)`, `import source x from`), which the handler is never asked about. */
+function sourcePhaseRefused(specifier: string, where: string): TypeError {
+  return new TypeError(`source-phase imports are not supported in ${where}: import source ${JSON.stringify(specifier)}`);
 }
 
 /**
