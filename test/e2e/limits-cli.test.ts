@@ -36,7 +36,7 @@ test('--cpu-time-ms under bwrap: a child process burning CPU fails the run as ti
   assert.match(result.failure.message, /^the program used [\d,]+ ms of CPU time, over its cpuTimeMs budget of 400 ms$/);
   assert.is(result.failure.cpuTimeMs, 400);
   assert.ok(result.failure.cpuUsedMs > 400);
-  assert.equal(result.sandbox, { ...CONFINED, memory: 'none' });
+  assert.equal(result.sandbox, { ...CONFINED, memory: 'none', disk: 'watchdog' });
 });
 
 test('--max-memory-mb under bwrap: native memory growth is worker-exit naming the limit, and the result says what enforced it', () => {
