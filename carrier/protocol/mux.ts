@@ -12,7 +12,7 @@
 // | P    | host -> relay  | empty: keepalive, resets the relay's watchdog                   |
 // | H    | relay -> host  | JSON RelayHello: the relay's revision and Node, once the carrier runs |
 // | O, E | relay -> host  | the carrier's stdout, stderr bytes                             |
-// | X    | relay -> host  | JSON { code, signal }: the carrier exited (last frame)         |
+// | X    | relay -> host  | JSON { code, signal, overLimit? }: the carrier exited (last frame); overLimit: why the relay killed it |
 // | F    | relay -> host  | UTF-8 text: the carrier could not be started, and why (last)   |
 
 /** Largest payload of one frame; writers split longer data, readers refuse more (a broken peer). */
@@ -31,6 +31,8 @@ export interface RelayStart {
   sandbox: RelaySandbox;
   /** The relay kills the carrier when the host sends nothing (not even a keepalive) for this long. */
   watchdogMs: number;
+  /** What the carrier's tree may write to disk, MiB (disk-usage.ts); null or absent for no limit. */
+  maxDiskMb?: number | null;
 }
 
 export type RelaySandbox =

@@ -33,6 +33,10 @@ export const EPERM = 1;
 /** For clone3, whose flags sit in memory a filter cannot read: glibc then falls back to clone. */
 export const ENOSYS = 38;
 
+/** For fallocate: it allocates blocks without writing them, which maxDiskMb's count of storage
+ * writes would not see; glibc's posix_fallocate then writes the blocks instead, which it does see. */
+export const EOPNOTSUPP = 95;
+
 /** The namespace flags of clone(2); unshare and setns are refused whole. */
 export const CLONE_NAMESPACE_FLAGS = 0x00020000 /* NEWNS */ | 0x02000000 /* NEWCGROUP */ | 0x04000000 /* NEWUTS */ | 0x08000000 /* NEWIPC */
   | 0x10000000 /* NEWUSER */ | 0x20000000 /* NEWPID */ | 0x40000000 /* NEWNET */ | 0x00000080 /* NEWTIME */;
@@ -61,7 +65,7 @@ export const DENIED = [
   'create_module', 'get_kernel_syms', 'query_module', 'fanotify_init',
 ] as const;
 
-type Syscall = (typeof DENIED)[number] | 'clone' | 'clone3' | 'personality';
+type Syscall = (typeof DENIED)[number] | 'clone' | 'clone3' | 'personality' | 'fallocate';
 
 export interface SeccompArch {
   /** AUDIT_ARCH_* of <linux/audit.h>: what the kernel reports for a call made under this ABI. */
@@ -84,7 +88,7 @@ export const ARCHES: Record<string, SeccompArch> = {
       kcmp: 312, kexec_load: 246, kexec_file_load: 320, init_module: 175, finit_module: 313, delete_module: 176, reboot: 169, swapon: 167,
       swapoff: 168, acct: 163, syslog: 103, iopl: 172, ioperm: 173, open_by_handle_at: 304, quotactl: 179, quotactl_fd: 443, lookup_dcookie: 212,
       vhangup: 153, nfsservctl: 180, uselib: 134, _sysctl: 156, create_module: 174, get_kernel_syms: 177, query_module: 178, fanotify_init: 300,
-      shmget: 29, shmat: 30, clone: 56, clone3: 435, personality: 135,
+      shmget: 29, shmat: 30, clone: 56, clone3: 435, personality: 135, fallocate: 285,
     },
   },
   arm64: {
@@ -95,7 +99,7 @@ export const ARCHES: Record<string, SeccompArch> = {
       userfaultfd: 282, io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, ptrace: 117, process_vm_writev: 271, pidfd_getfd: 438,
       kcmp: 272, kexec_load: 104, kexec_file_load: 294, init_module: 105, finit_module: 273, delete_module: 106, reboot: 142, swapon: 224,
       swapoff: 225, acct: 89, syslog: 116, open_by_handle_at: 265, quotactl: 60, quotactl_fd: 443, lookup_dcookie: 18, vhangup: 58,
-      nfsservctl: 42, fanotify_init: 262, shmget: 194, shmat: 196, clone: 220, clone3: 435, personality: 92,
+      nfsservctl: 42, fanotify_init: 262, shmget: 194, shmat: 196, clone: 220, clone3: 435, personality: 92, fallocate: 47,
     },
   },
 };
@@ -148,6 +152,7 @@ function section(table: SeccompArch): Instruction[] {
     if (nr !== undefined) program.push(jump(BPF_JEQ_K, nr, 0, 1), ret(RET_ERRNO | EPERM));
   }
   program.push(jump(BPF_JEQ_K, numbers.clone3!, 0, 1), ret(RET_ERRNO | ENOSYS));
+  program.push(jump(BPF_JEQ_K, numbers.fallocate!, 0, 1), ret(RET_ERRNO | EOPNOTSUPP));
   // Each argument check ends in a return of its own: the accumulator no longer holds the number.
   program.push(
     jump(BPF_JEQ_K, numbers.clone!, 0, 4),

@@ -23,6 +23,8 @@ export interface CarrierLaunch {
   cwd: string;
   /** The carrier's private temp directory, removed by the relay once the carrier is gone. */
   privateTmp: string | undefined;
+  /** The directories the program may write here (for the disk watch). */
+  writable: string[];
   /** bubblewrap's seccomp filter, handed over on SECCOMP_FD (protocol/seccomp-fd.ts). */
   seccompFilter?: Uint8Array;
   /** The bootstrap's bytes, for the relay to write to the carrier's SOURCE_FD and close. */
@@ -64,7 +66,7 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string, source?: 
   const entry = script === undefined ? ['-e', SOURCE_LOADER] : [script];
   const sandbox = spec.sandbox;
   const carried = source === undefined ? {} : { source };
-  if (sandbox.backend === 'none') return { executable: node, args: [heap, vmModules, ...entry], env, cwd, privateTmp: undefined, ...carried };
+  if (sandbox.backend === 'none') return { executable: node, args: [heap, vmModules, ...entry], env, cwd, privateTmp: undefined, writable: [], ...carried };
 
   const policy: ConfinedPolicy = {
     mode: sandbox.mode,
@@ -83,11 +85,11 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string, source?: 
   const launchPaths = script === undefined ? [realNode] : [realNode, script];
   if (sandbox.backend === 'node-permission') {
     const readable = readableRoots({ hidden: shared, exposed: [...writable, policy.workspaceRoot, cwd, ...launchPaths] });
-    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readable, { allowNet: sandbox.allowNet === true }), heap, vmModules, ...entry], env, cwd, privateTmp, ...carried };
+    return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readable, { allowNet: sandbox.allowNet === true }), heap, vmModules, ...entry], env, cwd, privateTmp, writable, ...carried };
   }
   const hidden = shared.filter((path) => !within(path, '/tmp') && path === realpathSync(path));
   const args = [...bwrapArgs(policy, { privateTmp, launchPaths, cwd, hidden, ...resolverLayout(policy) }), '--', realNode, heap, vmModules, ...entry];
-  return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp, seccompFilter: filter, ...carried };
+  return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp, writable, seccompFilter: filter, ...carried };
 }
 
 function realDirectory(path: string, what: string): string {

@@ -17,11 +17,14 @@ import { pipeDrainer } from '../protocol/pipe-drain.ts';
 import { filterStdio, sendFilter } from '../protocol/seccomp-fd.ts';
 import { carrierLaunch, SOURCE_FD, sourceOf, type CarrierLaunch } from './launch.ts';
 import { sweepHostDirectoriesSync } from '../protocol/host-temp.ts';
+import { DiskWatch, diskMessage, ioAccountingAvailable, ramBackedDirectories } from '../protocol/disk-usage.ts';
 
 /** Exit status of a relay that could not do its job; the host reads the reason from its F frame or stderr. */
 const RELAY_FAILED = 70;
 /** How long the carrier's pipes may stay open after it exited before the relay reports the exit anyway. */
 const EXIT_DRAIN_MS = 2_000;
+/** Control bytes from the carrier take a fresh disk sample first unless one is this recent (ms): output is many small frames. */
+const CONTROL_SAMPLE_MS = 5;
 
 /** Serves one carrier over this process's stdin and stdout, then exits. The carrier runs the bytes
  * this relay runs from when its module came from a data: URL (`moduleUrl`), else the file at `bootstrapPath`. */
@@ -33,11 +36,15 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
   let finished = false;
   let watchdog: NodeJS.Timeout | undefined;
   let watchdogMs = 0;
+  let disk: DiskWatch | undefined;
+  /** Why this relay killed the carrier for a limit: told to the host in the X frame. */
+  let overLimit: string | undefined;
 
   const finish = (type: 'X' | 'F', payload: string): void => {
     if (finished) return;
     finished = true;
     clearTimeout(watchdog);
+    disk?.stop();
     try {
       if (launch?.privateTmp !== undefined) removeTreeSync(launch.privateTmp);
     } catch {
@@ -63,6 +70,10 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
   const start = (spec: RelayStart): void => {
     watchdogMs = spec.watchdogMs;
     armWatchdog();
+    const diskMb = spec.maxDiskMb ?? null;
+    if (diskMb !== null && (!Number.isSafeInteger(diskMb) || diskMb <= 0)) return fail(`invalid start frame: maxDiskMb ${JSON.stringify(diskMb)}`);
+    // Fail closed: a limit the host was promised must not silently go unwatched here.
+    if (diskMb !== null && !ioAccountingAvailable()) return fail(`maxDiskMb (${diskMb} MiB) cannot be enforced on ${process.platform}: there is no /proc/<pid>/io to measure what the carrier's process tree writes (set maxDiskMb: null for none)`);
     // What relays killed with -9 left here: they cannot remove it themselves.
     sweepHostDirectoriesSync();
     try {
@@ -78,6 +89,12 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
     const started = spawn(launch.executable, launch.args, { cwd: launch.cwd, env: launch.env, stdio, ...treeSpawnOptions(), windowsHide: true });
     sendFilter(started, launch.seccompFilter);
     child = started;
+    if (diskMb !== null && started.pid !== undefined) {
+      disk = new DiskWatch(started.pid, diskMb * 1024 * 1024, ramBackedDirectories(launch.writable), (usage) => {
+        overLimit = diskMessage(diskMb, usage);
+        killChildTree(started);
+      });
+    }
     if (launch.source !== undefined) {
       const sourcePipe = (started.stdio as unknown as Socket[])[SOURCE_FD]!;
       // A carrier that dies before reading it all closes the pipe: its exit is what gets reported.
@@ -101,6 +118,9 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
     const drainStdio = [pipeDrainer(stdout), pipeDrainer(stderr)];
     const forwards = [forward('O'), forward('E')];
     control.on('data', (chunk: Buffer) => {
+      // The carrier's completion must not reach the host ahead of a look at what the tree wrote,
+      // or a fill finished between two samples would end ok.
+      if (disk?.sampleIfOlder(CONTROL_SAMPLE_MS) === true) return;
       // Bytes a child process wrote before the carrier sent this are already in the stdio pipes:
       // they go first, so the host sees them in the order they were written.
       drainStdio.forEach((drain, index) => drain(forwards[index]!));
@@ -109,12 +129,13 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
     control.on('error', () => {});
     // The carrier closed its control channel: the host learns it as it would from a local pipe.
     control.once('end', () => out('C'));
-    started.once('close', (code, signal) => finish('X', JSON.stringify({ code, signal })));
+    const exit = (code: number | null, signal: NodeJS.Signals | null): string => JSON.stringify({ code, signal, ...(overLimit === undefined ? {} : { overLimit }) });
+    started.once('close', (code, signal) => finish('X', exit(code, signal)));
     started.once('exit', (code, signal) => {
       // What the program left running in the carrier's group goes with it, as the host does locally.
       killChildTree(started);
       // A descendant that escaped the kill can hold the pipes open; the exit status is what counts.
-      setTimeout(() => finish('X', JSON.stringify({ code, signal })), EXIT_DRAIN_MS).unref();
+      setTimeout(() => finish('X', exit(code, signal)), EXIT_DRAIN_MS).unref();
     });
     toCarrier = (chunk) => {
       if (control.writable) control.write(chunk);

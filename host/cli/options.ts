@@ -26,6 +26,7 @@ export const LIMIT_FLAGS = {
   'max-old-generation-size-mb': 'maxOldGenerationSizeMb',
   'cpu-time-ms': 'cpuTimeMs',
   'max-memory-mb': 'maxMemoryMb',
+  'max-disk-mb': 'maxDiskMb',
   'max-message-bytes': 'maxMessageBytes',
   'max-pending-calls': 'maxPendingCalls',
   'grace-ms': 'graceMs',
@@ -79,6 +80,7 @@ export function sandboxOptions(command: Argv): Argv {
 const LIMIT_MEANINGS: Partial<Record<string, string>> = {
   cpuTimeMs: 'CPU time of one run, the carrier and every process it starts; over it the run fails as timeout',
   maxMemoryMb: 'resident memory of the carrier and every process it starts, plus the tmpfs and memfd files they hold, in MiB (at least 64); over it the run fails as worker-exit',
+  maxDiskMb: 'what the carrier and every process it starts write to disk, in MiB (default 1024; null in --config for none); over it the run fails as worker-exit',
 };
 
 /**

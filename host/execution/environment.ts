@@ -16,13 +16,15 @@ import { stripTypes } from './typescript.ts';
 import { discardedExpressionHint } from './completion-hint.ts';
 import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
-import { cpuMessage, ResourceGuard, type CpuOverrun, type MemoryEnforcement } from '../worker/resources/index.ts';
+import { cpuMessage, ResourceGuard, type CpuOverrun, type DiskEnforcement, type MemoryEnforcement } from '../worker/resources/index.ts';
 
 /** The confinement a run had, and whether the program met a denial (independent of its outcome). */
 export interface SandboxReport extends SandboxSetup {
   denied: boolean;
   /** What bounds the memory of the carrier's process tree (maxMemoryMb): none when nothing does. */
   memory: MemoryEnforcement;
+  /** What bounds the disk use of the carrier's process tree (maxDiskMb): none when nothing does. */
+  disk: DiskEnforcement;
 }
 
 /** What a retained run says about the environment it ran in. */
@@ -86,6 +88,7 @@ export class Environment {
   readonly report: SandboxSetup;
   readonly #config: ResolvedConfig;
   readonly #resources: ResourceGuard;
+  readonly #disk: DiskEnforcement;
   /** Images registered with this process; they stay valid while it lives (the reference's rule). */
   readonly #images = new Map<string, ImageDescriptor>();
   #hooks: RunHooks | undefined;
@@ -109,10 +112,14 @@ export class Environment {
     // the memory limit the watchdog kills the tree; the exit that follows says why (overLimit).
     // An idle environment is lost at that moment, so a run that starts before the exit arrives
     // does not land in a dying process.
-    this.#resources = new ResourceGuard(carrier.pid, config.maxMemoryMb, () => {
+    // A remote carrier's tree is on its machine: its relay watches the disk there.
+    const remote = report.location === 'remote';
+    const limits = { maxMemoryMb: config.maxMemoryMb, maxDiskMb: remote ? null : config.maxDiskMb, writable: carrier.writable };
+    this.#resources = new ResourceGuard(carrier.pid, limits, () => {
       if (this.#hooks) carrier.connection.kill();
-      else this.#loseIdle(overLimit(this.#resources)!);
+      else this.#loseIdle(`${this.#resources.overLimit()!.message} while idle`);
     });
+    this.#disk = remote ? (config.maxDiskMb === null ? 'none' : 'watchdog') : this.#resources.disk;
     carrier.attach({
       onProtocolError: (message, betweenRuns) => (this.#hooks && !betweenRuns ? this.#hooks.protocol(message) : this.#loseIdle(`protocol failure while idle: ${message}`)),
       onSpawnError: (message) => {
@@ -123,7 +130,7 @@ export class Environment {
       onExit: (code, signal) => {
         this.#exit = { code, signal };
         if (this.#hooks) this.#hooks.exited(code, signal);
-        else this.#lost ??= overLimit(this.#resources) ?? `its process ${describeHow(code, signal)} while idle${tail(carrier.stderrTail)}`;
+        else this.#lost ??= idle(this.#overLimit()) ?? `its process ${describeHow(code, signal)} while idle${tail(carrier.stderrTail)}`;
       },
       // Idle stdout is discarded; stderr is kept by the carrier as the bounded tail.
       onStdio: (text) => this.#hooks?.stdio(text),
@@ -189,7 +196,7 @@ export class Environment {
   async run(execution: Execution, initializer?: string): Promise<{ result: RunResult; usable: boolean }> {
     const config = this.#config;
     const ledger = new OutputLedger(config.maxOutputBytes);
-    const sandbox: SandboxReport = { ...this.report, denied: false, memory: this.#resources.memory };
+    const sandbox: SandboxReport = { ...this.report, denied: false, memory: this.#resources.memory, disk: this.#disk };
     const warm = this.#warm;
     this.#warm = true;
     const failed = (failure: Failure, ledger: OutputLedger, sandbox: SandboxReport): RunResult => ({ ...failedResult(failure, ledger, sandbox), warm });
@@ -351,6 +358,11 @@ export class Environment {
     await stopped;
     const late = failure === undefined ? resources?.check() : undefined;
     if (late !== undefined) overrun(late);
+    // A fill that finished between two samples of the disk watch is caught here, before an ok.
+    if (failure === undefined && this.#resources.checkDisk()) {
+      const over = this.#resources.overLimit()!;
+      stop({ kind: 'worker-exit', exitCode: null, signal: null, ...over });
+    }
     resources?.stop();
     clearTimeout(timer);
     execution.signal?.removeEventListener('abort', onAbort);
@@ -391,8 +403,8 @@ export class Environment {
       const exit = this.#exit;
       if (failure.kind === 'worker-exit' && exit !== undefined && failure.message === '') {
         Object.assign(failure, describeExit(exit.code, exit.signal, this.carrier.stderrTail));
-        const over = this.#resources.overLimit();
-        if (over !== undefined) Object.assign(failure, { message: over, maxMemoryMb: config.maxMemoryMb! });
+        const over = this.#overLimit();
+        if (over !== undefined) Object.assign(failure, over);
       } else if (failure.message === CONTROL_LOST && exit !== undefined) {
         // The transport diagnostic stays; the exit status is what was observed after the kill.
         Object.assign(failure, { exitCode: exit.code, signal: exit.signal, stderrTail: this.carrier.stderrTail });
@@ -412,6 +424,13 @@ export class Environment {
       }
     }
     return { result, usable };
+  }
+
+  /** Why the tree died for a limit: this host's watch, or the relay's for a remote carrier. */
+  #overLimit(): { message: string; maxMemoryMb?: number; maxDiskMb?: number } | undefined {
+    const remote = this.carrier.connection.overLimit?.();
+    if (remote !== undefined) return { message: remote, maxDiskMb: this.#config.maxDiskMb! };
+    return this.#resources.overLimit();
   }
 
   /** Asks the carrier to stop the run; true when it acknowledged within stopGraceMs. */
@@ -491,9 +510,8 @@ function overrunFailure(over: CpuOverrun): Failure {
   return { kind: 'timeout', message: cpuMessage(over.usedMs, over.budgetMs), cpuTimeMs: over.budgetMs, cpuUsedMs: over.usedMs };
 }
 
-function overLimit(resources: ResourceGuard): string | undefined {
-  const reason = resources.overLimit();
-  return reason === undefined ? undefined : `${reason} while idle`;
+function idle(over: { message: string } | undefined): string | undefined {
+  return over === undefined ? undefined : `${over.message} while idle`;
 }
 
 function outputLimit(limit: number, what = 'captured output'): Failure {
@@ -516,12 +534,12 @@ function describeExit(code: number | null, signal: NodeJS.Signals | null, stderr
 
 /** The result of a run whose signal was aborted before it was admitted: no process is started. */
 export function abortedBeforeStart(reason: unknown): RunResult {
-  return { status: 'failed', failure: abortFailure(reason), output: [], sandbox: { ...UNCONFINED, denied: false, memory: 'none' }, warm: false };
+  return { status: 'failed', failure: abortFailure(reason), output: [], sandbox: { ...UNCONFINED, denied: false, memory: 'none', disk: 'none' }, warm: false };
 }
 
 /** The result of a run whose required confinement cannot be had: it never runs unconfined. */
 export function sandboxUnavailable(message: string, report: SandboxSetup): RunResult {
-  return { status: 'failed', failure: { kind: 'sandbox-unavailable', message }, output: [], sandbox: { ...report, denied: false, memory: 'none' }, warm: false };
+  return { status: 'failed', failure: { kind: 'sandbox-unavailable', message }, output: [], sandbox: { ...report, denied: false, memory: 'none', disk: 'none' }, warm: false };
 }
 
 function failedResult(failure: Failure, ledger: OutputLedger, sandbox: SandboxReport): Omit<Extract<RunResult, { status: 'failed' }>, 'warm'> {

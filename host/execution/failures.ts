@@ -30,6 +30,8 @@ export interface Failure {
   cpuUsedMs?: number;
   /** worker-exit over the memory limit: the limit, in MiB. */
   maxMemoryMb?: number;
+  /** worker-exit over the disk limit: the limit, in MiB. */
+  maxDiskMb?: number;
   /** worker-exit: how the carrier ended and the end of its stderr. */
   exitCode?: number | null;
   signal?: string | null;

@@ -18,6 +18,8 @@ export interface ResolvedConfig {
   cpuTimeMs: number | null;
   /** Resident memory limit of a carrier's process tree, MiB; null for none. */
   maxMemoryMb: number | null;
+  /** What the carrier's tree may write to disk, MiB; null for no limit. */
+  maxDiskMb: number | null;
   maxMessageBytes: number;
   maxPendingCalls: number;
   stopGraceMs: number;

@@ -8,7 +8,7 @@ import { checkPolicyShape, resolveSandboxOptions, SANDBOX_MODES, type SandboxOpt
 import type { LaunchConfig } from '../worker/launch.ts';
 import type { ExecutionMode, ResolvedConfig } from '../execution/settings.ts';
 import { show } from '../execution/show.ts';
-import { resourceLimit } from './resource-limits.ts';
+import { diskLimit, resourceLimit } from './resource-limits.ts';
 import { resolveImports, type ImportsConfig } from './imports-config.ts';
 
 export type { ExecutionMode, LaunchConfig, ResolvedConfig };
@@ -33,6 +33,8 @@ export interface RuntimeConfig {
   cpuTimeMs?: number | null;
   /** Resident memory of the carrier's whole process tree, MiB (a cgroup where the host can make one, else a /proc watchdog). Linux, local carriers. @default null (none) */
   maxMemoryMb?: number | null;
+  /** What the carrier's whole process tree may write to disk over its life, MiB: bytes written to storage, plus the growth of writable directories on a RAM file system; over it the tree is killed (worker-exit). Watched by the host, or by the relay for a remote carrier; Linux. null for none. @default 1024 */
+  maxDiskMb?: number | null;
   /** Limit for one control message, outstanding binding-argument bytes and queued writes. @default 134217728 */
   maxMessageBytes?: number;
   /** Simultaneous binding calls. @default 128 */
@@ -71,7 +73,7 @@ export const DEFAULT_POOL = Object.freeze({ min: 1, max: 4 });
 /** More idle carriers than this in one pool would be a configuration mistake (each is a Node process). */
 const MAX_POOL = 64;
 
-export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'cpuTimeMs' | 'maxMemoryMb' | 'idleTimeoutMs' | 'maxRetainedEnvironments' | 'imports' | 'pool'> = {
+export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'cpuTimeMs' | 'maxMemoryMb' | 'maxDiskMb' | 'idleTimeoutMs' | 'maxRetainedEnvironments' | 'imports' | 'pool'> = {
   executionMode: 'per-call',
   scriptPersistence: false,
   replScoped: false,
@@ -92,7 +94,7 @@ export const MAX_TIMER_MS = 2_147_483_647;
 
 const EXECUTION_MODES: readonly string[] = ['per-call', 'vm-script', 'persistent-in-memory'];
 // The resource and retention limits have no default (none means unlimited), so they are not in DEFAULTS.
-const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy', 'cpuTimeMs', 'maxMemoryMb', 'idleTimeoutMs', 'maxRetainedEnvironments', 'imports', 'pool']);
+const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy', 'cpuTimeMs', 'maxMemoryMb', 'maxDiskMb', 'idleTimeoutMs', 'maxRetainedEnvironments', 'imports', 'pool']);
 
 /** Validates a configuration object and fills defaults; throws TypeError/RangeError naming the field. */
 export function resolveConfig(input: unknown): ResolvedConfig {
@@ -132,6 +134,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     graceMs: timerDelay(config, 'graceMs', 0),
     cpuTimeMs: resourceLimit(config.cpuTimeMs, 'cpuTimeMs', 'ptc config', launch),
     maxMemoryMb: resourceLimit(config.maxMemoryMb, 'maxMemoryMb', 'ptc config', launch),
+    maxDiskMb: diskLimit(config.maxDiskMb, 'ptc config', launch),
     launch,
     prestartCarrier: boolean(config, 'prestartCarrier'),
     discovery: boolean(config, 'discovery'),

@@ -1,8 +1,10 @@
-// cpuTimeMs and maxMemoryMb: checked here for the configuration and for a request. Both are
-// measured on this machine, from /proc (and a cgroup where there is one), so they need Linux and
-// a carrier on this machine: the host cannot see the process tree of a carrier behind ssh or a
-// command prefix, and refuses the combination instead of pretending to bound it.
+// cpuTimeMs, maxMemoryMb and maxDiskMb: checked here for the configuration and for a request. The
+// first two are measured on this machine, from /proc (and a cgroup where there is one), so they
+// need Linux and a carrier on this machine: the host cannot see the process tree of a carrier
+// behind ssh or a command prefix, and refuses the combination instead of pretending to bound it.
+// maxDiskMb is watched where the tree is: by the host, or by the relay on the far side.
 import { procAvailable } from '../worker/resources/index.ts';
+import { ioAccountingAvailable } from '../../carrier/protocol/disk-usage.ts';
 import { isRemoteLaunch, type LaunchConfig } from '../worker/launch.ts';
 import { show } from '../execution/show.ts';
 
@@ -23,6 +25,33 @@ export function resourceLimit(value: unknown, field: 'cpuTimeMs' | 'maxMemoryMb'
   }
   if (!procAvailable()) {
     throw new RangeError(`${where}: ${field} needs Linux's /proc to measure the carrier's process tree, which this ${process.platform} machine does not have`);
+  }
+  return value;
+}
+
+/**
+ * A gibibyte: far above what a program for an agent writes (reports, tables, a downloaded file or
+ * two), far below the free space of the machines it runs on, and reached at disk speed within
+ * seconds, well inside the default deadline (timeoutMs 120 s), in which a program could otherwise
+ * fill a disk of a hundred gigabytes and more.
+ */
+export const DEFAULT_DISK_MB = 1024;
+
+/**
+ * maxDiskMb: a positive integer, null for none, or undefined for DEFAULT_DISK_MB. The disk use of
+ * a local carrier is watched through /proc/<pid>/io; where this machine has none, an explicit
+ * limit is refused and the default is none (the report says `disk: 'none'`). A remote carrier's
+ * relay watches its own machine and refuses to start where it cannot.
+ */
+export function diskLimit(value: unknown, where: string, launch: LaunchConfig | undefined): number | null {
+  if (value === null) return null;
+  const remote = isRemoteLaunch(launch);
+  if (value === undefined) return remote || ioAccountingAvailable() ? DEFAULT_DISK_MB : null;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw new RangeError(`${where}: maxDiskMb must be a positive integer or null for none, got ${show(value)}`);
+  }
+  if (!remote && !ioAccountingAvailable()) {
+    throw new RangeError(`${where}: maxDiskMb needs Linux's /proc/<pid>/io to measure what the carrier's process tree writes, which this ${process.platform} machine does not have (set maxDiskMb: null for none)`);
   }
   return value;
 }

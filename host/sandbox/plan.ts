@@ -54,9 +54,21 @@ export async function planSandbox(policy: ResolvedPolicy, input: SandboxOptions 
     return { unavailable: why.join('; ') };
   }
   if (typeof flag !== 'string') return { unavailable: why.join('; ') };
-  const plan: SandboxPlan = { backend: 'node-permission', enforcement: 'partial', policy, permissionFlag: flag, governsNetwork: permissionGovernsNetwork(options.carrierNodeVersion) };
+  const governsNetwork = permissionGovernsNetwork(options.carrierNodeVersion);
+  // auto must not trade a closed network for an open one behind the caller's back; naming the
+  // backend (or require "none") accepts it, and the report then says network: true.
+  if (backend === 'auto' && !governsNetwork && policy.network === false && require !== 'none') {
+    why.push(networkNotHeld(options.carrierNodeVersion));
+    return { unavailable: why.join('; ') };
+  }
+  const plan: SandboxPlan = { backend: 'node-permission', enforcement: 'partial', policy, permissionFlag: flag, governsNetwork };
   if (bwrapReason !== undefined) plan.bwrapUnavailable = bwrapReason;
   return plan;
+}
+
+/** Why auto does not fall back to node-permission for a policy without network on this Node. */
+export function networkNotHeld(nodeVersion: string): string {
+  return `the permission model of Node ${nodeVersion} (backend "node-permission") cannot refuse the network (Node 25 or later can), and the policy has network: false; set backend "node-permission" to run there with the network open (the report then says network: true)`;
 }
 
 function satisfies(given: Enforcement, required: Enforcement): boolean {

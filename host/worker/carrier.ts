@@ -51,6 +51,8 @@ export interface CarrierOptions {
   signalAsExitCode?: boolean;
   /** The carrier's network allowlist proxy, whose counts each run reports. */
   network?: NetworkSession;
+  /** The directories the program may write on this machine (the workspace, writable roots, its private temp directory). */
+  writable?: readonly string[];
 }
 
 /** Carriers being terminated. A per-call result does not wait for the end of its carrier, so a
@@ -71,6 +73,7 @@ type EarlyEvent =
 export class Carrier {
   readonly connection: CarrierConnection;
   readonly network: NetworkSession | undefined;
+  readonly writable: readonly string[];
   #events: CarrierEvents | undefined;
   readonly #early: EarlyEvent[] = [];
   readonly #control: Duplex;
@@ -96,9 +99,10 @@ export class Carrier {
   #stderrTail = '';
   readonly #settled: Promise<void>;
 
-  constructor({ connection, maxMessageBytes, events, cleanup, cleanupSync, signalAsExitCode = false, network }: CarrierOptions) {
+  constructor({ connection, maxMessageBytes, events, cleanup, cleanupSync, signalAsExitCode = false, network, writable = [] }: CarrierOptions) {
     this.connection = connection;
     this.network = network;
+    this.writable = writable;
     this.#events = events;
     this.#maxQueued = maxMessageBytes;
     this.#cleanup = cleanup;

@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import type { RelayStart, RelaySandbox } from '../../carrier/protocol/mux.ts';
 import { importFiles, type ImportPolicy } from '../../carrier/protocol/imports.ts';
+import { writablePaths } from '../../carrier/protocol/bwrap.ts';
 import { isRemoteLaunch, launchCommand, type LaunchCommand, type LaunchConfig, type RemoteLaunch } from './launch.ts';
 import {
   emptyNetworkReport, networkRules, planSandbox, resolvePolicy, setupReport, wrapLaunch, type ResolvedPolicy, type SandboxOptions, type SandboxPlan, type SandboxPolicy, type SandboxSetup,
@@ -21,6 +22,8 @@ export interface CarrierSettings {
   launch: LaunchConfig | undefined;
   maxOldGenerationSizeMb: number;
   maxMessageBytes: number;
+  /** Watched on the far side for a remote carrier (the relay); null for none. */
+  maxDiskMb: number | null;
   sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
   /** The import policy: the files it maps are made readable inside the sandbox. */
   imports?: ImportPolicy;
@@ -64,6 +67,7 @@ export async function confine(config: CarrierSettings, policy: SandboxPolicy, cw
           maxMessageBytes: config.maxMessageBytes,
           cleanup: wrapped.cleanup,
           signalAsExitCode: plan.backend === 'bwrap',
+          writable: [...writablePaths(resolved), ...(wrapped.privateTmp === undefined ? [] : [wrapped.privateTmp])],
           ...(wrapped.privateTmp !== undefined ? { cleanupSync: wrapped.cleanupSync } : {}),
           ...(wrapped.network !== undefined ? { network: wrapped.network } : {}),
         });
@@ -134,7 +138,7 @@ async function confineRemote(config: CarrierSettings, launch: RemoteLaunch, poli
   }
   const plan = await planSandbox(resolved, { ...config.sandbox, carrierNodeVersion: facts.node }, facts);
   if ('unavailable' in plan) return { unavailable: `on the far side (${target.describe}): ${plan.unavailable}`, report: unconfined };
-  const start: RelayStart = { heapMb: config.maxOldGenerationSizeMb, cwd: resolved.workspaceRoot, sandbox: relaySandbox(plan), watchdogMs: RELAY_WATCHDOG_MS };
+  const start: RelayStart = { heapMb: config.maxOldGenerationSizeMb, cwd: resolved.workspaceRoot, sandbox: relaySandbox(plan), watchdogMs: RELAY_WATCHDOG_MS, maxDiskMb: config.maxDiskMb };
   return {
     recipe: {
       key: JSON.stringify(['remote', id, config.maxMessageBytes, start]),

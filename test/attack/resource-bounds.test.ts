@@ -5,7 +5,8 @@
 // must now be refused (EROFS, ENOSPC, no user namespace) or killed naming maxMemoryMb; nothing it
 // made outlives the run. The fills are done by child processes (sh, dd, python3), as a program
 // reaching raw syscalls would.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, statfsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -19,14 +20,15 @@ const MARKER = `ptc-bounds-${process.pid}`;
 
 test.after(() => removeReachableBinary());
 
-/** Runs `program` through dist/ptc under `backend` as `user`, with `flags`. */
-async function run(user: TestUser, program: string, flags: string[] = ['--max-memory-mb', String(LIMIT_MB)], backend: 'bwrap' | 'node-permission' = 'bwrap'): Promise<Record<string, any>> {
-  const directory = ownedDirectory(user, 'ptc-bounds-');
+/** Runs `program` through dist/ptc under `backend` as `user`, with `flags`, in a workspace under `base`; `after` sees the workspace before it is removed. */
+async function run(user: TestUser, program: string, flags: string[] = ['--max-memory-mb', String(LIMIT_MB)], backend: 'bwrap' | 'node-permission' = 'bwrap', base = '/tmp', after?: (workspace: string) => void): Promise<Record<string, any>> {
+  const directory = ownedDirectory(user, 'ptc-bounds-', base);
   try {
     const file = join(directory.path, 'program.ts');
     writeFileSync(file, program, { mode: 0o644 });
     const finished = await runAs(user, [binaryFor(user), 'run', '--json', '--sandbox-backend', backend, '--require-enforcement', backend === 'bwrap' ? 'full' : 'partial', ...flags, file], { cwd: directory.path });
     assert.ok(finished.stdout.trim() !== '', `no result: ${finished.stderr}`);
+    after?.(directory.path);
     return JSON.parse(finished.stdout) as Record<string, any>;
   } finally {
     directory.remove();
@@ -69,6 +71,72 @@ else:
     print("held", flush=True)`)}, ${JSON.stringify(MARKER)}], { encoding: 'utf8' }).trim();`;
 
 const MIB = 1024 * 1024;
+
+// maxDiskMb. A workspace on storage (/var/tmp, on the root file system) is counted by the tree's
+// storage writes, one on a RAM file system (/dev/shm, as /tmp is on many machines) by walking it.
+const DISK_MB = 64;
+const DISK_FLAGS = ['--max-disk-mb', String(DISK_MB)];
+const STORAGE = '/var/tmp';
+const RAM = ramBase();
+
+/** A RAM file system every test user can make a workspace in: a tmpfs of the suite's own where it can mount one (root), else /tmp when that is one. */
+function ramBase(): string | undefined {
+  if (process.getuid?.() === 0) {
+    const point = mkdtempSync(join(STORAGE, 'ptc-bounds-ram-'));
+    try {
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1g,mode=1777', 'ptc-bounds', point], { stdio: 'ignore' });
+      test.after(() => {
+        execFileSync('umount', [point]);
+        rmdirSync(point);
+      });
+      return point;
+    } catch {
+      rmdirSync(point); // a container without CAP_SYS_ADMIN: as below
+    }
+  }
+  return statfsSync('/tmp').type === 0x01021994 ? '/tmp' : undefined;
+}
+/** The disk attacks try to write this much; a kill must land long before they are done. */
+const DISK_FILL_MB = 1024;
+
+function diskKilled(result: Record<string, any>): void {
+  assert.is(result.status, 'failed', JSON.stringify(result));
+  assert.is(result.failure.kind, 'worker-exit');
+  assert.is(result.failure.maxDiskMb, DISK_MB);
+  assert.match(result.failure.message, /^the carrier's process tree wrote [\d,]+ MiB to disk.*, over its maxDiskMb limit of 64 MiB, and was killed$/);
+  const used = Number(/wrote ([\d,]+) MiB/.exec(result.failure.message)![1]!.replace(/,/g, ''));
+  assert.ok(used > DISK_MB && used < DISK_FILL_MB / 2, result.failure.message);
+  assert.is(result.sandbox.disk, 'watchdog');
+}
+
+/** Bytes the files under `directory` hold (allocated blocks, each inode once). */
+function heldUnder(directory: string): number {
+  const seen = new Set<number>();
+  let bytes = 0;
+  for (const name of readdirSync(directory, { recursive: true }) as string[]) {
+    const stat = lstatSync(join(directory, name));
+    if (seen.has(stat.ino)) continue;
+    seen.add(stat.ino);
+    bytes += stat.blocks * 512;
+  }
+  return bytes;
+}
+
+/** The kill landed long before the fill was done: the overshoot is the writes of a sampling gap and a scheduling delay (README, Disk), not a timed bound. */
+function boundedFill(workspace: string): void {
+  assert.ok(heldUnder(workspace) < (DISK_FILL_MB / 2) * MIB, `${heldUnder(workspace) / MIB} MiB left in the workspace`);
+}
+
+/** Fills `path` with DISK_FILL_MB MiB. */
+function diskFill(path: string): string {
+  return shell(`dd if=/dev/zero of=${path} bs=1M count=${DISK_FILL_MB} 2>&1 | tail -1`);
+}
+
+/** Python in a child process (a program reaching raw system calls), printing what it managed. */
+function python(script: string): string {
+  return `const { execFileSync } = await import('node:child_process');
+return execFileSync('/usr/bin/python3', ['-c', ${JSON.stringify(script)}, ${JSON.stringify(MARKER)}], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();`;
+}
 
 function memoryKilled(result: Record<string, any>): void {
   assert.is(result.status, 'failed', JSON.stringify(result));
@@ -167,6 +235,72 @@ return tried;`;
     assert.is(result.status, 'ok', JSON.stringify(result));
     assert.equal(result.value, ['ERR_ACCESS_DENIED', 'ERR_ACCESS_DENIED']);
   });
+
+  // Without root to mount a tmpfs, the RAM cases run where /tmp is one. The victim runs the cases
+  // where its uid could matter (reading the tree's /proc/<pid>/io through a user namespace, the
+  // walk of its files); how each kind of write is counted is the same for every user.
+  const thorough = user.uid === process.getuid?.();
+  const bases = [['on storage', STORAGE], ...(RAM === undefined ? [] : [['on a RAM file system', RAM]])] as Array<[string, string]>;
+  for (const [where, base] of bases) {
+    test(`${as}: a workspace ${where} filled by a child process is killed at maxDiskMb`, async () => {
+      diskKilled(await run(user, diskFill('f'), DISK_FLAGS, 'bwrap', base, boundedFill));
+      assert.equal(leftBehind(), []);
+    });
+    if (!thorough) continue;
+
+    test(`${as}: many small files ${where} count a page each and are killed at maxDiskMb`, async () => {
+      diskKilled(await run(user, python(`import os
+for i in range(262144):
+    with open(f"f{i}", "w") as f: f.write("x")
+print("made them all")`), DISK_FLAGS, 'bwrap', base, boundedFill));
+    });
+
+    test(`${as}: sparse files and hard links ${where} hold nothing new and are not counted`, async () => {
+      // 40 MiB written once, linked 200 times, and a 100 GiB file with no blocks: under 64 MiB in all.
+      const result = await run(user, shell('dd if=/dev/zero of=f bs=1M count=40 2>/dev/null; for i in $(seq 200); do ln f l$i; done; truncate -s 100G sparse; echo done'), DISK_FLAGS, 'bwrap', base);
+      assert.is(result.status, 'ok', JSON.stringify(result));
+      assert.is(result.value, 'done');
+    });
+  }
+
+  test(`${as}: a workspace on storage filled by an orphaned grandchild is killed at maxDiskMb`, async () => {
+    // The subshell's dd outlives its parent: the sandbox's pid namespace still holds it, and its reaper counts it.
+    diskKilled(await run(user, shell(`(dd if=/dev/zero of=f bs=1M count=${DISK_FILL_MB} 2>/dev/null &); sleep 5`), DISK_FLAGS, 'bwrap', STORAGE, boundedFill));
+    assert.equal(leftBehind(), []);
+  });
+
+  if (thorough) {
+    test(`${as}: fallocate is refused, and posix_fallocate's writes count`, async () => {
+      const refused = await run(user, shell(`fallocate -l ${DISK_FILL_MB}M f 2>&1; touch g; fallocate -n -l ${DISK_FILL_MB}M g 2>&1; du -k f g`), DISK_FLAGS, 'bwrap', STORAGE, boundedFill);
+      assert.is(refused.status, 'ok', JSON.stringify(refused));
+      assert.is(refused.value, 'fallocate: fallocate failed: Operation not supported\nfallocate: fallocate failed: keep size mode is unsupported\n0\tf\n0\tg');
+      diskKilled(await run(user, python(`import os
+fd = os.open("f", os.O_CREAT | os.O_RDWR)
+os.posix_fallocate(fd, 0, ${DISK_FILL_MB} << 20)
+print("allocated")`), DISK_FLAGS, 'bwrap', STORAGE, boundedFill));
+    });
+  }
+
+  // One synchronous write in the carrier itself, then the completion at once.
+  for (const [backend, [where, base]] of [...(thorough ? [['bwrap', bases[0]!]] : []), ['node-permission', bases[bases.length - 1]!]] as Array<['bwrap' | 'node-permission', [string, string]]>) {
+    test(`${as}: under ${backend}, a fill ${where} that returns before the next sample still fails`, async () => {
+      diskKilled(await run(user, `const { writeFileSync } = await import('node:fs');
+writeFileSync('f', Buffer.alloc(${DISK_MB + 16} << 20));
+return 'wrote it';`, DISK_FLAGS, backend, base, boundedFill));
+    });
+  }
+
+  test(`${as}: under node-permission the private temp directory counts against maxDiskMb`, async () => {
+    diskKilled(await run(user, `const { writeFileSync } = await import('node:fs');
+const { tmpdir } = await import('node:os');
+const block = Buffer.alloc(1 << 20);
+for (let i = 0; i < ${DISK_FILL_MB}; i++) {
+  writeFileSync(\`\${tmpdir()}/f\${i}\`, block);
+  await new Promise((resolve) => setTimeout(resolve, 1));
+}
+return 'held';`, DISK_FLAGS, 'node-permission', STORAGE));
+  });
+
 }
 
 // The relay's far side builds the same bwrap argv. maxMemoryMb is refused for a remote carrier
@@ -196,5 +330,31 @@ test(`over ssh (as ${server === undefined ? 'root: skipped, no sshd of test/help
     directory.remove();
   }
 });
+
+// maxDiskMb is watched where the tree is: the relay on the far side kills it and tells the host why.
+for (const backend of ['bwrap', 'node-permission'] as const) {
+  test(`over ssh (${server === undefined ? 'skipped, no sshd of test/helpers/sshd.sh' : server.destination}), under ${backend}: the relay kills a tree that fills its workspace at maxDiskMb`, async () => {
+    if (server === undefined) return;
+    const user = currentUser();
+    const directory = ownedDirectory(user, 'ptc-bounds-', STORAGE);
+    try {
+      const config = join(directory.path, 'config.json');
+      writeFileSync(config, JSON.stringify({ launch: sshLaunch(), maxDiskMb: DISK_MB, sandbox: { backend, require: 'partial' } }));
+      const file = join(directory.path, 'program.ts');
+      // node-permission refuses child processes: the carrier writes itself, a block at a time.
+      writeFileSync(file, backend === 'bwrap' ? diskFill('f') : `const { appendFileSync } = await import('node:fs');
+for (let i = 0; i < ${DISK_FILL_MB}; i++) { appendFileSync('f', Buffer.alloc(1 << 20)); await new Promise((resolve) => setTimeout(resolve, 1)); }
+return 'held';`);
+      const finished = await runAs(user, [binaryFor(user), 'run', '--json', '--config', config, file], { cwd: directory.path });
+      const result = JSON.parse(finished.stdout) as Record<string, any>;
+      assert.is(result.sandbox.location, 'remote');
+      assert.is(result.sandbox.backend, backend);
+      diskKilled(result);
+      boundedFill(directory.path);
+    } finally {
+      directory.remove();
+    }
+  });
+}
 
 test.run();

@@ -47,6 +47,20 @@ for (const user of victims()) {
       }
     });
   }
+
+  // The pinned Node's model (25 and later) refuses every connection without --allow-net, Unix sockets included.
+  test(`dist/ptc run as ${user.name}, node-permission on Node ${process.versions.node}, no network: a service socket under /run is refused`, async () => {
+    const service = await listen(user);
+    const ws = ownedDirectory(user);
+    try {
+      const run = await runAs(user, [binaryFor(user), 'run', '--json', '--sandbox-backend', 'node-permission', '-'], { cwd: ws.path, input: program(service.path) });
+      const result = JSON.parse(run.stdout) as { status: string; value: string; sandbox: { backend: string; network: boolean } };
+      assert.equal([result.status, result.sandbox.backend, result.sandbox.network, result.value], ['ok', 'node-permission', false, 'ERR_ACCESS_DENIED'], run.stdout);
+    } finally {
+      ws.remove();
+      await service.close();
+    }
+  });
 }
 
 test.after(() => removeReachableBinary());

@@ -58,7 +58,7 @@ both('ptc run --json - <<< fetch of the metadata address is an exception, report
     enforcement: 'full',
     network: { mode: 'allowlist', allowed: [], denied: [{ host: '169.254.169.254', port: 80, count: 1 }] },
     denied: true,
-    memory: 'none',
+    memory: 'none', disk: 'watchdog',
   });
 });
 

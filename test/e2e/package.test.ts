@@ -131,13 +131,13 @@ for (const node of NODES) {
     assert.is(run.code, 0);
     const sandbox = { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false };
     assert.equal(run.stdout.trim().split('\n').map((line) => JSON.parse(line)), [
-      { status: 'ok', value: { id: '12345678901234567890n', node: node.version }, output: [{ type: 'text', text: 'Ada\n' }], sandbox: { ...sandbox, denied: false, memory: 'none' } },
+      { status: 'ok', value: { id: '12345678901234567890n', node: node.version }, output: [{ type: 'text', text: 'Ada\n' }], sandbox: { ...sandbox, denied: false, memory: 'none', disk: 'watchdog' } },
       {
         status: 'failed',
         kind: 'exception',
         name: 'Error',
         message: "EROFS: read-only file system, open '/etc/ptc-package-test'",
-        sandbox: { ...sandbox, denied: true, memory: 'none' },
+        sandbox: { ...sandbox, denied: true, memory: 'none', disk: 'watchdog' },
       },
     ]);
   });

@@ -76,7 +76,7 @@ test('with PATH=/nonexistent, `auto` confines a run with bwrap (it used to fall 
     status: 'ok',
     value: 'EROFS',
     output: [],
-    sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true, memory: 'none' },
+    sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true, memory: 'none', disk: 'watchdog' },
   });
 });
 

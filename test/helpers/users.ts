@@ -98,9 +98,9 @@ export function runAs(user: TestUser, command: string[], options: { cwd?: string
   });
 }
 
-/** A directory under /tmp that `user` owns (mode 0700), removed by the returned function. */
-export function ownedDirectory(user: TestUser, prefix = 'ptc-attack-'): { path: string; remove(): void } {
-  const path = mkdtempSync(join(realpathSync('/tmp'), prefix));
+/** A directory under `base` (/tmp) that `user` owns (mode 0700), removed by the returned function. */
+export function ownedDirectory(user: TestUser, prefix = 'ptc-attack-', base = '/tmp'): { path: string; remove(): void } {
+  const path = mkdtempSync(join(realpathSync(base), prefix));
   if (user.uid !== process.getuid?.()) chownSync(path, user.uid, user.gid);
   chmodSync(path, 0o700);
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };

@@ -77,7 +77,7 @@ test('per-call: time spent awaiting a slow binding or a timer is not counted', a
     program: "const a = await slow(); await new Promise((resolve) => setTimeout(resolve, 1_000)); return a",
     bindings: { slow },
   }));
-  assert.equal(withoutWarm(result), { status: 'ok', value: 'late', output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none' } });
+  assert.equal(withoutWarm(result), { status: 'ok', value: 'late', output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog' } });
 });
 
 test('per-call: CPU burnt by a child process counts, and the child is killed with the carrier', async () => {

@@ -12,7 +12,7 @@ import { repoRoot, runProgram, createTestRuntime, reportLocation, withoutWarm } 
 
 const fixtures = join(repoRoot, 'test/fixtures/launch');
 const node = join(repoRoot, 'node_modules/.bin/node');
-const LOCAL_SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none' };
+const LOCAL_SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog' };
 /** For the launch under test; the tests that name their own (local) launch expect LOCAL_SANDBOX. */
 const SANDBOX: SandboxReport = { ...LOCAL_SANDBOX, ...reportLocation() };
 /** Keeps a program alive until the host ends it; a failure to end it shows up as a timeout. */

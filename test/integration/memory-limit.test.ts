@@ -102,7 +102,7 @@ test('per-call: memory of a child process counts, and the child is killed with t
 test('sandbox.memory is on every result: the mechanism with maxMemoryMb, none without', async () => {
   const limited = runtimeWith({ maxMemoryMb: LIMIT });
   assert.equal(withoutWarm(await limited.run(limited.resolve({ program: 'return 1' }))), {
-    status: 'ok', value: 1, output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: MECHANISM },
+    status: 'ok', value: 1, output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: MECHANISM, disk: 'watchdog' },
   });
   const thrown = await limited.run(limited.resolve({ program: "throw new Error('boom')" }));
   assert.is(failure(thrown).kind, 'exception');

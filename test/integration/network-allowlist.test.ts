@@ -81,7 +81,7 @@ function value(result: RunResult): any {
 
 const loopbackDenied = (port: number) => `blocked by ptc network policy: 127.0.0.1:${port} is not allowed (default: loopback addresses are denied unless named)`;
 const notListed = (host: string, port: number) => `blocked by ptc network policy: ${host}:${port} is not allowed (default: not in allowlist)`;
-const bwrapReport = (network: unknown, denied: boolean) => ({ mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network, denied, memory: 'none' });
+const bwrapReport = (network: unknown, denied: boolean) => ({ mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network, denied, memory: 'none', disk: 'watchdog' });
 
 /** A program that fetches each URL and returns its body, or the error message it failed with. */
 const fetchAll = (urls: string[]) => `
@@ -310,7 +310,7 @@ test('only bubblewrap can enforce an allowlist: node-permission and full-access 
     status: 'failed',
     failure: { kind: 'sandbox-unavailable', message: 'a network allowlist needs the "bwrap" backend: Node\'s permission model can only allow or refuse the whole network, not single hosts' },
     output: [],
-    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, denied: false, memory: 'none' },
+    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, denied: false, memory: 'none', disk: 'none' },
   });
   const open = createTestRuntime();
   runtimes.push(open);
@@ -344,7 +344,7 @@ test('a remote launch refuses an allowlist before it connects: the far side has 
     status: 'failed',
     failure: { kind: 'sandbox-unavailable', message: 'a network allowlist is not supported for remote (ssh or command) launches: the far side would need a path to the host\'s proxy; use network: false or true there' },
     output: [],
-    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, location: 'remote', denied: false, memory: 'none' },
+    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, location: 'remote', denied: false, memory: 'none', disk: 'none' },
   });
 });
 

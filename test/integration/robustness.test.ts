@@ -6,7 +6,7 @@ import * as assert from 'uvu/assert';
 import type { RunResult, SandboxReport } from '../../host/index.ts';
 import { runProgram, waitUntil, createTestRuntime, reportLocation, withoutWarm, type ResultShape } from '../helpers/runtime.ts';
 
-const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', ...reportLocation() };
+const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog', ...reportLocation() };
 const VALUE = { a: 12345678901234567890n, b: [1, 'x'] };
 const RETURN_VALUE = "return { a: 12345678901234567890n, b: [1, 'x'] };";
 

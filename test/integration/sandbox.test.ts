@@ -55,7 +55,7 @@ test('bwrap: the default policy writes the workspace and nothing outside it, and
     [join(workspace, '..', 'outside', 'c.txt')]: 'EROFS',
     [`/proc/self/root${outside}/d.txt`]: 'EROFS',
   });
-  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true, memory: 'none', ...reportLocation() });
+  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true, memory: 'none', disk: 'watchdog', ...reportLocation() });
   assert.ok(existsSync(inside));
   assert.not.ok(existsSync(join(outside, 'a.txt')));
 });
@@ -175,7 +175,7 @@ test('unconfined: a child that moved to its own session still dies with the run'
   // The child is still the carrier's child when the run ends, so the kill reaches it by the tree.
   const result = await run(startDetached(marker, 'sleep'), { mode: 'full-access' });
   assert.is(value(result), true, 'the child was running');
-  assert.equal(result.sandbox, { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', ...reportLocation() });
+  assert.equal(result.sandbox, { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog', ...reportLocation() });
   const gone = await waitUntil(() => !liveProcesses().some(({ pid }) => commandLine(pid).includes(marker)), 5_000);
   assert.ok(gone, 'the detached child survived');
 });
@@ -187,7 +187,7 @@ test('node-permission: partial enforcement denies outside writes and child proce
   // Node 25 and later refuse the network under the model (--allow-net is all or nothing); the machine's Node 20 does not.
   const carrierNode = launchUnderTest()?.kind === 'node-script' || launchUnderTest()?.kind === 'ssh' ? spawnSync('/usr/bin/node', ['--version'], { encoding: 'utf8' }).stdout : process.version;
   const governed = Number(/^v(\d+)/.exec(carrierNode)![1]) >= 25;
-  assert.equal(writes.sandbox, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: !governed, denied: true, memory: 'none', ...reportLocation() });
+  assert.equal(writes.sandbox, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: !governed, denied: true, memory: 'none', disk: 'watchdog', ...reportLocation() });
   const child = await run(`const { execSync } = await import('node:child_process'); try { execSync('true'); return 'spawned' } catch (error) { return error.code }`, undefined, config);
   assert.is(value(child), 'ERR_ACCESS_DENIED');
 });
@@ -202,6 +202,24 @@ test('fail closed: missing bubblewrap or too little enforcement is sandbox-unava
   // full-access has nothing to enforce, so it runs even without bubblewrap.
   const unconfined = await run('return 1', { mode: 'full-access' }, { sandbox: { backend: 'bwrap', bwrapPath: join(root, 'no-bwrap'), require: 'full' } });
   assert.is(value(unconfined), 1);
+});
+
+test('auto without bubblewrap: node-permission only where its Node can refuse the network, else sandbox-unavailable saying why', async () => {
+  const missing = join(root, 'no-bwrap');
+  const result = await run('return 1', undefined, { sandbox: { backend: 'auto', bwrapPath: missing } });
+  const carrierNode = launchUnderTest()?.kind === 'node-script' || launchUnderTest()?.kind === 'ssh' ? spawnSync('/usr/bin/node', ['--version'], { encoding: 'utf8' }).stdout.trim() : process.version;
+  if (Number(/^v(\d+)/.exec(carrierNode)![1]) >= 25) {
+    assert.is(value(result), 1);
+    assert.equal([result.sandbox.backend, result.sandbox.network], ['node-permission', false]);
+    return;
+  }
+  assert.equal((result as { failure: unknown }).failure, {
+    kind: 'sandbox-unavailable',
+    message: `${unavailablePrefix()}bubblewrap is not installed (${missing} not found); the permission model of Node ${carrierNode} (backend "node-permission") cannot refuse the network (Node 25 or later can), and the policy has network: false; set backend "node-permission" to run there with the network open (the report then says network: true)`,
+  });
+  // Asking for the network leaves nothing for the model to fail at.
+  const open = await run('return 1', { mode: 'workspace-write', network: true }, { sandbox: { backend: 'auto', bwrapPath: missing } });
+  assert.equal([value(open), open.sandbox.backend, open.sandbox.network], [1, 'node-permission', true]);
 });
 
 test('retained owners: a policy change is refused, or starts a fresh environment when asked; a one-time run cannot see the owner', async () => {

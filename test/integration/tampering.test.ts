@@ -202,7 +202,7 @@ test('per-call: a program that replaces Promise.prototype.constructor and then s
     status: 'ok',
     value: { done: true },
     output: [{ type: 'text', text: 'printed\n' }],
-    sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none' },
+    sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog' },
   });
 });
 

@@ -66,7 +66,7 @@ for (const [name, binary, arch] of [['dist/ptc (linux-x64)', join(repoRoot, 'dis
       status: 'ok',
       value: { id: 9007199254740997n, saved: '9007199254740997', arch },
       output: [{ type: 'text', text: '4 unlabeled\n' }],
-      sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: false, memory: 'none' },
+      sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: false, memory: 'none', disk: 'watchdog' },
     });
     assert.equal(readdirSync(cwd), ['triage.txt']);
     assert.is(readFileSync(join(cwd, 'triage.txt'), 'utf8'), '9007199254740997');

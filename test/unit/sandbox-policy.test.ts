@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { chmod, mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { isDenial, permissionFlag, planSandbox, resolvePolicy, resolveSandboxOptions, type ResolvedPolicy } from '../../host/sandbox/index.ts';
+import { isDenial, permissionFlag, planSandbox, resolvePolicy, resolveSandboxOptions, type ResolvedPolicy, type SandboxOptions, type SandboxPlan } from '../../host/sandbox/index.ts';
 import { rejection, thrown } from '../helpers/assert.ts';
 
 let dir = '';
@@ -143,13 +143,13 @@ test('planSandbox: an explicit bwrap that does not exist is unavailable, never a
 
 test('planSandbox: auto falls back to node-permission only when partial enforcement is enough', async () => {
   const missing = join(dir, 'no-such-bwrap');
-  const plan = await planSandbox(policy('workspace-write'), { backend: 'auto', require: 'partial', bwrapPath: missing, carrierNodeVersion: 'v24.0.0' });
+  const plan = await planSandbox(policy('workspace-write'), { backend: 'auto', require: 'partial', bwrapPath: missing, carrierNodeVersion: 'v26.10.0' });
   assert.equal(plan, {
     backend: 'node-permission',
     enforcement: 'partial',
     policy: policy('workspace-write'),
     permissionFlag: '--permission',
-    governsNetwork: false,
+    governsNetwork: true,
     bwrapUnavailable: `bubblewrap is not installed (${missing} not found)`,
   });
   const chosen = await planSandbox(policy('workspace-write'), { backend: 'node-permission', carrierNodeVersion: 'v20.12.0' });
@@ -158,6 +158,29 @@ test('planSandbox: auto falls back to node-permission only when partial enforcem
   const governed = await planSandbox(policy('workspace-write'), { backend: 'node-permission', carrierNodeVersion: 'v26.10.0' });
   assert.is('backend' in governed && governed.backend === 'node-permission' && governed.governsNetwork, true);
 });
+
+// Node 20 to 24 have no network rule: auto must not hand a network: false policy a carrier that can
+// reach every host. Naming the backend, asking for the network, or require "none" accepts it.
+for (const version of ['v20.20.2', 'v22.22.0', 'v24.0.0']) {
+  test(`planSandbox: auto does not fall back to node-permission on Node ${version} for a policy without network`, async () => {
+    const missing = join(dir, 'no-such-bwrap');
+    const options = { bwrapPath: missing, carrierNodeVersion: version };
+    assert.equal(await planSandbox(policy('workspace-write'), { ...options, backend: 'auto' }), {
+      unavailable: `bubblewrap is not installed (${missing} not found); the permission model of Node ${version} (backend "node-permission") cannot refuse the network (Node 25 or later can), and the policy has network: false; set backend "node-permission" to run there with the network open (the report then says network: true)`,
+    });
+    const open = { ...policy('workspace-write'), network: true };
+    const flag = version.startsWith('v20') ? '--experimental-permission' : '--permission';
+    const accepted: Array<[ResolvedPolicy, SandboxOptions]> = [
+      [policy('workspace-write'), { ...options, backend: 'node-permission' }],
+      [open, { ...options, backend: 'auto' }],
+      [policy('workspace-write'), { ...options, backend: 'auto', require: 'none' }],
+    ];
+    for (const [asked, given] of accepted) {
+      const plan = await planSandbox(asked, given) as SandboxPlan & { permissionFlag?: string; governsNetwork?: boolean };
+      assert.is(`${plan.backend} ${plan.permissionFlag} ${plan.governsNetwork}`, `node-permission ${flag} false`);
+    }
+  });
+}
 
 test('planSandbox: bwrap that cannot create namespaces is unavailable with its stderr', async () => {
   const fake = join(dir, 'refusing-bwrap');

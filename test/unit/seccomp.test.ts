@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, readFileSync } from 'node:fs';
-import { ARCHES, CLONE_NAMESPACE_FLAGS, DENIED, ENOSYS, EPERM, RET_KILL_PROCESS, SECCOMP_FD, seccompFilter, seccompProgram, seccompProgramForAll, seccompUnavailable, type Instruction } from '../../carrier/protocol/seccomp.ts';
+import { ARCHES, CLONE_NAMESPACE_FLAGS, DENIED, ENOSYS, EOPNOTSUPP, EPERM, RET_KILL_PROCESS, SECCOMP_FD, seccompFilter, seccompProgram, seccompProgramForAll, seccompUnavailable, type Instruction } from '../../carrier/protocol/seccomp.ts';
 
 const ALLOW = 0x7fff0000;
 const errno = (code: number): number => 0x00050000 | code;
@@ -53,6 +53,7 @@ for (const [arch, table] of Object.entries(ARCHES)) {
     ['clone(CLONE_NEWNS)', n.clone!, table.audit, 0x00020000, errno(EPERM)],
     ['clone(CLONE_NEWTIME)', n.clone!, table.audit, 0x00000080 | SIGCHLD, errno(EPERM)],
     ['clone3, for libc to fall back to clone', n.clone3!, table.audit, 0, errno(ENOSYS)],
+    ['fallocate, for libc to write the blocks instead', n.fallocate!, table.audit, 0, errno(EOPNOTSUPP)],
     ['personality query', n.personality!, table.audit, 0xffffffff, ALLOW],
     ['personality(PER_LINUX)', n.personality!, table.audit, 0, ALLOW],
     ['personality(ADDR_NO_RANDOMIZE)', n.personality!, table.audit, 0x0040000, errno(EPERM)],
@@ -112,6 +113,7 @@ for (const [arch, table] of Object.entries(ARCHES)) {
     ['clone for fork()', n.clone!, table.audit, FORK_FLAGS, ALLOW],
     ['clone(CLONE_NEWUSER)', n.clone!, table.audit, FORK_FLAGS | 0x10000000, errno(EPERM)],
     ['clone3', n.clone3!, table.audit, 0, errno(ENOSYS)],
+    ['fallocate', n.fallocate!, table.audit, 0, errno(EOPNOTSUPP)],
     ['personality(ADDR_NO_RANDOMIZE)', n.personality!, table.audit, 0x0040000, errno(EPERM)],
     ['read', 0, table.audit, 0, ALLOW],
     ['openat', arch === 'x64' ? 257 : 56, table.audit, 0, ALLOW],

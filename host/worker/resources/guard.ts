@@ -1,14 +1,29 @@
-// The CPU budget of each run and the memory limit of a carrier's whole process tree. Memory is
-// bounded by a cgroup of the carrier's own where the host can make one (cgroup.ts), else by this
-// watchdog sampling /proc; CPU time is always sampled from /proc (proc.ts), so it is the same
-// with or without a cgroup. The host samples: the carrier cannot be trusted to report itself.
+// The CPU budget of each run and the memory and disk limits of a carrier's whole process tree.
+// Memory is bounded by a cgroup of the carrier's own where the host can make one (cgroup.ts), else
+// by this watchdog sampling /proc; CPU time is always sampled from /proc (proc.ts), so it is the
+// same with or without a cgroup; disk is watched from /proc and the writable directories
+// (carrier/protocol/disk-usage.ts, which the relay uses too). The host samples: the carrier
+// cannot be trusted to report itself.
 import { availableParallelism } from 'node:os';
+import { DiskWatch, diskMessage, ramBackedDirectories, type DiskUsage } from '../../../carrier/protocol/disk-usage.ts';
 import { confineMemory, type CarrierCgroup } from './cgroup.ts';
 import { treeMemory, type MemoryUsage } from './held.ts';
 import { treeUsage } from './proc.ts';
 
 /** How a carrier's memory is bounded: reported on every result as `sandbox.memory`. */
 export type MemoryEnforcement = 'cgroup' | 'watchdog' | 'none';
+/** How a carrier's disk use is bounded: reported on every result as `sandbox.disk`. */
+export type DiskEnforcement = 'watchdog' | 'none';
+
+/** The limits of one carrier's tree. */
+export interface TreeLimits {
+  /** null: no memory limit. */
+  maxMemoryMb: number | null;
+  /** null: no disk limit. */
+  maxDiskMb: number | null;
+  /** The directories the program may write on this machine (those on a RAM file system are walked for maxDiskMb). */
+  writable: readonly string[];
+}
 
 /** The memory watchdog samples this often while a run is in progress; a burst between two samples can overshoot the limit. */
 export const MEMORY_SAMPLE_MS = 50;
@@ -38,9 +53,14 @@ export interface CpuOverrun {
 /** One carrier's resource limits, from its start to its end. */
 export class ResourceGuard {
   readonly memory: MemoryEnforcement;
+  readonly disk: DiskEnforcement;
   readonly #pid: number | undefined;
   readonly #limitMb: number | null;
+  readonly #diskMb: number | null;
   readonly #cgroup: CarrierCgroup | undefined;
+  readonly #disk: DiskWatch | undefined;
+  /** What the disk watch saw when it killed the tree. */
+  #overDisk: DiskUsage | undefined;
   #memoryTimer: NodeJS.Timeout | undefined;
   #sampleMemory: (() => void) | undefined;
   #busy = false;
@@ -49,12 +69,21 @@ export class ResourceGuard {
   #overBytes: MemoryUsage | undefined;
 
   /**
-   * `maxMemoryMb` null: no memory limit. The carrier must be idle (no program started yet). Over
-   * the limit the watchdog calls `kill`; the exit that follows is explained by overLimit().
+   * The carrier must be idle (no program started yet). Over a limit the watchdog calls `kill`;
+   * the exit that follows is explained by overLimit().
    */
-  constructor(pid: number | undefined, maxMemoryMb: number | null, kill: () => void) {
+  constructor(pid: number | undefined, { maxMemoryMb, maxDiskMb, writable }: TreeLimits, kill: () => void) {
     this.#pid = pid;
     this.#limitMb = maxMemoryMb;
+    this.#diskMb = maxDiskMb;
+    if (maxDiskMb === null || pid === undefined) this.disk = 'none';
+    else {
+      this.disk = 'watchdog';
+      this.#disk = new DiskWatch(pid, maxDiskMb * 1024 * 1024, ramBackedDirectories(writable), (usage) => {
+        this.#overDisk = usage;
+        kill();
+      });
+    }
     if (maxMemoryMb === null || pid === undefined) {
       this.memory = 'none';
       return;
@@ -146,8 +175,19 @@ export class ResourceGuard {
     };
   }
 
-  /** Why the tree died, when it died for the memory limit (the watchdog's kill, or the kernel's in the cgroup). */
-  overLimit(): string | undefined {
+  /** Why the tree died, when it died for the disk limit or the memory limit (the watchdog's kill, or the kernel's in the cgroup). */
+  overLimit(): { message: string; maxMemoryMb?: number; maxDiskMb?: number } | undefined {
+    if (this.#overDisk !== undefined) return { message: diskMessage(this.#diskMb!, this.#overDisk), maxDiskMb: this.#diskMb! };
+    const memory = this.#overMemory();
+    return memory === undefined ? undefined : { message: memory, maxMemoryMb: this.#limitMb! };
+  }
+
+  /** Takes a last look at the disk use, at the end of a run: true when it is over the limit (and the tree is being killed). */
+  checkDisk(): boolean {
+    return this.#disk?.sample() ?? false;
+  }
+
+  #overMemory(): string | undefined {
     if (this.#limitMb === null) return undefined;
     if (this.#overBytes !== undefined) return memoryMessage(this.#limitMb, this.#overBytes);
     return this.#cgroup?.oomKilled() ? memoryMessage(this.#limitMb) : undefined;
@@ -157,6 +197,7 @@ export class ResourceGuard {
   release(): void {
     this.#released = true;
     clearTimeout(this.#memoryTimer);
+    this.#disk?.stop();
     this.#cgroup?.remove();
   }
 }

@@ -17,6 +17,8 @@ export interface CarrierConnection {
   readonly pid: number | undefined;
   /** The transport's own diagnostics (ssh's stderr), bounded; empty for a local pipe. */
   readonly transportTail: string;
+  /** Why the far side killed the carrier for a limit it enforces there (maxDiskMb), once it has exited. */
+  overLimit?(): string | undefined;
   /** Called once when the carrier has exited. */
   onExit(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void;
   /** Called once, instead of onExit, when the carrier could not be started at all. */

@@ -53,6 +53,7 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
   let killed = 0;
   let referenced = true;
   let tail = '';
+  let limitReason: string | undefined;
   const queued: Buffer[] = [];
 
   const send = (frame: Buffer): void => {
@@ -97,7 +98,8 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
             });
           }
           else if (type === 'X') {
-            const { code = null, signal = null } = parseJson(payload) as { code?: number | null; signal?: NodeJS.Signals | null };
+            const { code = null, signal = null, overLimit } = parseJson(payload) as { code?: number | null; signal?: NodeJS.Signals | null; overLimit?: unknown };
+            if (typeof overLimit === 'string') limitReason = overLimit.slice(0, TRANSPORT_TAIL_BYTES);
             end({ exit: [code, signal] });
           } else if (type === 'F') end(hello === undefined ? { failure: `${launch.describe}: ${payload.toString('utf8')}` } : { exit: [null, null] });
           else end({ failure: `${launch.describe}: the relay sent a "${type}" frame, which only the host sends` });
@@ -143,6 +145,7 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
     get transportTail() {
       return tail;
     },
+    overLimit: () => limitReason,
     onExit: (listener) => void exitListeners.push(listener),
     onStartFailure: (listener) => void failureListeners.push(listener),
     settled,
