@@ -14,6 +14,8 @@ import { readImageSize } from '../../carrier/protocol/image-size.ts';
 import { OutputLedger, fittingPrefix, type OutputEntry } from './output-ledger.ts';
 import { stripTypes } from './typescript.ts';
 import { discardedExpressionHint } from './completion-hint.ts';
+import { awaitApproval, isGated, type ApprovalSetup } from './approval.ts';
+import { startDeadline } from './deadline.ts';
 import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
 import { cpuMessage, ResourceGuard, type CpuOverrun, type MemoryEnforcement } from '../worker/resources/index.ts';
@@ -51,6 +53,9 @@ export interface Execution {
   signal?: AbortSignal;
   onOutput?: (entry: OutputEntry) => void;
   nextAttachmentId(): string;
+  /** Names the run in pending actions (and in the journal). */
+  runId: string;
+  approval?: ApprovalSetup;
 }
 
 /** The hooks of the run in progress; between runs the environment is idle. */
@@ -196,9 +201,12 @@ export class Environment {
     const stopped = new Promise<void>((resolve) => {
       stopRun = resolve;
     });
+    // Fires when the run ends, so a call waiting for approval stops waiting.
+    const ended = new AbortController();
     const stop = (reason: Failure): void => {
       failure ??= reason;
       settled = true;
+      ended.abort();
       stopRun();
     };
 
@@ -219,6 +227,7 @@ export class Environment {
 
     let pendingCalls = 0;
     let pendingBytes = 0;
+    let sequence = 0;
     // The carrier declares only this run's bindings and enforces both in-flight limits before it
     // sends a call (the host counts a call until its reply is written, the carrier until it is
     // read), so a call past them did not come from the carrier's own code: the run fails.
@@ -235,8 +244,12 @@ export class Environment {
       }
       pendingCalls++;
       pendingBytes += bytes;
+      const position = ++sequence;
       try {
         const args = await decodeArguments(argsText);
+        if (isGated(execution.approval, binding!, { binding: name, args })) {
+          await awaitApproval(execution.approval, { runId: execution.runId, sequence: position, binding: name, args }, deadline.hold, ended.signal);
+        }
         const result = await binding!(...args);
         if (settled) throw Object.assign(new Error(`${name}: the evaluation has ended`), { code: 'PTC_EVALUATION_ENDED' });
         const encoded = await encodeResult(name, result, (path) => this.#registerImage(path, execution.cwd, `${name}: image()`));
@@ -283,7 +296,7 @@ export class Environment {
     };
     if (this.lost !== undefined) stop({ kind: 'worker-exit', message: `the environment is gone: ${this.lost}`, exitCode: this.#exit?.code ?? null, signal: this.#exit?.signal ?? null });
 
-    const timer = execution.timeoutMs === null ? undefined : setTimeout(() => stop(timeoutFailure(execution.timeoutMs!, codeStarted)), execution.timeoutMs);
+    const deadline = startDeadline(execution.timeoutMs, () => stop(timeoutFailure(execution.timeoutMs!, codeStarted)));
     const onAbort = (): void => stop(abortFailure(execution.signal!.reason));
     execution.signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -330,7 +343,8 @@ export class Environment {
     const late = failure === undefined ? resources?.check() : undefined;
     if (late !== undefined) overrun(late);
     resources?.stop();
-    clearTimeout(timer);
+    deadline.clear();
+    ended.abort();
     execution.signal?.removeEventListener('abort', onAbort);
     // Read before a per-call carrier is terminated, which stops its proxy.
     if (this.carrier.network !== undefined) {

@@ -11,6 +11,8 @@ import { holdSpares } from '../worker/spare.ts';
 import { sweepLeftovers, type SandboxPolicy } from '../sandbox/index.ts';
 import { executionInstructions, type ProgramFormat } from './instructions.ts';
 import { resourceLimit } from './resource-limits.ts';
+import { randomUUID } from 'node:crypto';
+import type { ApprovalHandler } from '../execution/approval.ts';
 
 export interface RunRequest {
   /** The program: an async function body in erasable TypeScript. */
@@ -68,6 +70,8 @@ export interface RunSpec {
 export interface RunOptions {
   signal?: AbortSignal;
   onOutput?: (entry: OutputEntry) => void;
+  /** Receives each gated call as a pending action; approve or reject it, or return a decision (README, "Approvals"). @default none: gated calls are rejected */
+  onApproval?: ApprovalHandler;
 }
 
 export interface TimeoutDescriptor {
@@ -209,6 +213,8 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
           signal,
           ...(options.onOutput ? { onOutput: options.onOutput } : {}),
           nextAttachmentId: () => `img-${++attachments}`,
+          runId: randomUUID(),
+          approval: { ...config.approval, ...(options.onApproval !== undefined ? { handler: approvalHandler(options.onApproval) } : {}) },
         }, spec.stateOwner, spec.policy ?? config.policy, spec.oneTime ?? false, policyChangeOption(spec.onPolicyChange, 'ptc run(): spec.onPolicyChange'));
       } finally {
         active.delete(controller);
@@ -243,6 +249,11 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
     },
   };
   return Object.freeze(runtime);
+}
+
+function approvalHandler(value: unknown): ApprovalHandler {
+  if (typeof value !== 'function') throw new TypeError(`ptc run(): onApproval must be a function, got ${show(value)}`);
+  return value as ApprovalHandler;
 }
 
 function policyChangeOption(value: unknown, field: string): PolicyChange {
