@@ -10,7 +10,7 @@ export type { ProgramFormat } from './runtime/instructions.ts';
 export type { SandboxPolicy, SandboxMode, SandboxOptions, SandboxBackend, Enforcement } from './sandbox/index.ts';
 export type { Failure, FailureKind } from './execution/failures.ts';
 export type { OutputEntry } from './execution/output-ledger.ts';
-export { binding, type BindingOptions, type BindingCall, type PendingAction, type ApprovalDecision, type ApprovalHandler } from './execution/approval.ts';
+export { binding, type BindingOptions, type BindingCall, type PendingAction, type ApprovalOutcome, type ApprovalDecision, type ApprovalHandler } from './execution/approval.ts';
 export type { ApprovalConfig } from './runtime/approval-config.ts';
 export { image, type Bindings, type BindingFunction, type ImageRef } from './execution/bindings.ts';
 export type { JsonValue } from '../carrier/protocol/json.ts';

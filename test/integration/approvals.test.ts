@@ -32,7 +32,7 @@ test('an approved call runs once, after the decision, and the action names bindi
       onApproval: (action) => {
         actions.push(action);
         assert.equal(send.calls, [], 'the gated call has not run before the decision');
-        setTimeout(() => action.approve(), 50);
+        setTimeout(() => assert.ok(action.approve()), 50);
       },
     });
     assert.equal(valueOf(result), { n: 2, r: { sent: 'ann@example.com' } });
@@ -146,8 +146,8 @@ test('a run that ends while a call waits withdraws it: a late approve() runs not
     const spec = runtime.resolve({ program: 'await drop(1)', bindings: { drop: binding(drop.fn, { approval: true }) } });
     const result = await runtime.run(spec, { signal: controller.signal, onApproval: (action) => ((late = action), controller.abort(new Error('user left'))) });
     assert.is(result.status === 'failed' && result.failure.kind, 'abort');
-    late!.approve();
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.is(await late!.outcome, 'withdrawn');
+    assert.is(late!.approve(), false);
     assert.equal(drop.calls, []);
   } finally {
     await runtime.dispose();
