@@ -13,6 +13,8 @@ import { executionInstructions, type ProgramFormat } from './instructions.ts';
 import { resourceLimit } from './resource-limits.ts';
 import { randomUUID } from 'node:crypto';
 import type { ApprovalHandler } from '../execution/approval.ts';
+import { Journal, type CallRecord, type RunRecord } from './journal.ts';
+import type { RunJournal } from '../execution/journal/replay.ts';
 
 export interface RunRequest {
   /** The program: an async function body in erasable TypeScript. */
@@ -96,7 +98,21 @@ export interface Runtime {
    * promise resolves once the runs that were already initializing with it have ended.
    */
   registerEnvironmentInitializer(program: string): () => Promise<void>;
+  /**
+   * With a journal: runs again a journaled run that never finished (its host ended, or it was
+   * left waiting for an approval). Calls the journal answered are not made again (README, "Recovery").
+   */
+  resume(runId: string, options: ResumeOptions): Promise<RunResult>;
+  /** With a journal: every journaled run, oldest first. */
+  runs(): RunRecord[];
+  /** With a journal: one run's binding calls and steps, in sequence. */
+  calls(runId: string): CallRecord[];
   dispose(): Promise<void>;
+}
+
+export interface ResumeOptions extends RunOptions {
+  /** The bindings to run the calls the journal has no answer for: functions are not journaled. */
+  bindings?: Bindings;
 }
 
 const REQUEST_FIELDS = new Set(['program', 'bindings', 'cwd', 'timeoutMs', 'cpuTimeMs', 'discardCompletion', 'display', 'filename', 'stateOwner', 'policy', 'oneTime', 'onPolicyChange']);
@@ -133,9 +149,51 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
   let attachments = 0;
   const shape = executionShape(config);
   const executor = new Executor(config, shape.format, shape.retains);
+  const journal = config.journal === undefined ? undefined : new Journal(config.journal);
+  const needJournal = (what: string): Journal => {
+    if (journal === undefined) throw new Error(`ptc ${what}: this runtime has no journal (config.journal names its file)`);
+    return journal;
+  };
 
   const assertLive = (what: string): void => {
     if (disposed) throw new Error(`ptc runtime: ${what} called after dispose()`);
+  };
+
+  const execute = async (spec: RunSpec, bindings: ReturnType<typeof flattenBindings>, options: RunOptions, runId: string, recorded?: RunJournal): Promise<RunResult> => {
+    const controller = new AbortController();
+    active.add(controller);
+    const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
+    admitted = true;
+    try {
+      return await executor.run({
+        program: spec.program,
+        filename: spec.filename,
+        cwd: spec.cwd,
+        bindings,
+        discardCompletion: spec.discardCompletion,
+        ...(spec.display !== undefined ? { display: { colors: spec.display.colors } } : {}),
+        timeoutMs: spec.timeoutMs,
+        cpuTimeMs: spec.cpuTimeMs === undefined ? config.cpuTimeMs : resourceLimit(spec.cpuTimeMs, 'cpuTimeMs', 'ptc run(): spec', config.launch),
+        signal,
+        ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+        nextAttachmentId: () => `img-${++attachments}`,
+        runId,
+        approval: { ...config.approval, ...(options.onApproval !== undefined ? { handler: approvalHandler(options.onApproval) } : {}) },
+        ...(recorded !== undefined ? { journal: recorded } : {}),
+      }, spec.stateOwner, spec.policy ?? config.policy, spec.oneTime ?? false, policyChangeOption(spec.onPolicyChange, 'ptc run(): spec.onPolicyChange'));
+    } finally {
+      active.delete(controller);
+    }
+  };
+  const journaled = async (recorded: RunJournal, attempt: () => Promise<RunResult>): Promise<RunResult> => {
+    let result: RunResult;
+    try {
+      result = await attempt();
+    } catch (error) {
+      journal!.abandon(recorded);
+      throw error;
+    }
+    return journal!.finish(recorded, result);
   };
 
   // Frozen: `timeout`, `programFormat` and the rest are read-only for callers, not only in the types.
@@ -196,29 +254,39 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       checkSpec(spec);
       checkDeadline(spec.timeoutMs, config);
       const bindings = flattenBindings(spec.bindings);
-      const controller = new AbortController();
-      active.add(controller);
-      const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
-      admitted = true;
+      const runId = randomUUID();
+      if (journal === undefined) return execute(spec, bindings, options, runId);
+      if (bindings.has('step')) throw new TypeError('ptc run(): binding name "step" is taken by step(name, fn) in a runtime with a journal');
+      const cpuTimeMs = spec.cpuTimeMs === undefined ? config.cpuTimeMs : spec.cpuTimeMs;
+      const recorded = journal.begin(runId, spec.program, { cwd: spec.cwd, filename: spec.filename, timeoutMs: spec.timeoutMs, cpuTimeMs, discardCompletion: spec.discardCompletion, policy: spec.policy });
+      return journaled(recorded, () => execute(spec, bindings, options, runId, recorded));
+    },
+
+    async resume(runId, options) {
+      assertLive('resume()');
+      if (typeof runId !== 'string') throw new TypeError(`ptc resume(): runId must be a string, got ${show(runId)}`);
+      if (typeof options !== 'object' || options === null) throw new TypeError(`ptc resume(): options must be an object with the run's bindings, got ${show(options)}`);
+      const { bindings: given, ...runOptions } = options;
+      const found = needJournal('resume()');
+      const taken = found.reopen(runId);
+      let spec: RunSpec;
+      let bindings: ReturnType<typeof flattenBindings>;
       try {
-        return await executor.run({
-          program: spec.program,
-          filename: spec.filename,
-          cwd: spec.cwd,
-          bindings,
-          discardCompletion: spec.discardCompletion,
-          ...(spec.display !== undefined ? { display: { colors: spec.display.colors } } : {}),
-          timeoutMs: spec.timeoutMs,
-          cpuTimeMs: spec.cpuTimeMs === undefined ? config.cpuTimeMs : resourceLimit(spec.cpuTimeMs, 'cpuTimeMs', 'ptc run(): spec', config.launch),
-          signal,
-          ...(options.onOutput ? { onOutput: options.onOutput } : {}),
-          nextAttachmentId: () => `img-${++attachments}`,
-          runId: randomUUID(),
-          approval: { ...config.approval, ...(options.onApproval !== undefined ? { handler: approvalHandler(options.onApproval) } : {}) },
-        }, spec.stateOwner, spec.policy ?? config.policy, spec.oneTime ?? false, policyChangeOption(spec.onPolicyChange, 'ptc run(): spec.onPolicyChange'));
-      } finally {
-        active.delete(controller);
+        spec = runtime.resolve({ program: taken.program, bindings: given ?? {}, ...taken.request });
+        bindings = flattenBindings(spec.bindings);
+      } catch (error) {
+        found.abandon(taken.journal);
+        throw error;
       }
+      return journaled(taken.journal, () => execute(spec, bindings, runOptions, runId, taken.journal));
+    },
+
+    runs() {
+      return needJournal('runs()').runs();
+    },
+
+    calls(runId) {
+      return needJournal('calls()').calls(runId);
     },
 
     async dispose() {
@@ -226,6 +294,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       disposed = true;
       for (const controller of active) controller.abort(new Error('runtime disposed'));
       await Promise.all([executor.dispose(), spares.then((release) => release?.()), swept]);
+      journal?.close();
       // The remote connection (an SSH master) outlives no runtime that opened it.
       await releaseRemote(config);
     },
