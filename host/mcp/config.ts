@@ -3,6 +3,7 @@
 // field and quotes the value; unknown fields are refused so a typo never goes unnoticed.
 import { readFile } from 'node:fs/promises';
 import type { RuntimeConfig } from '../index.ts';
+import { parseApprovalRules, type ApprovalRule } from './approvals.ts';
 
 export type UpstreamConfig =
   | { kind: 'stdio'; command: string; args: string[]; env?: Record<string, string>; cwd?: string }
@@ -11,6 +12,8 @@ export type UpstreamConfig =
 export interface McpConfig {
   upstreams: Map<string, UpstreamConfig>;
   ptc: RuntimeConfig;
+  /** Per upstream: which of its tools wait for approval (approvals.ts); an upstream not named gates its destructive tools. */
+  approval: Map<string, ApprovalRule>;
 }
 
 /** A problem with the config file or the flags: the CLI exits 2. */
@@ -41,7 +44,7 @@ export function parseMcpConfig(value: unknown, source: string): McpConfig {
   const at = (field: string): string => `${source}: ${field}`;
   if (!isRecord(value)) throw new McpConfigError(`${source} must hold a JSON object {"mcpServers": {...}, "ptc"?: {...}}, got ${quote(value)}`);
   for (const key of Object.keys(value)) {
-    if (key !== 'mcpServers' && key !== 'ptc') throw new McpConfigError(`${at(key)} is not a known field (expected "mcpServers" and optionally "ptc")`);
+    if (key !== 'mcpServers' && key !== 'ptc' && key !== 'approval') throw new McpConfigError(`${at(key)} is not a known field (expected "mcpServers" and optionally "ptc" and "approval")`);
   }
   if (!isRecord(value.mcpServers)) throw new McpConfigError(`${at('mcpServers')} must be an object of named servers, got ${quote(value.mcpServers)}`);
   if (value.ptc !== undefined && !isRecord(value.ptc)) throw new McpConfigError(`${at('ptc')} must be an object of runtime fields, got ${quote(value.ptc)}`);
@@ -75,7 +78,13 @@ export function parseMcpConfig(value: unknown, source: string): McpConfig {
     const env = strings(entry.env, field('env'));
     upstreams.set(name, { kind: 'stdio', command: entry.command, args, ...(env ? { env } : {}), ...(entry.cwd !== undefined ? { cwd: entry.cwd as string } : {}) });
   }
-  return { upstreams, ptc: (value.ptc ?? {}) as RuntimeConfig };
+  let approval: Map<string, ApprovalRule>;
+  try {
+    approval = parseApprovalRules(value.approval, at('approval'), [...upstreams.keys()]);
+  } catch (error) {
+    throw new McpConfigError((error as Error).message);
+  }
+  return { upstreams, ptc: (value.ptc ?? {}) as RuntimeConfig, approval };
 }
 
 function strings(value: unknown, field: string): Record<string, string> | undefined {

@@ -3,13 +3,16 @@
 // retaining mode the session is one state owner, and `reset` releases it.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { bindingPaths, codeFence, declarations, lineComment, VERSION, type BindingFunction, type Bindings, type Runtime, type ToolSchema } from '../index.ts';
+import { binding, bindingPaths, codeFence, declarations, lineComment, VERSION, type BindingFunction, type Bindings, type Runtime, type ToolSchema } from '../index.ts';
 import type { Upstream } from './upstreams.ts';
 import { RunFiles, toolResult, upstreamValue } from './results.ts';
+import { elicitingApprover, isGatedTool, type ApprovalRule } from './approvals.ts';
 
 interface Binding {
   upstream: Upstream;
   tool: string;
+  /** Each call waits for the client's user (approvals.ts). */
+  gated?: boolean;
 }
 
 interface Listed {
@@ -24,7 +27,7 @@ interface Listed {
  * no upstream can declare into another's namespace or break the table. It never throws: an
  * upstream whose tools cannot be declared is reported, and the others are served.
  */
-export function describeUpstreams(runtime: Runtime, upstreams: Upstream[]): { description: string; bindings: Array<[string[], Binding]> } {
+export function describeUpstreams(runtime: Runtime, upstreams: Upstream[], approval?: Map<string, ApprovalRule>): { description: string; bindings: Array<[string[], Binding]> } {
   let usable = upstreams.filter((upstream) => upstream.down === undefined);
   const refused = new Map<Upstream, string>();
   let rendered = render(usable);
@@ -60,7 +63,7 @@ export function describeUpstreams(runtime: Runtime, upstreams: Upstream[]): { de
     code,
     fence,
   ].join('\n');
-  return { description, bindings: listed.map(({ upstream, tool }, index) => [paths[index]!, { upstream, tool: tool.name }]) };
+  return { description, bindings: listed.map(({ upstream, tool }, index) => [paths[index]!, { upstream, tool: tool.name, gated: isGatedTool(approval, upstream.name, upstream.tools.find((listedTool) => listedTool.name === tool.name)!) }]) };
 }
 
 function render(upstreams: Upstream[]): { text: string; listed: Listed[]; paths: string[][] } | Error {
@@ -83,9 +86,11 @@ function render(upstreams: Upstream[]): { text: string; listed: Listed[]; paths:
 }
 
 /** Creates the MCP server over a runtime and connected upstreams; connect it to a transport. */
-export function createMcpServer(runtime: Runtime, upstreams: Upstream[]): Server {
-  const { description, bindings: table } = describeUpstreams(runtime, upstreams);
+export function createMcpServer(runtime: Runtime, upstreams: Upstream[], approval?: Map<string, ApprovalRule>): Server {
+  const { description, bindings: table } = describeUpstreams(runtime, upstreams, approval);
   const server = new Server({ name: 'ptc', version: VERSION }, { capabilities: { tools: {} } });
+  const toolNames = new Map(table.map(([path, { upstream, tool }]) => [path.join('.'), `${upstream.name}.${tool}`]));
+  const approver = elicitingApprover(server, (name) => toolNames.get(name) ?? name, runtime.config.approval.timeoutMs);
   // One state owner per session; `reset` swaps in a fresh one.
   let owner = {};
   const tools: Tool[] = [
@@ -152,7 +157,7 @@ export function createMcpServer(runtime: Runtime, upstreams: Upstream[]): Server
       deadline = spec.timeoutMs;
       let result;
       try {
-        result = await runtime.run(spec, { signal: extra.signal });
+        result = await runtime.run(spec, { signal: extra.signal, onApproval: approver });
       } catch (error) {
         // The runtime throws for misuse it can name, such as a second run while the session's environment is busy.
         return invalid(`run_code: ${(error as Error).message}`);
@@ -177,7 +182,7 @@ function makeBindings(table: Array<[string[], Binding]>, files: RunFiles, signal
   const define = (holder: Bindings, key: string, value: Bindings | BindingFunction): void => {
     Object.defineProperty(holder, key, { value, writable: true, enumerable: true, configurable: true });
   };
-  for (const [path, { upstream, tool }] of table) {
+  for (const [path, { upstream, tool, gated }] of table) {
     let space = root;
     for (const segment of path.slice(0, -1)) {
       if (!Object.hasOwn(space, segment)) define(space, segment, Object.create(null) as Bindings);
@@ -191,7 +196,7 @@ function makeBindings(table: Array<[string[], Binding]>, files: RunFiles, signal
       const result = await upstream.call(tool, (args[0] ?? {}) as Record<string, unknown>, { signal, timeoutMs: timeoutMs() });
       return upstreamValue(result, files);
     };
-    define(space, path.at(-1)!, call);
+    define(space, path.at(-1)!, gated === true ? binding(call, { approval: true }) : call);
   }
   return root;
 }
