@@ -7,6 +7,8 @@ import type { RunResult } from '../execution/owners.ts';
 import { openJournal, type CallState, type JournalStore, type RunStatus } from '../execution/journal/store.ts';
 import { RunJournal, STEP } from '../execution/journal/replay.ts';
 import type { SandboxPolicy } from '../sandbox/index.ts';
+import { bindingOptions } from '../execution/approval.ts';
+import type { BindingFunction } from '../execution/bindings.ts';
 
 /** What a resumed run needs besides its bindings: the request as the first attempt resolved it. */
 export interface JournaledRequest {
@@ -43,6 +45,24 @@ export interface CallRecord {
   /** failed or rejected: what the program got thrown. */
   error?: { message: string; code?: string };
 }
+
+/** What revert() did with one applied call, newest first. */
+export interface RevertRecord {
+  sequence: number;
+  binding: string;
+  reverted: boolean;
+  /** Why it was not reverted: the binding has no revert, its revert threw, or an earlier revert failed. */
+  reason?: string;
+}
+
+/** A saved program, called from later programs as `snippets.<name>(input)`. */
+export interface SnippetRecord {
+  name: string;
+  program: string;
+  description?: string;
+}
+
+const SNIPPET_NAME = /^[A-Za-z_$][\w$]*$/;
 
 export class Journal {
   readonly #store: JournalStore;
@@ -112,8 +132,55 @@ export class Journal {
     });
   }
 
-  get store(): JournalStore {
-    return this.#store;
+  /**
+   * Rolls back a run's applied calls, newest first, through each binding's `revert(result, args)`.
+   * A binding without one is passed over (reads need none); the first revert that throws stops
+   * the rollback, since older calls may be what later ones built on.
+   */
+  async revert(runId: string, bindings: Map<string, BindingFunction>): Promise<RevertRecord[]> {
+    if (this.#store.run(runId) === undefined) throw new Error(`ptc revert(): the journal has no run ${JSON.stringify(runId)}`);
+    if (this.#active.has(runId)) throw new Error(`ptc revert(): run ${JSON.stringify(runId)} is in progress in this runtime`);
+    const applied = this.calls(runId).filter((call) => call.state === 'done' && call.binding !== 'step').reverse();
+    const report: RevertRecord[] = [];
+    let stopped: string | undefined;
+    for (const call of applied) {
+      const entry = { sequence: call.sequence, binding: call.binding };
+      if (stopped !== undefined) {
+        report.push({ ...entry, reverted: false, reason: stopped });
+        continue;
+      }
+      const fn = bindings.get(call.binding);
+      const revert = fn === undefined ? undefined : bindingOptions(fn).revert;
+      if (revert === undefined) {
+        report.push({ ...entry, reverted: false, reason: fn === undefined ? 'no binding of that name was given' : 'the binding has no revert' });
+        continue;
+      }
+      try {
+        await revert(call.value, call.args);
+      } catch (error) {
+        report.push({ ...entry, reverted: false, reason: `its revert threw: ${error instanceof Error ? error.message : String(error)}` });
+        stopped = `not attempted: the revert of call ${call.sequence} failed`;
+        continue;
+      }
+      this.#store.setCallState(runId, call.sequence, 'reverted');
+      report.push({ ...entry, reverted: true });
+    }
+    return report;
+  }
+
+  /** Saves the program of a run that finished ok under `name`. */
+  saveSnippet(name: string, runId: string, description?: string): SnippetRecord {
+    if (typeof name !== 'string' || !SNIPPET_NAME.test(name)) throw new TypeError(`ptc saveSnippet(): name must be a JavaScript identifier (it is called as snippets.<name>), got ${JSON.stringify(name)}`);
+    if (description !== undefined && typeof description !== 'string') throw new TypeError(`ptc saveSnippet(): description must be a string, got ${typeof description}`);
+    const run = this.#store.run(runId);
+    if (run === undefined) throw new Error(`ptc saveSnippet(): the journal has no run ${JSON.stringify(runId)}`);
+    if (run.status !== 'ok') throw new Error(`ptc saveSnippet(): run ${JSON.stringify(runId)} did not finish ok (status ${run.status}); only a program that worked is saved`);
+    this.#store.putSnippet(name, run.program, description ?? null);
+    return { name, program: run.program, ...(description !== undefined ? { description } : {}) };
+  }
+
+  snippets(): SnippetRecord[] {
+    return this.#store.snippets().map(({ name, program, description }) => ({ name, program, ...(description !== null ? { description } : {}) }));
   }
 
   close(): void {

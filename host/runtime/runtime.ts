@@ -13,7 +13,8 @@ import { executionInstructions, type ProgramFormat } from './instructions.ts';
 import { resourceLimit } from './resource-limits.ts';
 import { randomUUID } from 'node:crypto';
 import type { ApprovalHandler } from '../execution/approval.ts';
-import { Journal, type CallRecord, type RunRecord } from './journal.ts';
+import { Journal, type CallRecord, type RevertRecord, type RunRecord, type SnippetRecord } from './journal.ts';
+import { snippetBindings } from './snippets.ts';
 import type { RunJournal } from '../execution/journal/replay.ts';
 
 export interface RunRequest {
@@ -107,6 +108,12 @@ export interface Runtime {
   runs(): RunRecord[];
   /** With a journal: one run's binding calls and steps, in sequence. */
   calls(runId: string): CallRecord[];
+  /** With a journal: rolls back a run's applied calls, newest first, through each binding's `revert`. */
+  revert(runId: string, options: { bindings: Bindings }): Promise<RevertRecord[]>;
+  /** With a journal: saves the program of a run that finished ok; later runs call it as `snippets.<name>(input)`. */
+  saveSnippet(name: string, runId: string, description?: string): SnippetRecord;
+  /** With a journal: the saved snippets. */
+  snippets(): SnippetRecord[];
   dispose(): Promise<void>;
 }
 
@@ -185,6 +192,17 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       active.delete(controller);
     }
   };
+  // A journaled run calls the saved snippets as `snippets.<name>(input)`: each a run of its own,
+  // with the caller's bindings and approval handler.
+  const withSnippets = (flat: ReturnType<typeof flattenBindings>, tree: Bindings, options: RunOptions): void => {
+    const saved = journal!.snippets();
+    if (saved.length === 0) return;
+    if ([...flat.keys()].some((name) => name === 'snippets' || name.startsWith('snippets.'))) {
+      throw new TypeError('ptc run(): binding name "snippets" is taken by the saved snippets in a runtime whose journal has some');
+    }
+    const run = (program: string) => runtime.run(runtime.resolve({ program, bindings: tree }), { ...(options.onApproval ? { onApproval: options.onApproval } : {}), ...(options.signal ? { signal: options.signal } : {}) });
+    for (const [name, fn] of snippetBindings(saved, run)) flat.set(name, fn);
+  };
   const journaled = async (recorded: RunJournal, attempt: () => Promise<RunResult>): Promise<RunResult> => {
     let result: RunResult;
     try {
@@ -257,6 +275,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       const runId = randomUUID();
       if (journal === undefined) return execute(spec, bindings, options, runId);
       if (bindings.has('step')) throw new TypeError('ptc run(): binding name "step" is taken by step(name, fn) in a runtime with a journal');
+      withSnippets(bindings, spec.bindings, options);
       const cpuTimeMs = spec.cpuTimeMs === undefined ? config.cpuTimeMs : spec.cpuTimeMs;
       const recorded = journal.begin(runId, spec.program, { cwd: spec.cwd, filename: spec.filename, timeoutMs: spec.timeoutMs, cpuTimeMs, discardCompletion: spec.discardCompletion, policy: spec.policy });
       return journaled(recorded, () => execute(spec, bindings, options, runId, recorded));
@@ -274,6 +293,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       try {
         spec = runtime.resolve({ program: taken.program, bindings: given ?? {}, ...taken.request });
         bindings = flattenBindings(spec.bindings);
+        withSnippets(bindings, spec.bindings, runOptions);
       } catch (error) {
         found.abandon(taken.journal);
         throw error;
@@ -287,6 +307,21 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
 
     calls(runId) {
       return needJournal('calls()').calls(runId);
+    },
+
+    async revert(runId, options) {
+      assertLive('revert()');
+      const found = needJournal('revert()');
+      if (typeof options !== 'object' || options === null) throw new TypeError(`ptc revert(): options must be an object with the run's bindings, got ${show(options)}`);
+      return found.revert(runId, flattenBindings(options.bindings));
+    },
+
+    saveSnippet(name, runId, description) {
+      return needJournal('saveSnippet()').saveSnippet(name, runId, description);
+    },
+
+    snippets() {
+      return needJournal('snippets()').snippets();
     },
 
     async dispose() {
