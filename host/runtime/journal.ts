@@ -74,6 +74,7 @@ export class Journal {
 
   /** Records a new run; returns its journal. */
   begin(runId: string, program: string, request: JournaledRequest): RunJournal {
+    if (this.#store.run(runId) !== undefined) throw new Error(`ptc run(): runId ${JSON.stringify(runId)} is in the journal already; resume() takes up a journaled run`);
     this.#store.insertRun(runId, program, JSON.stringify(request));
     this.#active.add(runId);
     return new RunJournal(this.#store, runId);

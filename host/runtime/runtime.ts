@@ -75,6 +75,8 @@ export interface RunOptions {
   onOutput?: (entry: OutputEntry) => void;
   /** Receives each gated call as a pending action; approve or reject it, or return a decision (README, "Approvals"). @default none: gated calls are rejected */
   onApproval?: ApprovalHandler;
+  /** The run's id in pending actions and in the journal, where it must be new. @default a random UUID */
+  runId?: string;
 }
 
 export interface TimeoutDescriptor {
@@ -272,7 +274,8 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       checkSpec(spec);
       checkDeadline(spec.timeoutMs, config);
       const bindings = flattenBindings(spec.bindings);
-      const runId = randomUUID();
+      if (options.runId !== undefined && (typeof options.runId !== 'string' || options.runId === '')) throw new TypeError(`ptc run(): runId must be a non-empty string, got ${show(options.runId)}`);
+      const runId = options.runId ?? randomUUID();
       if (journal === undefined) return execute(spec, bindings, options, runId);
       if (bindings.has('step')) throw new TypeError('ptc run(): binding name "step" is taken by step(name, fn) in a runtime with a journal');
       withSnippets(bindings, spec.bindings, options);
@@ -285,7 +288,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       assertLive('resume()');
       if (typeof runId !== 'string') throw new TypeError(`ptc resume(): runId must be a string, got ${show(runId)}`);
       if (typeof options !== 'object' || options === null) throw new TypeError(`ptc resume(): options must be an object with the run's bindings, got ${show(options)}`);
-      const { bindings: given, ...runOptions } = options;
+      const { bindings: given, runId: _ignored, ...runOptions } = options;
       const found = needJournal('resume()');
       const taken = found.reopen(runId);
       let spec: RunSpec;

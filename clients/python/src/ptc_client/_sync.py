@@ -16,7 +16,7 @@ import uuid
 from concurrent.futures import Future
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
 
-from ._protocol import (DEFAULT, PROTOCOL_VERSION, PtcError, Tool, Tools, approval_decision, decode, reply_error, request, run_params,
+from ._protocol import (DEFAULT, PROTOCOL_VERSION, PtcError, Tool, Tools, approval_decision, decode, describe_tools, reply_error, request, run_params,
                         tool_error, tool_result, tool_table, unknown_tool)
 
 
@@ -124,6 +124,33 @@ class PtcClient:
     def cancel(self, run_id: str) -> bool:
         """Ends the run as ``abort``; False when no such run was in flight."""
         return bool(self._call("cancel", {"runId": run_id})["cancelled"])
+
+    def resume(self, run_id: str, tools: Tools = None, *, on_output: Optional[Callable[[Dict[str, Any]], Any]] = None,
+               approval: Optional[Sequence[str]] = None,
+               on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Dict[str, Any]:
+        """Takes up a journaled run that never finished (a config with ``journal``): its program runs
+        again, the calls the journal answered are not made again, and the rest go to ``tools``."""
+        table = tool_table(tools)
+        params: Dict[str, Any] = {"runId": run_id, "tools": describe_tools(table)}
+        if approval is not None:
+            params["approval"] = list(approval)
+        with self._lock:
+            if run_id in self._runs:
+                raise PtcError(f"run_id {run_id!r} is already in flight on this client")
+            self._runs[run_id] = _Run(table, on_output, on_approval)
+        try:
+            return self._call("resume", params)
+        finally:
+            with self._lock:
+                self._runs.pop(run_id, None)
+
+    def runs(self) -> list:
+        """The journaled runs, oldest first (a config with ``journal``)."""
+        return list(self._call("runs", {})["runs"])
+
+    def calls(self, run_id: str) -> list:
+        """One journaled run's binding calls, in sequence."""
+        return list(self._call("calls", {"runId": run_id})["calls"])
 
     def approve(self, run_id: str, sequence: int) -> bool:
         """Lets the run's waiting call at ``sequence`` go ahead; False when it is not waiting (any more)."""
