@@ -1,3 +1,4 @@
+// launch: source only (rollback and snippets are the host's journal; the carrier does nothing launch-specific in them)
 // Audit and reuse with real carriers: a journaled run's calls are listed, rolled back newest
 // first through each binding's revert (a revert that throws stops the rollback), and a program
 // that worked is saved as a snippet that a later program calls with an input.

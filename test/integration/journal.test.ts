@@ -1,3 +1,4 @@
+// launch: source only (the journal is the host's: resume, replay and the torn write do not depend on how the carrier is launched, and each kill starts a host of its own)
 // The journal with real carriers and real kills: a run waiting for approval whose host is killed
 // (SIGKILL) resumes in this process from the journal, answering journaled calls without running
 // them again (each execution is counted in a file), step() values come back, Promise.all of gated
