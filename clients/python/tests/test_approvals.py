@@ -58,3 +58,26 @@ def test_promise_all_of_gated_calls_each_decided_on_its_own(binary):
         result = ptc.run("return await Promise.all(['a', 'b'].map((x) => send(x).catch((e) => e.code)))",
                          tools={"send": lambda x: x.upper()}, approval=["send"], on_approval=on_approval)
     assert result["value"] == ["A", "PTC_REJECTED"], result
+
+
+def test_the_async_client_approves_and_rejects_with_an_async_callback(binary):
+    import asyncio
+
+    from ptc_client import AsyncPtcClient
+
+    async def main():
+        sent = []
+
+        async def on_approval(action):
+            await asyncio.sleep(0)
+            return action["args"][0] != "b"
+
+        async with AsyncPtcClient(binary=binary, config={"timeoutMs": 30000, "policy": {"mode": "full-access"}}) as ptc:
+            result = await ptc.run("return await Promise.all(['a', 'b'].map((x) => send(x).catch((e) => e.code)))",
+                                   tools={"send": lambda x: sent.append(x) or x}, approval=["send"], on_approval=on_approval)
+            assert await ptc.approve("gone", 1) is False
+        return result, sent
+
+    result, sent = asyncio.run(main())
+    assert result["value"] == ["a", "PTC_REJECTED"], result
+    assert sent == ["a"]
