@@ -89,6 +89,11 @@ export function installBindings(
 
   for (let index = 0; index < names.length; index++) {
     const name = names[index]!;
+    if (name === STEP) {
+      define(root, 'step', makeStep(call));
+      append(installed, 'step');
+      continue;
+    }
     const parts = splitName(name);
     const leaf = parts[parts.length - 1]!;
     let holder = root;
@@ -107,6 +112,26 @@ export function installBindings(
   }
   return () => {
     for (let index = 0; index < installed.length; index++) delete root[installed[index]!];
+  };
+}
+
+/** The host's name for step(); not an identifier, so no binding has it. */
+const STEP = '#step';
+
+/**
+ * step(name, fn): a journaled run's nondeterministic value, made once. The host answers the
+ * value it journaled under `name`; when it has none, fn() makes it and the host journals it
+ * before step() returns, so a resumed run gets the same value without calling fn again.
+ */
+function makeStep(call: (name: string, args: unknown[]) => Promise<unknown>): (name: unknown, fn: unknown) => Promise<unknown> {
+  return async function step(name: unknown, fn: unknown): Promise<unknown> {
+    if (typeof name !== 'string') throw new TypeErrorCtor('step(name, fn): name must be a string');
+    if (typeof fn !== 'function') throw new TypeErrorCtor('step(name, fn): fn must be a function');
+    const found = (await call(STEP, [name])) as { recorded: boolean; value?: unknown };
+    if (found.recorded) return found.value;
+    const value = await (fn as () => unknown)();
+    await call(STEP, [name, value]);
+    return value;
   };
 }
 

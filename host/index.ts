@@ -1,6 +1,7 @@
 // The ptc library: create a runtime, resolve a request, run it, read the result.
 export { createRuntime } from './runtime/runtime.ts';
-export type { Runtime, RunRequest, RunSpec, RunOptions, TimeoutDescriptor } from './runtime/runtime.ts';
+export type { Runtime, RunRequest, RunSpec, RunOptions, ResumeOptions, TimeoutDescriptor } from './runtime/runtime.ts';
+export type { RunRecord, CallRecord, RevertRecord, SnippetRecord } from './runtime/journal.ts';
 export type { RuntimeConfig, ResolvedConfig, LaunchConfig, ExecutionMode } from './runtime/config.ts';
 export { DEFAULTS } from './runtime/config.ts';
 export type { RunResult, SandboxReport, EnvironmentReport } from './execution/owners.ts';
@@ -10,6 +11,8 @@ export type { ProgramFormat } from './runtime/instructions.ts';
 export type { SandboxPolicy, SandboxMode, SandboxOptions, SandboxBackend, Enforcement } from './sandbox/index.ts';
 export type { Failure, FailureKind } from './execution/failures.ts';
 export type { OutputEntry } from './execution/output-ledger.ts';
+export { binding, type BindingOptions, type BindingCall, type PendingAction, type ApprovalOutcome, type ApprovalDecision, type ApprovalHandler } from './execution/approval.ts';
+export type { ApprovalConfig } from './runtime/approval-config.ts';
 export { image, type Bindings, type BindingFunction, type ImageRef } from './execution/bindings.ts';
 export type { JsonValue } from '../carrier/protocol/json.ts';
 export { PROTOCOL_REVISION } from '../carrier/protocol/revision.ts';

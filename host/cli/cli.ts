@@ -10,9 +10,10 @@ import { versionText } from './version.ts';
 import { replCommand, replOptions, type ReplArgs } from './repl.ts';
 import { mcpCommand, mcpOptions } from './mcp.ts';
 import { serveCommand, serveOptions } from './serve.ts';
+import { runsCommand, runsOptions, type RunsArgs } from './runs.ts';
 
 /** The command names; only the one being run gets its parser built (see main). */
-const COMMANDS = ['run', 'repl', 'mcp', 'serve', 'version', 'bootstrap'];
+const COMMANDS = ['run', 'repl', 'mcp', 'serve', 'runs', 'version', 'bootstrap'];
 
 /** Runs the CLI with the given arguments; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
@@ -71,6 +72,16 @@ export async function main(argv: string[]): Promise<number> {
       },
     );
   }
+  if (declared('runs')) {
+    parser.command(
+      'runs [run]',
+      'List the runs a journal holds, or one run\'s binding calls',
+      (command: Argv) => runsOptions(command),
+      async (args) => {
+        exitCode = await runsCommand(args as unknown as RunsArgs);
+      },
+    );
+  }
   if (declared('version')) {
     parser.command(
       'version',
@@ -101,7 +112,7 @@ export async function main(argv: string[]): Promise<number> {
     );
   }
   parser
-    .demandCommand(1, 'Name a command: run, repl, serve, mcp, version or bootstrap')
+    .demandCommand(1, 'Name a command: run, repl, serve, mcp, runs, version or bootstrap')
     .strict()
     .help()
     .version('version', 'Print the ptc version', `ptc ${VERSION}`)

@@ -14,6 +14,10 @@ import { readImageSize } from '../../carrier/protocol/image-size.ts';
 import { OutputLedger, fittingPrefix, type OutputEntry } from './output-ledger.ts';
 import { stripTypes } from './typescript.ts';
 import { discardedExpressionHint } from './completion-hint.ts';
+import { awaitApproval, isGated, type ApprovalSetup } from './approval.ts';
+import { startDeadline } from './deadline.ts';
+import { STEP, type RunJournal } from './journal/replay.ts';
+import { encodeJson } from '../../carrier/protocol/json.ts';
 import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
 import { cpuMessage, ResourceGuard, type CpuOverrun, type DiskEnforcement, type MemoryEnforcement } from '../worker/resources/index.ts';
@@ -48,8 +52,8 @@ interface RunFacts {
 }
 
 export type RunResult =
-  | ({ status: 'ok'; value?: JsonValue; /** Why a per-call run returned nothing, when its last expression was discarded. */ hint?: string; /** The completion as text, for a run with `display`. */ display?: string } & RunFacts)
-  | ({ status: 'failed'; failure: Failure } & RunFacts);
+  | ({ status: 'ok'; /** The journal's name for the run, in a runtime with a journal. */ runId?: string; value?: JsonValue; /** Why a per-call run returned nothing, when its last expression was discarded. */ hint?: string; /** The completion as text, for a run with `display`. */ display?: string } & RunFacts)
+  | ({ status: 'failed'; failure: Failure; runId?: string } & RunFacts);
 
 export interface Execution {
   /** Program source in erasable TypeScript. */
@@ -65,6 +69,11 @@ export interface Execution {
   signal?: AbortSignal;
   onOutput?: (entry: OutputEntry) => void;
   nextAttachmentId(): string;
+  /** Names the run in pending actions (and in the journal). */
+  runId: string;
+  approval?: ApprovalSetup;
+  /** Records the run's calls; on a resume, answers the calls it already holds. */
+  journal?: RunJournal;
 }
 
 /** The hooks of the run in progress; between runs the environment is idle. */
@@ -223,9 +232,12 @@ export class Environment {
     const stopped = new Promise<void>((resolve) => {
       stopRun = resolve;
     });
+    // Fires when the run ends, so a call waiting for approval stops waiting.
+    const ended = new AbortController();
     const stop = (reason: Failure): void => {
       failure ??= reason;
       settled = true;
+      ended.abort();
       stopRun();
     };
 
@@ -244,8 +256,53 @@ export class Environment {
       if (ledger.overflowed) stop(outputLimit(config.maxOutputBytes));
     };
 
+    const journal = execution.journal;
+    const diverge = (match: { message: string; position: number; expected: { binding: string; args: string }; actual: { binding: string; args: string } }): never => {
+      stop({ kind: 'divergence', message: match.message, position: match.position, expected: match.expected, actual: match.actual });
+      throw Object.assign(new Error(match.message), { code: 'PTC_DIVERGED' });
+    };
+    // The answer a journaled call had, given again: its value and images, or its error.
+    const replayed = async (name: string, stored: { result: string | null; error: string | null }): Promise<InvokeResult> => {
+      if (stored.error !== null) {
+        const { message, code } = JSON.parse(stored.error) as { message: string; code?: string };
+        throw Object.assign(new Error(message), code !== undefined ? { code } : {});
+      }
+      const { value, images } = JSON.parse(stored.result!) as { value: string | null; images: Array<{ at: Array<string | number>; path: string }> };
+      const placed = [];
+      for (const { at, path } of images) placed.push({ at, image: await this.#registerImage(path, execution.cwd, `${name}: image()`) });
+      return { ...(value !== null ? { value } : {}), images: placed };
+    };
+    const errorText = (error: unknown): string => {
+      const failure = bindingFailure(error);
+      const code = (failure as { code?: unknown }).code;
+      return JSON.stringify({ message: failure.message, ...(typeof code === 'string' ? { code } : {}) });
+    };
+    // step(name, fn): [name] asks for the journaled value; [name, value] records the one fn made.
+    const steps = new Map<string, number>();
+    const step = async (argsText: string): Promise<InvokeResult> => {
+      const args = await decodeArguments(argsText);
+      if (typeof args[0] !== 'string' || args.length < 1 || args.length > 2) throw Object.assign(new Error('step(name, fn): name must be a string'), { code: 'PTC_STEP' });
+      if (args.length === 1) {
+        const match = journal!.match(STEP, argsText);
+        if (match.kind === 'diverged') diverge(match);
+        if (match.kind === 'answered') {
+          const { value } = JSON.parse(match.call.result!) as { value: string };
+          return { value: `{"recorded":true,"value":${value}}`, images: [] };
+        }
+        if (match.kind === 'run') steps.set(argsText, match.sequence);
+        return { value: '{"recorded":false}', images: [] };
+      }
+      const key = encodeJson([args[0]], 'step');
+      const sequence = steps.get(key);
+      if (sequence === undefined) throw Object.assign(new Error(`step ${JSON.stringify(args[0])}: recorded without being asked for`), { code: 'PTC_STEP' });
+      steps.delete(key);
+      journal!.record(sequence, STEP, key, 'done', JSON.stringify({ value: encodeJson(args[1], 'value'), images: [] }));
+      return { images: [] };
+    };
+
     let pendingCalls = 0;
     let pendingBytes = 0;
+    let sequence = 0;
     // The carrier declares only this run's bindings and enforces both in-flight limits before it
     // sends a call (the host counts a call until its reply is written, the carrier until it is
     // read), so a call past them did not come from the carrier's own code: the run fails.
@@ -253,7 +310,7 @@ export class Environment {
       const binding = execution.bindings.get(name);
       const bytes = Buffer.byteLength(argsText);
       let problem: string | undefined;
-      if (binding === undefined) problem = `the carrier called ${JSON.stringify(name)}, which is not a binding of this run`;
+      if (binding === undefined && !(name === STEP && journal !== undefined)) problem = `the carrier called ${JSON.stringify(name)}, which is not a binding of this run`;
       else if (pendingCalls >= config.maxPendingCalls) problem = `the carrier made more than maxPendingCalls (${config.maxPendingCalls}) binding calls at once`;
       else if (pendingBytes + bytes > config.maxMessageBytes) problem = `the carrier's binding calls in flight carry more than maxMessageBytes (${config.maxMessageBytes} bytes) of arguments`;
       if (problem !== undefined) {
@@ -262,15 +319,44 @@ export class Environment {
       }
       pendingCalls++;
       pendingBytes += bytes;
+      let position = ++sequence;
       try {
-        const args = await decodeArguments(argsText);
-        const result = await binding!(...args);
-        if (settled) throw Object.assign(new Error(`${name}: the evaluation has ended`), { code: 'PTC_EVALUATION_ENDED' });
-        const encoded = await encodeResult(name, result, (path) => this.#registerImage(path, execution.cwd, `${name}: image()`));
-        const resultBytes = encoded.value === undefined ? 0 : Buffer.byteLength(encoded.value);
-        if (resultBytes > config.maxMessageBytes) {
-          throw Object.assign(new Error(`${name}: the result (${resultBytes} bytes of JSON) is larger than one control message (maxMessageBytes ${config.maxMessageBytes})`), { code: 'PTC_MESSAGE_LIMIT' });
+        if (name === STEP) return await step(argsText);
+        if (journal !== undefined) {
+          const match = journal.match(name, argsText);
+          if (match.kind === 'answered') return await replayed(name, match.call);
+          if (match.kind === 'diverged') diverge(match);
+          if (match.kind === 'run') position = match.sequence;
         }
+        const args = await decodeArguments(argsText);
+        if (isGated(execution.approval, binding!, { binding: name, args })) {
+          journal?.record(position, name, argsText, 'waiting');
+          journal?.status('waiting');
+          try {
+            await awaitApproval(execution.approval, { runId: execution.runId, sequence: position, binding: name, args }, deadline.hold, ended.signal);
+          } catch (error) {
+            // A decision (or its timeout) is journaled; a call whose run ended still waits for one.
+            if ((error as { code?: string }).code !== 'PTC_EVALUATION_ENDED') journal?.record(position, name, argsText, 'rejected', null, errorText(error));
+            throw error;
+          }
+          journal?.status('running');
+        }
+        journal?.record(position, name, argsText, 'started');
+        let encoded: InvokeResult;
+        try {
+          const result = await binding!(...args);
+          if (settled) throw Object.assign(new Error(`${name}: the evaluation has ended`), { code: 'PTC_EVALUATION_ENDED' });
+          encoded = await encodeResult(name, result, (path) => this.#registerImage(path, execution.cwd, `${name}: image()`));
+          const resultBytes = encoded.value === undefined ? 0 : Buffer.byteLength(encoded.value);
+          if (resultBytes > config.maxMessageBytes) {
+            throw Object.assign(new Error(`${name}: the result (${resultBytes} bytes of JSON) is larger than one control message (maxMessageBytes ${config.maxMessageBytes})`), { code: 'PTC_MESSAGE_LIMIT' });
+          }
+        } catch (error) {
+          journal?.record(position, name, argsText, 'failed', null, errorText(error));
+          throw error;
+        }
+        // Committed before the program hears the answer: an answer it acted on is never lost.
+        journal?.record(position, name, argsText, 'done', JSON.stringify({ value: encoded.value ?? null, images: encoded.images.map(({ at, image }) => ({ at, path: image.path })) }));
         return encoded;
       } catch (error) {
         throw bindingFailure(error);
@@ -311,7 +397,7 @@ export class Environment {
     };
     if (this.lost !== undefined) stop({ kind: 'worker-exit', message: `the environment is gone: ${this.lost}`, exitCode: this.#exit?.code ?? null, signal: this.#exit?.signal ?? null });
 
-    const timer = execution.timeoutMs === null ? undefined : setTimeout(() => stop(timeoutFailure(execution.timeoutMs!, codeStarted)), execution.timeoutMs);
+    const deadline = startDeadline(execution.timeoutMs, () => stop(timeoutFailure(execution.timeoutMs!, codeStarted)));
     const onAbort = (): void => stop(abortFailure(execution.signal!.reason));
     execution.signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -339,7 +425,7 @@ export class Environment {
         ...(initializer !== undefined ? { initializer } : {}),
         filename: execution.filename,
         cwd: execution.cwd,
-        bindings: [...execution.bindings.keys()],
+        bindings: journal !== undefined ? [...execution.bindings.keys(), STEP] : [...execution.bindings.keys()],
         discardCompletion: execution.discardCompletion,
         ...(execution.display !== undefined ? { display: execution.display } : {}),
         maxPendingCalls: config.maxPendingCalls,
@@ -364,7 +450,8 @@ export class Environment {
       stop({ kind: 'worker-exit', exitCode: null, signal: null, ...over });
     }
     resources?.stop();
-    clearTimeout(timer);
+    deadline.clear();
+    ended.abort();
     execution.signal?.removeEventListener('abort', onAbort);
     // Read before a per-call carrier is terminated, which stops its proxy.
     if (this.carrier.network !== undefined) {

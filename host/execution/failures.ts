@@ -10,7 +10,8 @@ export type FailureKind =
   | 'sandbox-unavailable'
   | 'worker-exit'
   | 'invalid-output'
-  | 'output-limit';
+  | 'output-limit'
+  | 'divergence';
 
 export interface Failure {
   kind: FailureKind;
@@ -38,6 +39,10 @@ export interface Failure {
   stderrTail?: string;
   /** invalid-output: the path of the first lossy value. */
   path?: string;
+  /** divergence: the journal's position, the call it holds there, and what the program did instead (absent: it made no call). */
+  position?: number;
+  expected?: { binding: string; args: string };
+  actual?: { binding: string; args: string };
   /** Retained runs: whether the environment's variables survived this failure. */
   state?: 'preserved' | 'cleared';
 }

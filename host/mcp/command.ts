@@ -32,7 +32,7 @@ export async function serveMcp(configPath: string, withFlags: (ptc: Record<strin
   for (const upstream of upstreams) {
     if (upstream.down !== undefined) process.stderr.write(`ptc mcp: upstream "${upstream.name}" is unavailable: ${upstream.down}\n`);
   }
-  const server = createMcpServer(runtime, upstreams, budget !== undefined ? { descriptionBudget: budget } : {});
+  const server = createMcpServer(runtime, upstreams, config.approval, budget !== undefined ? { descriptionBudget: budget } : {});
   const transport = new StdioServerTransport();
   const done = new Promise<void>((resolve) => {
     // The stdio transport does not watch for end of input; the client closing stdin is the end.

@@ -3,6 +3,7 @@
 // field and quotes the value; unknown fields are refused so a typo never goes unnoticed.
 import { readFile } from 'node:fs/promises';
 import type { RuntimeConfig } from '../index.ts';
+import { parseApprovalRules, type ApprovalRule } from './approvals.ts';
 
 export type UpstreamConfig =
   | { kind: 'stdio'; command: string; args: string[]; env?: Record<string, string>; cwd?: string }
@@ -13,6 +14,8 @@ export interface McpConfig {
   ptc: RuntimeConfig;
   /** `ptc.descriptionBudget`: characters the run_code description may take. */
   descriptionBudget?: number;
+  /** Per upstream: which of its tools wait for approval (approvals.ts); an upstream not named gates its destructive tools. */
+  approval: Map<string, ApprovalRule>;
 }
 
 /** A problem with the config file or the flags: the CLI exits 2. */
@@ -43,7 +46,7 @@ export function parseMcpConfig(value: unknown, source: string): McpConfig {
   const at = (field: string): string => `${source}: ${field}`;
   if (!isRecord(value)) throw new McpConfigError(`${source} must hold a JSON object {"mcpServers": {...}, "ptc"?: {...}}, got ${quote(value)}`);
   for (const key of Object.keys(value)) {
-    if (key !== 'mcpServers' && key !== 'ptc') throw new McpConfigError(`${at(key)} is not a known field (expected "mcpServers" and optionally "ptc")`);
+    if (key !== 'mcpServers' && key !== 'ptc' && key !== 'approval') throw new McpConfigError(`${at(key)} is not a known field (expected "mcpServers" and optionally "ptc" and "approval")`);
   }
   if (!isRecord(value.mcpServers)) throw new McpConfigError(`${at('mcpServers')} must be an object of named servers, got ${quote(value.mcpServers)}`);
   if (value.ptc !== undefined && !isRecord(value.ptc)) throw new McpConfigError(`${at('ptc')} must be an object of runtime fields, got ${quote(value.ptc)}`);
@@ -80,7 +83,13 @@ export function parseMcpConfig(value: unknown, source: string): McpConfig {
   // descriptionBudget is ptc mcp's own field; the rest of "ptc" is the runtime's.
   const { descriptionBudget, ...ptc } = (value.ptc ?? {}) as Record<string, unknown>;
   if (ptc.discovery === false) throw new McpConfigError(`${at('ptc.discovery')}: ptc mcp always gives programs search() and describe(); it cannot be false`);
-  return { upstreams, ptc: ptc as RuntimeConfig, ...(descriptionBudget !== undefined ? { descriptionBudget: checkBudget(descriptionBudget, at('ptc.descriptionBudget')) } : {}) };
+  let approval: Map<string, ApprovalRule>;
+  try {
+    approval = parseApprovalRules(value.approval, at('approval'), [...upstreams.keys()]);
+  } catch (error) {
+    throw new McpConfigError((error as Error).message);
+  }
+  return { upstreams, ptc: ptc as RuntimeConfig, approval, ...(descriptionBudget !== undefined ? { descriptionBudget: checkBudget(descriptionBudget, at('ptc.descriptionBudget')) } : {}) };
 }
 
 /** A description budget: a positive integer of characters. */

@@ -3,15 +3,18 @@
 // retaining mode the session is one state owner, and `reset` releases it.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { codeFence, lineComment, toolCatalog, VERSION, type BindingFunction, type Bindings, type Runtime, type ToolCatalog, type ToolSchema } from '../index.ts';
+import { binding, codeFence, lineComment, toolCatalog, VERSION, type BindingFunction, type Bindings, type Runtime, type ToolCatalog, type ToolSchema } from '../index.ts';
 import type { Upstream } from './upstreams.ts';
 import { RunFiles, toolResult, upstreamValue } from './results.ts';
 import { progressReporter } from './progress.ts';
 import { DEFAULT_DESCRIPTION_BUDGET, OVER_BUDGET_FIRST_LINE, type McpServerOptions } from './budget.ts';
+import { elicitingApprover, isGatedTool, type ApprovalRule } from './approvals.ts';
 
 interface Binding {
   upstream: Upstream;
   tool: string;
+  /** Each call waits for the client's user (approvals.ts). */
+  gated?: boolean;
 }
 
 interface Listed {
@@ -26,7 +29,7 @@ interface Listed {
  * no upstream can declare into another's namespace or break the table. It never throws: an
  * upstream whose tools cannot be declared is reported, and the others are served.
  */
-export function describeUpstreams(runtime: Runtime, upstreams: Upstream[], options: McpServerOptions = {}): { description: string; bindings: Array<[string[], Binding]>; catalog: ToolCatalog } {
+export function describeUpstreams(runtime: Runtime, upstreams: Upstream[], approval?: Map<string, ApprovalRule>, options: McpServerOptions = {}): { description: string; bindings: Array<[string[], Binding]>; catalog: ToolCatalog } {
   let usable = upstreams.filter((upstream) => upstream.down === undefined);
   const refused = new Map<Upstream, string>();
   let rendered = render(usable);
@@ -73,7 +76,11 @@ export function describeUpstreams(runtime: Runtime, upstreams: Upstream[], optio
     const rest = withTools('', first).length + 8;
     description = withTools(catalog.declarations({ budget: Math.max(1, budget - rest) }), first);
   }
-  return { description, bindings: listed.map(({ upstream, tool }, index) => [paths[index]!, { upstream, tool: tool.name }]), catalog };
+  return {
+    description,
+    bindings: listed.map(({ upstream, tool }, index) => [paths[index]!, { upstream, tool: tool.name, gated: isGatedTool(approval, upstream.name, upstream.tools.find((listedTool) => listedTool.name === tool.name)!) }]),
+    catalog,
+  };
 }
 
 function render(upstreams: Upstream[]): { text: string; catalog: ToolCatalog; listed: Listed[]; paths: string[][] } | Error {
@@ -97,9 +104,11 @@ function render(upstreams: Upstream[]): { text: string; catalog: ToolCatalog; li
 }
 
 /** Creates the MCP server over a runtime and connected upstreams; connect it to a transport. */
-export function createMcpServer(runtime: Runtime, upstreams: Upstream[], options: McpServerOptions = {}): Server {
-  const { description, bindings: table, catalog } = describeUpstreams(runtime, upstreams, options);
+export function createMcpServer(runtime: Runtime, upstreams: Upstream[], approval?: Map<string, ApprovalRule>, options: McpServerOptions = {}): Server {
+  const { description, bindings: table, catalog } = describeUpstreams(runtime, upstreams, approval, options);
   const server = new Server({ name: 'ptc', version: VERSION }, { capabilities: { tools: {} } });
+  const toolNames = new Map(table.map(([path, { upstream, tool }]) => [path.join('.'), `${upstream.name}.${tool}`]));
+  const approver = elicitingApprover(server, (name) => toolNames.get(name) ?? name, runtime.config.approval.timeoutMs);
   // One state owner per session; `reset` swaps in a fresh one.
   let owner = {};
   const tools: Tool[] = [
@@ -168,7 +177,7 @@ export function createMcpServer(runtime: Runtime, upstreams: Upstream[], options
       let result;
       try {
         const onOutput = progressReporter(extra);
-        result = await runtime.run(spec, { signal: extra.signal, ...(onOutput !== undefined ? { onOutput } : {}) });
+        result = await runtime.run(spec, { signal: extra.signal, onApproval: approver, ...(onOutput !== undefined ? { onOutput } : {}) });
       } catch (error) {
         // The runtime throws for misuse it can name, such as a second run while the session's environment is busy.
         return invalid(`run_code: ${(error as Error).message}`);
@@ -193,7 +202,7 @@ function makeBindings(table: Array<[string[], Binding]>, files: RunFiles, signal
   const define = (holder: Bindings, key: string, value: Bindings | BindingFunction): void => {
     Object.defineProperty(holder, key, { value, writable: true, enumerable: true, configurable: true });
   };
-  for (const [path, { upstream, tool }] of table) {
+  for (const [path, { upstream, tool, gated }] of table) {
     let space = root;
     for (const segment of path.slice(0, -1)) {
       if (!Object.hasOwn(space, segment)) define(space, segment, Object.create(null) as Bindings);
@@ -207,7 +216,7 @@ function makeBindings(table: Array<[string[], Binding]>, files: RunFiles, signal
       const result = await upstream.call(tool, (args[0] ?? {}) as Record<string, unknown>, { signal, timeoutMs: timeoutMs() });
       return upstreamValue(result, files);
     };
-    define(space, path.at(-1)!, call);
+    define(space, path.at(-1)!, gated === true ? binding(call, { approval: true }) : call);
   }
   return root;
 }

@@ -10,6 +10,8 @@ import type { ExecutionMode, ResolvedConfig } from '../execution/settings.ts';
 import { show } from '../execution/show.ts';
 import { diskLimit, resourceLimit } from './resource-limits.ts';
 import { resolveImports, type ImportsConfig } from './imports-config.ts';
+import { resolveApproval, type ApprovalConfig } from './approval-config.ts';
+import { resolveJournalPath } from './journal-config.ts';
 
 export type { ExecutionMode, LaunchConfig, ResolvedConfig };
 export { show };
@@ -66,6 +68,10 @@ export interface RuntimeConfig {
   imports?: ImportsConfig;
   /** Programs get `search(query)` and `describe(name)` over the run's tools (README, "Discovery"). @default false */
   discovery?: boolean;
+  /** Which binding calls wait for a person, and for how long (README, "Approvals"). @default only bindings marked `binding(fn, { approval: true })`, one hour */
+  approval?: ApprovalConfig;
+  /** The journal: a SQLite file on the host recording every run's calls and outcome, for resume, audit and snippets (README, "Recovery"). @default none */
+  journal?: string;
 }
 
 /** The warm pool's default bounds: one carrier ahead, up to four for a burst. */
@@ -73,7 +79,7 @@ export const DEFAULT_POOL = Object.freeze({ min: 1, max: 4 });
 /** More idle carriers than this in one pool would be a configuration mistake (each is a Node process). */
 const MAX_POOL = 64;
 
-export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'cpuTimeMs' | 'maxMemoryMb' | 'maxDiskMb' | 'idleTimeoutMs' | 'maxRetainedEnvironments' | 'imports' | 'pool'> = {
+export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'cpuTimeMs' | 'maxMemoryMb' | 'maxDiskMb' | 'idleTimeoutMs' | 'maxRetainedEnvironments' | 'imports' | 'pool' | 'approval' | 'journal'> = {
   executionMode: 'per-call',
   scriptPersistence: false,
   replScoped: false,
@@ -94,7 +100,7 @@ export const MAX_TIMER_MS = 2_147_483_647;
 
 const EXECUTION_MODES: readonly string[] = ['per-call', 'vm-script', 'persistent-in-memory'];
 // The resource and retention limits have no default (none means unlimited), so they are not in DEFAULTS.
-const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy', 'cpuTimeMs', 'maxMemoryMb', 'maxDiskMb', 'idleTimeoutMs', 'maxRetainedEnvironments', 'imports', 'pool']);
+const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy', 'cpuTimeMs', 'maxMemoryMb', 'maxDiskMb', 'idleTimeoutMs', 'maxRetainedEnvironments', 'imports', 'pool', 'approval', 'journal']);
 
 /** Validates a configuration object and fills defaults; throws TypeError/RangeError naming the field. */
 export function resolveConfig(input: unknown): ResolvedConfig {
@@ -107,6 +113,10 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     if (!FIELDS.has(field)) throw new TypeError(`ptc config: unknown field "${field}" (value ${show(config[field])})`);
   }
   const executionMode = config.executionMode ?? DEFAULTS.executionMode;
+  if (executionMode === 'durable') {
+    // The reference defers "durable" until a design defines its recovery; this one is the journal.
+    throw new RangeError('ptc config: executionMode "durable" is not a mode here: durable runs are per-call runs with a `journal` (README, "Recovery"), got executionMode "durable"');
+  }
   if (typeof executionMode !== 'string' || !EXECUTION_MODES.includes(executionMode)) {
     throw new RangeError(`ptc config: executionMode must be one of ${EXECUTION_MODES.map((m) => `"${m}"`).join(', ')}, got ${show(executionMode)}`);
   }
@@ -142,9 +152,16 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     sandbox: sandboxOptions(config.sandbox),
     policy: policyShape(config.policy ?? { mode: 'workspace-write' }, 'policy'),
     ...retentionLimits(config),
+    approval: resolveApproval(config.approval),
   };
+  const journal = resolveJournalPath(config.journal);
+  if (journal !== undefined) resolved.journal = journal;
   const imports = resolveImports(config.imports);
   if (imports !== undefined) resolved.imports = imports;
+  if (resolved.journal !== undefined && resolved.executionMode !== 'per-call') {
+    // Resume re-runs the whole program in a fresh carrier; a retained environment's variables would not come back.
+    throw new RangeError(`ptc config: journal requires executionMode "per-call" (a resume re-runs the program in a fresh carrier), got executionMode ${show(resolved.executionMode)}`);
+  }
   if (resolved.timeoutMs > resolved.maxTimeoutMs) {
     throw new RangeError(`ptc config: timeoutMs (${resolved.timeoutMs}) must not exceed maxTimeoutMs (${resolved.maxTimeoutMs})`);
   }

@@ -14,6 +14,11 @@ import { resourceLimit } from './resource-limits.ts';
 import type { ToolSchema } from './declarations.ts';
 import { isToolCatalog, toolCatalog, type ToolCatalog } from './discovery/catalog.ts';
 import { DISCOVERY_GLOBALS } from './discovery/globals.ts';
+import { randomUUID } from 'node:crypto';
+import type { ApprovalHandler } from '../execution/approval.ts';
+import { Journal, type CallRecord, type RevertRecord, type RunRecord, type SnippetRecord } from './journal.ts';
+import { snippetBindings } from './snippets.ts';
+import type { RunJournal } from '../execution/journal/replay.ts';
 
 export interface RunRequest {
   /** The program: an async function body in erasable TypeScript. */
@@ -77,6 +82,10 @@ export interface RunSpec {
 export interface RunOptions {
   signal?: AbortSignal;
   onOutput?: (entry: OutputEntry) => void;
+  /** Receives each gated call as a pending action; approve or reject it, or return a decision (README, "Approvals"). @default none: gated calls are rejected */
+  onApproval?: ApprovalHandler;
+  /** The run's id in pending actions and in the journal, where it must be new. @default a random UUID */
+  runId?: string;
 }
 
 export interface TimeoutDescriptor {
@@ -107,7 +116,27 @@ export interface Runtime {
    * wait for no boot. Never rejects: a carrier that cannot boot is the next run's failure to report.
    */
   warmUp(): Promise<void>;
+  /**
+   * With a journal: runs again a journaled run that never finished (its host ended, or it was
+   * left waiting for an approval). Calls the journal answered are not made again (README, "Recovery").
+   */
+  resume(runId: string, options: ResumeOptions): Promise<RunResult>;
+  /** With a journal: every journaled run, oldest first. */
+  runs(): RunRecord[];
+  /** With a journal: one run's binding calls and steps, in sequence. */
+  calls(runId: string): CallRecord[];
+  /** With a journal: rolls back a run's applied calls, newest first, through each binding's `revert`. */
+  revert(runId: string, options: { bindings: Bindings }): Promise<RevertRecord[]>;
+  /** With a journal: saves the program of a run that finished ok; later runs call it as `snippets.<name>(input)`. */
+  saveSnippet(name: string, runId: string, description?: string): SnippetRecord;
+  /** With a journal: the saved snippets. */
+  snippets(): SnippetRecord[];
   dispose(): Promise<void>;
+}
+
+export interface ResumeOptions extends RunOptions {
+  /** The bindings to run the calls the journal has no answer for: functions are not journaled. */
+  bindings?: Bindings;
 }
 
 const REQUEST_FIELDS = new Set(['program', 'bindings', 'tools', 'cwd', 'timeoutMs', 'cpuTimeMs', 'discardCompletion', 'display', 'filename', 'stateOwner', 'policy', 'oneTime', 'onPolicyChange']);
@@ -144,9 +173,62 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
   let attachments = 0;
   const shape = executionShape(config);
   const executor = new Executor(config, shape.format, shape.retains);
+  const journal = config.journal === undefined ? undefined : new Journal(config.journal);
+  const needJournal = (what: string): Journal => {
+    if (journal === undefined) throw new Error(`ptc ${what}: this runtime has no journal (config.journal names its file)`);
+    return journal;
+  };
 
   const assertLive = (what: string): void => {
     if (disposed) throw new Error(`ptc runtime: ${what} called after dispose()`);
+  };
+
+  const execute = async (spec: RunSpec, bindings: ReturnType<typeof flattenBindings>, options: RunOptions, runId: string, recorded?: RunJournal): Promise<RunResult> => {
+    const controller = new AbortController();
+    active.add(controller);
+    const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
+    admitted = true;
+    try {
+      return await executor.run({
+        program: spec.program,
+        filename: spec.filename,
+        cwd: spec.cwd,
+        bindings,
+        discardCompletion: spec.discardCompletion,
+        ...(spec.display !== undefined ? { display: { colors: spec.display.colors } } : {}),
+        timeoutMs: spec.timeoutMs,
+        cpuTimeMs: spec.cpuTimeMs === undefined ? config.cpuTimeMs : resourceLimit(spec.cpuTimeMs, 'cpuTimeMs', 'ptc run(): spec', config.launch),
+        signal,
+        ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+        nextAttachmentId: () => `img-${++attachments}`,
+        runId,
+        approval: { ...config.approval, ...(options.onApproval !== undefined ? { handler: approvalHandler(options.onApproval) } : {}) },
+        ...(recorded !== undefined ? { journal: recorded } : {}),
+      }, spec.stateOwner, spec.policy ?? config.policy, spec.oneTime ?? false, policyChangeOption(spec.onPolicyChange, 'ptc run(): spec.onPolicyChange'));
+    } finally {
+      active.delete(controller);
+    }
+  };
+  // A journaled run calls the saved snippets as `snippets.<name>(input)`: each a run of its own,
+  // with the caller's bindings and approval handler.
+  const withSnippets = (flat: ReturnType<typeof flattenBindings>, tree: Bindings, options: RunOptions): void => {
+    const saved = journal!.snippets();
+    if (saved.length === 0) return;
+    if ([...flat.keys()].some((name) => name === 'snippets' || name.startsWith('snippets.'))) {
+      throw new TypeError('ptc run(): binding name "snippets" is taken by the saved snippets in a runtime whose journal has some');
+    }
+    const run = (program: string) => runtime.run(runtime.resolve({ program, bindings: tree }), { ...(options.onApproval ? { onApproval: options.onApproval } : {}), ...(options.signal ? { signal: options.signal } : {}) });
+    for (const [name, fn] of snippetBindings(saved, run)) flat.set(name, fn);
+  };
+  const journaled = async (recorded: RunJournal, attempt: () => Promise<RunResult>): Promise<RunResult> => {
+    let result: RunResult;
+    try {
+      result = await attempt();
+    } catch (error) {
+      journal!.abandon(recorded);
+      throw error;
+    }
+    return journal!.finish(recorded, result);
   };
 
   // Frozen: `timeout`, `programFormat` and the rest are read-only for callers, not only in the types.
@@ -207,27 +289,57 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       checkSpec(spec);
       checkDeadline(spec.timeoutMs, config);
       const bindings = flattenBindings(spec.bindings);
-      const controller = new AbortController();
-      active.add(controller);
-      const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
-      admitted = true;
+      if (options.runId !== undefined && (typeof options.runId !== 'string' || options.runId === '')) throw new TypeError(`ptc run(): runId must be a non-empty string, got ${show(options.runId)}`);
+      const runId = options.runId ?? randomUUID();
+      if (journal === undefined) return execute(spec, bindings, options, runId);
+      if (bindings.has('step')) throw new TypeError('ptc run(): binding name "step" is taken by step(name, fn) in a runtime with a journal');
+      withSnippets(bindings, spec.bindings, options);
+      const cpuTimeMs = spec.cpuTimeMs === undefined ? config.cpuTimeMs : spec.cpuTimeMs;
+      const recorded = journal.begin(runId, spec.program, { cwd: spec.cwd, filename: spec.filename, timeoutMs: spec.timeoutMs, cpuTimeMs, discardCompletion: spec.discardCompletion, policy: spec.policy });
+      return journaled(recorded, () => execute(spec, bindings, options, runId, recorded));
+    },
+
+    async resume(runId, options) {
+      assertLive('resume()');
+      if (typeof runId !== 'string') throw new TypeError(`ptc resume(): runId must be a string, got ${show(runId)}`);
+      if (typeof options !== 'object' || options === null) throw new TypeError(`ptc resume(): options must be an object with the run's bindings, got ${show(options)}`);
+      const { bindings: given, runId: _ignored, ...runOptions } = options;
+      const found = needJournal('resume()');
+      const taken = found.reopen(runId);
+      let spec: RunSpec;
+      let bindings: ReturnType<typeof flattenBindings>;
       try {
-        return await executor.run({
-          program: spec.program,
-          filename: spec.filename,
-          cwd: spec.cwd,
-          bindings,
-          discardCompletion: spec.discardCompletion,
-          ...(spec.display !== undefined ? { display: { colors: spec.display.colors } } : {}),
-          timeoutMs: spec.timeoutMs,
-          cpuTimeMs: spec.cpuTimeMs === undefined ? config.cpuTimeMs : resourceLimit(spec.cpuTimeMs, 'cpuTimeMs', 'ptc run(): spec', config.launch),
-          signal,
-          ...(options.onOutput ? { onOutput: options.onOutput } : {}),
-          nextAttachmentId: () => `img-${++attachments}`,
-        }, spec.stateOwner, spec.policy ?? config.policy, spec.oneTime ?? false, policyChangeOption(spec.onPolicyChange, 'ptc run(): spec.onPolicyChange'));
-      } finally {
-        active.delete(controller);
+        spec = runtime.resolve({ program: taken.program, bindings: given ?? {}, ...taken.request });
+        bindings = flattenBindings(spec.bindings);
+        withSnippets(bindings, spec.bindings, runOptions);
+      } catch (error) {
+        found.abandon(taken.journal);
+        throw error;
       }
+      return journaled(taken.journal, () => execute(spec, bindings, runOptions, runId, taken.journal));
+    },
+
+    runs() {
+      return needJournal('runs()').runs();
+    },
+
+    calls(runId) {
+      return needJournal('calls()').calls(runId);
+    },
+
+    async revert(runId, options) {
+      assertLive('revert()');
+      const found = needJournal('revert()');
+      if (typeof options !== 'object' || options === null) throw new TypeError(`ptc revert(): options must be an object with the run's bindings, got ${show(options)}`);
+      return found.revert(runId, flattenBindings(options.bindings));
+    },
+
+    saveSnippet(name, runId, description) {
+      return needJournal('saveSnippet()').saveSnippet(name, runId, description);
+    },
+
+    snippets() {
+      return needJournal('snippets()').snippets();
     },
 
     async dispose() {
@@ -235,6 +347,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       disposed = true;
       for (const controller of active) controller.abort(new Error('runtime disposed'));
       await Promise.all([executor.dispose(), pooled.then((pool) => pool?.release()), swept]);
+      journal?.close();
       // The remote connection (an SSH master) outlives no runtime that opened it.
       await releaseRemote(config);
     },
@@ -287,6 +400,11 @@ function withDiscovery(bindings: Bindings, tools: RunRequest['tools'], discovery
     if (!flat.has(path.join('.'))) throw new TypeError(`ptc request: tools lists ${path.join('.')}, which is not a binding`);
   }
   return { ...bindings, ...catalog.bindings() };
+}
+
+function approvalHandler(value: unknown): ApprovalHandler {
+  if (typeof value !== 'function') throw new TypeError(`ptc run(): onApproval must be a function, got ${show(value)}`);
+  return value as ApprovalHandler;
 }
 
 function policyChangeOption(value: unknown, field: string): PolicyChange {

@@ -16,6 +16,8 @@ export interface RunParams {
   cwd?: string;
   discardCompletion?: boolean;
   onPolicyChange?: PolicyChange;
+  /** Tool names whose calls wait for approval (checked against the tools in approvals.ts). */
+  approval?: unknown;
 }
 
 const invalid = (method: string, message: string): RpcError => new RpcError(ErrorCode.invalidParams, `${method}: ${message}`);
@@ -43,7 +45,7 @@ export function initializeParams(params: Record<string, unknown>): { protocolVer
 
 /** Checks `run`; the library checks the values it owns (timeoutMs, cpuTimeMs, policy, cwd, onPolicyChange) when it resolves them. */
 export function runParams(params: Record<string, unknown>): RunParams {
-  only('run', params, ['program', 'tools', 'owner', 'runId', 'timeoutMs', 'cpuTimeMs', 'policy', 'cwd', 'discardCompletion', 'onPolicyChange']);
+  only('run', params, ['program', 'tools', 'owner', 'runId', 'timeoutMs', 'cpuTimeMs', 'policy', 'cwd', 'discardCompletion', 'onPolicyChange', 'approval']);
   if (typeof params.program !== 'string') throw invalid('run', `program must be a string, got ${show(params.program)}`);
   const owner = name('run', params, 'owner', false);
   const runId = name('run', params, 'runId', false);

@@ -1,15 +1,18 @@
 // What `ptc serve` does with each method: one runtime for the connection, runs in flight keyed by
 // runId, retained owners named by strings, and an orderly close that aborts every run and ends
 // every carrier. The runtime is created at `initialize` (with its config) or at the first `run`.
-import { availableBackends, createRuntime, declarations, DEFAULTS, PROTOCOL_REVISION, toolCatalog, VERSION, type Runtime, type RuntimeConfig } from '../index.ts';
+import { availableBackends, bindingPaths, createRuntime, declarations, DEFAULTS, PROTOCOL_REVISION, toolCatalog, VERSION, type Bindings, type OutputEntry, type Runtime, type RuntimeConfig, type RunSpec } from '../index.ts';
 import type { Connection } from './connection.ts';
-import { cancelParams, declarationsParams, initializeParams, noParams, releaseParams, runParams } from './params.ts';
+import { cancelParams, declarationsParams, initializeParams, noParams, releaseParams, runParams, type RunParams } from './params.ts';
 import { toolBindings } from './tools.ts';
+import { approvalNames, gateTools, ServeApprovals } from './approvals.ts';
+import { listJournal, resumeParams } from './journal.ts';
+import { randomUUID } from 'node:crypto';
 import { ErrorCode, RpcError } from './wire.ts';
 
 /** The revision of this JSON-RPC protocol; `initialize` answers it and refuses a client that expects another. */
 export const SERVE_PROTOCOL_VERSION = 1;
-export const METHODS = ['initialize', 'run', 'cancel', 'release', 'declarations', 'shutdown'];
+export const METHODS = ['initialize', 'run', 'cancel', 'release', 'declarations', 'approve', 'reject', 'runs', 'calls', 'resume', 'shutdown'];
 
 interface ActiveRun {
   controller: AbortController;
@@ -27,6 +30,7 @@ export class Server {
   readonly #owners = new Map<string, object>();
   readonly #busyOwners = new Set<string>();
   #nextRun = 0;
+  readonly #approvals = new ServeApprovals();
   #closing: Promise<void> | undefined;
   /** Resolves when `shutdown` asks the connection to stop reading. */
   readonly stopped: Promise<void>;
@@ -78,6 +82,14 @@ export class Server {
           throw new RpcError(ErrorCode.invalidParams, `declarations: ${(error as Error).message}`, undefined, { cause: error });
         }
       }
+      case 'approve':
+      case 'reject':
+        return this.#approvals.decide(method, params);
+      case 'runs':
+      case 'calls':
+        return listJournal(this.#live(), method, params);
+      case 'resume':
+        return this.#run(params, resumeParams(params));
       case 'shutdown':
         noParams('shutdown', params);
         await this.close();
@@ -133,23 +145,30 @@ export class Server {
     };
   }
 
-  async #run(params: Record<string, unknown>): Promise<unknown> {
-    const request = runParams(params);
+  /** A new run, or (with `resume`) a journaled one taken up again under its own runId. */
+  async #run(params: Record<string, unknown>, resume?: { runId: string; tools: RunParams['tools']; approval?: unknown }): Promise<unknown> {
+    const request: RunParams = resume === undefined ? runParams(params) : { program: '', tools: resume.tools, runId: resume.runId, ...(resume.approval !== undefined ? { approval: resume.approval } : {}) };
     const runtime = this.#live();
     // A generated id skips the ones in flight: a client may have named a run "run-1" itself.
     let runId = request.runId;
-    while (runId === undefined || (request.runId === undefined && this.#runs.has(runId))) runId = `run-${++this.#nextRun}`;
+    // With a journal, ids outlive this server, so a generated one must be unique beyond it.
+    while (runId === undefined || (request.runId === undefined && this.#runs.has(runId))) runId = runtime.config.journal !== undefined ? `run-${randomUUID()}` : `run-${++this.#nextRun}`;
     if (this.#runs.has(runId)) throw new RpcError(ErrorCode.busy, `run: runId ${JSON.stringify(runId)} is already in flight`);
     const { owner } = request;
     if (owner !== undefined && this.#busyOwners.has(owner)) {
       throw new RpcError(ErrorCode.busy, `run: owner ${JSON.stringify(owner)} already has a run in flight; wait for its reply before starting another`);
     }
     const run: ActiveRun = { controller: new AbortController(), invokes: new Set() };
+    const toolNames = request.tools.map((tool) => tool.name);
     let spec;
+    let gated: string[] | undefined;
     try {
-      spec = runtime.resolve({
+      gated = approvalNames(request.approval, toolNames);
+      const bindings = toolBindings(request.tools, (name, args) => this.#invoke(run, runId, name, args), runtime.config.discovery);
+      if (resume !== undefined) gateTools(bindings, toolNames, gated ?? []);
+      spec = resume !== undefined ? { bindings } : runtime.resolve({
         program: request.program,
-        bindings: toolBindings(request.tools, (name, args) => this.#invoke(run, runId, name, args), runtime.config.discovery),
+        bindings: gated === undefined ? bindings : gateTools(bindings, toolNames, gated),
         ...(runtime.config.discovery ? { tools: request.tools } : {}),
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
         ...('timeoutMs' in request ? { timeoutMs: request.timeoutMs } : {}),
@@ -166,10 +185,14 @@ export class Server {
     this.#runs.set(runId, run);
     if (owner !== undefined) this.#busyOwners.add(owner);
     try {
-      return await runtime.run(spec, {
+      const options = {
         signal: run.controller.signal,
-        onOutput: (entry) => this.#connection.notify('output', { runId, entry }),
-      });
+        onOutput: (entry: OutputEntry) => this.#connection.notify('output', { runId, entry }),
+        // Every run can be asked: a tool gated by the config's approval predicate needs an answer too.
+        onApproval: this.#approvals.handler(runId, pathsToNames(toolNames), (params) => this.#connection.notify('approval', params)),
+      };
+      // A resumed run keeps its journal's runId: that is the id its invokes and notifications carry.
+      return resume !== undefined ? await runtime.resume(runId, { ...options, bindings: spec.bindings }) : await runtime.run(spec as RunSpec, { ...options, runId });
     } catch (error) {
       // The library rejects only caller misuse here, such as a writable root that does not exist or
       // a policy that would change a retained owner's (its message says how to release the owner).
@@ -202,4 +225,10 @@ export class Server {
       run.invokes.delete(id);
     }
   }
+}
+
+/** The dotted identifier path each tool is called by, to the tool's own name. */
+function pathsToNames(names: string[]): Map<string, string> {
+  const paths = bindingPaths(names);
+  return new Map(names.map((name, index) => [paths[index]!.join('.'), name]));
 }

@@ -18,7 +18,7 @@ function burner(before: number, after: number) {
 /** Watches the child from its spawn with `budget`; calls started() when it says "started" (if `notice`); returns the overrun, if any, once it says "done". */
 async function watchBurner(before: number, after: number, budget: number, notice: boolean) {
   const child = burner(before, after);
-  const guard = new ResourceGuard(child.pid, null, () => {});
+  const guard = new ResourceGuard(child.pid, { maxMemoryMb: null, maxDiskMb: null, writable: [] }, () => {});
   let overrun: { usedMs: number; budgetMs: number } | undefined;
   const watch = guard.watch(budget, (over) => (overrun = over));
   let text = '';

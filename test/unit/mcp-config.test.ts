@@ -23,7 +23,7 @@ test('stdio and Streamable HTTP entries, with the ptc section passed through', (
 test('every mistake names the field and the value', () => {
   const table: Array<[unknown, string]> = [
     [[], 'f.json must hold a JSON object {"mcpServers": {...}, "ptc"?: {...}}, got []'],
-    [{ servers: {} }, 'f.json: servers is not a known field (expected "mcpServers" and optionally "ptc")'],
+    [{ servers: {} }, 'f.json: servers is not a known field (expected "mcpServers" and optionally "ptc" and "approval")'],
     [{ mcpServers: [] }, 'f.json: mcpServers must be an object of named servers, got []'],
     [{ mcpServers: {}, ptc: 3 }, 'f.json: ptc must be an object of runtime fields, got 3'],
     [{ mcpServers: { a: 'cmd' } }, 'f.json: mcpServers.a must be an object with "command" or "url", got "cmd"'],

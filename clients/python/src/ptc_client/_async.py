@@ -9,8 +9,8 @@ import sys
 import uuid
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
 
-from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, declarations_params, decode, reply_error, request,
-                        run_params,
+from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, approval_decision, declarations_params, decode,
+                        describe_tools, reply_error, request, run_params,
                         tool_error, tool_result, tool_table, unknown_tool)
 
 # One line may hold a whole result (up to maxOutputBytes of output, escaped): asyncio's 64 KiB default is far too small.
@@ -18,9 +18,11 @@ _LINE_LIMIT = 1 << 30
 
 
 class _Run:
-    def __init__(self, tools: Dict[str, Tool], on_output: Optional[Callable[[Dict[str, Any]], Any]]) -> None:
+    def __init__(self, tools: Dict[str, Tool], on_output: Optional[Callable[[Dict[str, Any]], Any]],
+                 on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None) -> None:
         self.tools = tools
         self.on_output = on_output
+        self.on_approval = on_approval
 
 
 class AsyncPtcClient:
@@ -67,24 +69,54 @@ class AsyncPtcClient:
     async def run(self, program: str, tools: Tools = None, *, on_output: Optional[Callable[[Dict[str, Any]], Any]] = None,
                   cwd: Optional[str] = None, timeout_ms: Any = DEFAULT, cpu_time_ms: Any = DEFAULT,
                   policy: Optional[Mapping[str, Any]] = None, owner: Optional[str] = None, run_id: Optional[str] = None,
-                  discard_completion: bool = False, on_policy_change: Optional[str] = None) -> Dict[str, Any]:
-        """Runs a program; returns the result dict exactly as ``ptc run --json`` prints it. ``on_output`` may be async."""
+                  discard_completion: bool = False, on_policy_change: Optional[str] = None,
+                  approval: Optional[Sequence[str]] = None,
+                  on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Dict[str, Any]:
+        """Runs a program; returns the result dict exactly as ``ptc run --json`` prints it. ``on_output``
+        and ``on_approval`` may be async."""
         table = tool_table(tools)
         run_id = run_id if run_id is not None else uuid.uuid4().hex
         params = run_params(program, table, run_id, cwd=cwd, timeout_ms=timeout_ms, cpu_time_ms=cpu_time_ms,
                             policy=policy, owner=owner, discard_completion=discard_completion,
-                            on_policy_change=on_policy_change)
+                            on_policy_change=on_policy_change, approval=approval)
+        return await self._start_run("run", run_id, params, _Run(table, on_output, on_approval))
+
+    async def resume(self, run_id: str, tools: Tools = None, *, on_output: Optional[Callable[[Dict[str, Any]], Any]] = None,
+                     approval: Optional[Sequence[str]] = None,
+                     on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Dict[str, Any]:
+        """Takes up a journaled run that never finished; see PtcClient.resume."""
+        table = tool_table(tools)
+        params: Dict[str, Any] = {"runId": run_id, "tools": describe_tools(table)}
+        if approval is not None:
+            params["approval"] = list(approval)
+        return await self._start_run("resume", run_id, params, _Run(table, on_output, on_approval))
+
+    async def _start_run(self, method: str, run_id: str, params: Mapping[str, Any], run: _Run) -> Dict[str, Any]:
         if run_id in self._runs:
             raise PtcError(f"run_id {run_id!r} is already in flight on this client")
-        self._runs[run_id] = _Run(table, on_output)
+        self._runs[run_id] = run
         try:
-            return await self._call("run", params)
+            return await self._call(method, params)
         finally:
             self._runs.pop(run_id, None)
 
     async def declarations(self, tools: Tools, *, budget: Optional[int] = None) -> str:
         """The TypeScript declarations a model reads for ``tools``; see ``PtcClient.declarations``."""
         return str((await self._call("declarations", declarations_params(tools, budget)))["declarations"])
+    async def runs(self) -> list:
+        return list((await self._call("runs", {}))["runs"])
+
+    async def calls(self, run_id: str) -> list:
+        return list((await self._call("calls", {"runId": run_id}))["calls"])
+
+    async def approve(self, run_id: str, sequence: int) -> bool:
+        return bool((await self._call("approve", {"runId": run_id, "sequence": sequence}))["decided"])
+
+    async def reject(self, run_id: str, sequence: int, reason: Optional[str] = None) -> bool:
+        params: Dict[str, Any] = {"runId": run_id, "sequence": sequence}
+        if reason is not None:
+            params["reason"] = reason
+        return bool((await self._call("reject", params))["decided"])
 
     async def cancel(self, run_id: str) -> bool:
         return bool((await self._call("cancel", {"runId": run_id}))["cancelled"])
@@ -146,6 +178,10 @@ class AsyncPtcClient:
                 task.add_done_callback(self._tasks.discard)
             elif method == "output":
                 await self._output(message.get("params") or {})
+            elif method == "approval":
+                task = asyncio.ensure_future(self._approval(message.get("params") or {}))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
             elif method is None:
                 future = self._pending.pop(message.get("id"), None)
                 if future is None or future.done():
@@ -171,6 +207,25 @@ class AsyncPtcClient:
                 await value
         except Exception as error:  # a broken callback must not stop the reader
             print(f"ptc_client: on_output raised {error!r}", file=sys.stderr)
+
+    async def _approval(self, params: Mapping[str, Any]) -> None:
+        run = self._runs.get(params.get("runId"))
+        if run is None or run.on_approval is None:
+            return
+        try:
+            value = run.on_approval(dict(params))
+            if inspect.isawaitable(value):
+                value = await value
+            decision = approval_decision(value)
+        except Exception as error:  # a broken callback rejects: nobody approved the call
+            decision = {"method": "reject", "reason": f"on_approval raised {error!r}"}
+        if decision is None:
+            return
+        method = decision.pop("method")
+        try:
+            await self._call(method, {"runId": params.get("runId"), "sequence": params.get("sequence"), **decision})
+        except PtcError:
+            pass  # the server went away; the run ends with it
 
     async def _invoke(self, message: Mapping[str, Any]) -> None:
         id = message.get("id")

@@ -128,7 +128,8 @@ DEFAULT: Any = _Default()
 
 def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Optional[str], timeout_ms: Any,
                cpu_time_ms: Any, policy: Optional[Mapping[str, Any]], owner: Optional[str],
-               discard_completion: bool, on_policy_change: Optional[str] = None) -> Dict[str, Any]:
+               discard_completion: bool, on_policy_change: Optional[str] = None,
+               approval: Optional[Iterable[str]] = None) -> Dict[str, Any]:
     if not isinstance(program, str):
         raise TypeError(f"program must be a string, got {program!r}")
     params: Dict[str, Any] = {"program": program, "runId": run_id, "tools": describe_tools(table)}
@@ -146,7 +147,23 @@ def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Opt
         params["discardCompletion"] = True
     if on_policy_change is not None:
         params["onPolicyChange"] = on_policy_change
+    if approval is not None:
+        params["approval"] = list(approval)
     return params
+
+
+def approval_decision(decision: Any) -> Optional[Dict[str, Any]]:
+    """What an ``on_approval`` callback returned, as the method and reason to send: True approves,
+    False rejects, a string rejects with that reason, None leaves the decision to approve()/reject()."""
+    if decision is None:
+        return None
+    if decision is True:
+        return {"method": "approve"}
+    if decision is False:
+        return {"method": "reject"}
+    if isinstance(decision, str):
+        return {"method": "reject", "reason": decision}
+    raise TypeError(f"on_approval must return True, False, a rejection reason or None, got {decision!r}")
 
 
 def encode(message: Mapping[str, Any]) -> bytes:

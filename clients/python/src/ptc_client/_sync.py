@@ -16,8 +16,8 @@ import uuid
 from concurrent.futures import Future
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
 
-from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, declarations_params, decode, reply_error, request,
-                        run_params,
+from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, approval_decision, declarations_params, decode,
+                        describe_tools, reply_error, request, run_params,
                         tool_error, tool_result, tool_table, unknown_tool)
 
 
@@ -46,9 +46,11 @@ class _Workers:
 
 
 class _Run:
-    def __init__(self, tools: Dict[str, Tool], on_output: Optional[Callable[[Dict[str, Any]], Any]]) -> None:
+    def __init__(self, tools: Dict[str, Tool], on_output: Optional[Callable[[Dict[str, Any]], Any]],
+                 on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None) -> None:
         self.tools = tools
         self.on_output = on_output
+        self.on_approval = on_approval
 
 
 class PtcClient:
@@ -90,7 +92,9 @@ class PtcClient:
     def run(self, program: str, tools: Tools = None, *, on_output: Optional[Callable[[Dict[str, Any]], Any]] = None,
             cwd: Optional[str] = None, timeout_ms: Any = DEFAULT, cpu_time_ms: Any = DEFAULT,
             policy: Optional[Mapping[str, Any]] = None, owner: Optional[str] = None, run_id: Optional[str] = None,
-            discard_completion: bool = False, on_policy_change: Optional[str] = None) -> Dict[str, Any]:
+            discard_completion: bool = False, on_policy_change: Optional[str] = None,
+            approval: Optional[Sequence[str]] = None,
+            on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Dict[str, Any]:
         """Runs a program; returns the result dict exactly as ``ptc run --json`` prints it.
 
         ``tools`` maps names to functions (plain or ``async``) or ``Tool``s; a function's exception
@@ -99,16 +103,19 @@ class PtcClient:
         Pass ``run_id`` to ``cancel()`` the run from another thread. A run whose ``policy`` (or, with no
         ``workspaceRoot``, whose ``cwd`` outside the workspace) would change a retained ``owner``'s raises
         ``PtcError`` unless ``on_policy_change="replace"`` asks for a new environment.
+        ``approval`` names the tools whose calls wait for a person: each waiting call goes to
+        ``on_approval`` (``{runId, sequence, name, args}``, on a worker thread), which returns True to
+        approve, False or a reason to reject, or None to decide later with ``approve()``/``reject()``.
         """
         table = tool_table(tools)
         run_id = run_id if run_id is not None else uuid.uuid4().hex
         params = run_params(program, table, run_id, cwd=cwd, timeout_ms=timeout_ms, cpu_time_ms=cpu_time_ms,
                             policy=policy, owner=owner, discard_completion=discard_completion,
-                            on_policy_change=on_policy_change)
+                            on_policy_change=on_policy_change, approval=approval)
         with self._lock:
             if run_id in self._runs:
                 raise PtcError(f"run_id {run_id!r} is already in flight on this client")
-            self._runs[run_id] = _Run(table, on_output)
+            self._runs[run_id] = _Run(table, on_output, on_approval)
         try:
             return self._call("run", params)
         finally:
@@ -127,6 +134,44 @@ class PtcClient:
     def cancel(self, run_id: str) -> bool:
         """Ends the run as ``abort``; False when no such run was in flight."""
         return bool(self._call("cancel", {"runId": run_id})["cancelled"])
+
+    def resume(self, run_id: str, tools: Tools = None, *, on_output: Optional[Callable[[Dict[str, Any]], Any]] = None,
+               approval: Optional[Sequence[str]] = None,
+               on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Dict[str, Any]:
+        """Takes up a journaled run that never finished (a config with ``journal``): its program runs
+        again, the calls the journal answered are not made again, and the rest go to ``tools``."""
+        table = tool_table(tools)
+        params: Dict[str, Any] = {"runId": run_id, "tools": describe_tools(table)}
+        if approval is not None:
+            params["approval"] = list(approval)
+        with self._lock:
+            if run_id in self._runs:
+                raise PtcError(f"run_id {run_id!r} is already in flight on this client")
+            self._runs[run_id] = _Run(table, on_output, on_approval)
+        try:
+            return self._call("resume", params)
+        finally:
+            with self._lock:
+                self._runs.pop(run_id, None)
+
+    def runs(self) -> list:
+        """The journaled runs, oldest first (a config with ``journal``)."""
+        return list(self._call("runs", {})["runs"])
+
+    def calls(self, run_id: str) -> list:
+        """One journaled run's binding calls, in sequence."""
+        return list(self._call("calls", {"runId": run_id})["calls"])
+
+    def approve(self, run_id: str, sequence: int) -> bool:
+        """Lets the run's waiting call at ``sequence`` go ahead; False when it is not waiting (any more)."""
+        return bool(self._call("approve", {"runId": run_id, "sequence": sequence})["decided"])
+
+    def reject(self, run_id: str, sequence: int, reason: Optional[str] = None) -> bool:
+        """Makes the waiting call throw ``PTC_REJECTED`` in the program; False when it is not waiting."""
+        params: Dict[str, Any] = {"runId": run_id, "sequence": sequence}
+        if reason is not None:
+            params["reason"] = reason
+        return bool(self._call("reject", params)["decided"])
 
     def release(self, owner: str) -> bool:
         """Ends the owner's retained environment; False when it had none."""
@@ -184,6 +229,8 @@ class PtcClient:
                 self._workers.submit(lambda message=message: self._invoke(message))
             elif method == "output":
                 self._output(message.get("params") or {})
+            elif method == "approval":
+                self._workers.submit(lambda params=message.get("params") or {}: self._approval(params))
             elif method is None:
                 with self._lock:
                     future = self._pending.pop(message.get("id"), None)
@@ -210,6 +257,23 @@ class PtcClient:
             run.on_output(params.get("entry"))
         except Exception as error:  # a broken callback must not stop the reader
             print(f"ptc_client: on_output raised {error!r}", file=sys.stderr)
+
+    def _approval(self, params: Mapping[str, Any]) -> None:
+        with self._lock:
+            run = self._runs.get(params.get("runId"))
+        if run is None or run.on_approval is None:
+            return
+        try:
+            decision = approval_decision(run.on_approval(dict(params)))
+        except Exception as error:  # a broken callback rejects: nobody approved the call
+            decision = {"method": "reject", "reason": f"on_approval raised {error!r}"}
+        if decision is None:
+            return
+        method = decision.pop("method")
+        try:
+            self._call(method, {"runId": params.get("runId"), "sequence": params.get("sequence"), **decision})
+        except PtcError:
+            pass  # the server went away; the run ends with it
 
     def _invoke(self, message: Mapping[str, Any]) -> None:
         id = message.get("id")

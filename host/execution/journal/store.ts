@@ -1,0 +1,170 @@
+// The journal file: one SQLite database (node:sqlite, built into Node), WAL mode, each journaled
+// call its own short transaction committed before the program sees the call's answer, so a call
+// whose answer reached the program is on disk; SQLite's WAL recovery makes a write torn by a kill
+// disappear at the next open rather than corrupt what was committed. The schema version is
+// PRAGMA user_version, with forward migrations.
+import { closeSync, constants, lstatSync, openSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { DatabaseSync } from 'node:sqlite';
+
+export type RunStatus = 'running' | 'waiting' | 'ok' | 'failed';
+/** waiting: for approval; started: running (in doubt after a crash); done/failed: answered; rejected: by a person or the approval timeout; reverted: rolled back. */
+export type CallState = 'waiting' | 'started' | 'done' | 'failed' | 'rejected' | 'reverted';
+
+export interface StoredRun {
+  runId: string;
+  status: RunStatus;
+  program: string;
+  /** The resolved request the run can be resumed with (JSON). */
+  request: string;
+  /** The result, once the run has one (JSON). */
+  result: string | null;
+  createdAt: number;
+  updatedAt: number;
+  attempts: number;
+}
+
+export interface StoredCall {
+  runId: string;
+  sequence: number;
+  binding: string;
+  /** The arguments as the carrier sent them: lossless JSON text. */
+  args: string;
+  state: CallState;
+  /** done: the result's JSON text (null for undefined) and its images; failed/rejected: {message, code}. */
+  result: string | null;
+  error: string | null;
+}
+
+const MIGRATIONS: string[] = [
+  `CREATE TABLE runs (
+     run_id TEXT PRIMARY KEY, status TEXT NOT NULL, program TEXT NOT NULL, request TEXT NOT NULL,
+     result TEXT, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 1);
+   CREATE TABLE calls (
+     run_id TEXT NOT NULL REFERENCES runs(run_id), sequence INTEGER NOT NULL, binding TEXT NOT NULL, args TEXT NOT NULL,
+     state TEXT NOT NULL, result TEXT, error TEXT, PRIMARY KEY (run_id, sequence));
+   CREATE TABLE snippets (name TEXT PRIMARY KEY, program TEXT NOT NULL, description TEXT, created_at INTEGER NOT NULL);`,
+];
+
+/** Opens (creating 0600 when missing) the journal at an absolute path in a directory the user owns. */
+export function openJournal(path: string): JournalStore {
+  checkPlace(path);
+  const sqlite = process.getBuiltinModule('node:sqlite') as typeof import('node:sqlite');
+  const db = new sqlite.DatabaseSync(path, { timeout: 5_000 });
+  try {
+    db.exec('PRAGMA journal_mode = WAL');
+    // FULL: a commit is on disk before the program hears the call's answer.
+    db.exec('PRAGMA synchronous = FULL');
+    db.exec('PRAGMA foreign_keys = ON');
+    migrate(db, path);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+  return new JournalStore(db);
+}
+
+function checkPlace(path: string): void {
+  const dir = dirname(path);
+  let info;
+  try {
+    info = statSync(dir);
+  } catch (error) {
+    throw new Error(`ptc journal: the directory ${JSON.stringify(dir)} of the journal does not exist (${(error as NodeJS.ErrnoException).code})`);
+  }
+  const uid = process.getuid?.();
+  if (!info.isDirectory()) throw new Error(`ptc journal: ${JSON.stringify(dir)} is not a directory`);
+  if (uid !== undefined && info.uid !== uid) throw new Error(`ptc journal: the directory ${JSON.stringify(dir)} belongs to uid ${info.uid}, not to this user (uid ${uid})`);
+  if ((info.mode & 0o022) !== 0) throw new Error(`ptc journal: the directory ${JSON.stringify(dir)} is writable by others (mode ${(info.mode & 0o777).toString(8)}); the journal decides what runs again`);
+  let file;
+  try {
+    file = lstatSync(path);
+  } catch {
+    // Created here, 0600, so SQLite's WAL and shared-memory files (which copy its mode) are private too.
+    closeSync(openSync(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, 0o600));
+    return;
+  }
+  if (!file.isFile()) throw new Error(`ptc journal: ${JSON.stringify(path)} is not a regular file`);
+  if (uid !== undefined && file.uid !== uid) throw new Error(`ptc journal: ${JSON.stringify(path)} belongs to uid ${file.uid}, not to this user (uid ${uid})`);
+  if ((file.mode & 0o077) !== 0) throw new Error(`ptc journal: ${JSON.stringify(path)} is readable or writable by others (mode ${(file.mode & 0o777).toString(8)}); chmod 600 it`);
+}
+
+function migrate(db: DatabaseSync, path: string): void {
+  const version = Number((db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version);
+  if (version > MIGRATIONS.length) throw new Error(`ptc journal: ${JSON.stringify(path)} has schema version ${version}, newer than this ptc knows (${MIGRATIONS.length})`);
+  for (let next = version; next < MIGRATIONS.length; next++) {
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      db.exec(MIGRATIONS[next]!);
+      db.exec(`PRAGMA user_version = ${next + 1}`);
+      db.exec('COMMIT');
+    } catch (error) {
+      db.exec('ROLLBACK');
+      throw error;
+    }
+  }
+}
+
+const runColumns = 'run_id AS runId, status, program, request, result, created_at AS createdAt, updated_at AS updatedAt, attempts';
+const callColumns = 'run_id AS runId, sequence, binding, args, state, result, error';
+
+export class JournalStore {
+  readonly #db: DatabaseSync;
+
+  constructor(db: DatabaseSync) {
+    this.#db = db;
+  }
+
+  insertRun(runId: string, program: string, request: string): void {
+    const now = Date.now();
+    this.#db.prepare('INSERT INTO runs (run_id, status, program, request, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(runId, 'running', program, request, now, now);
+  }
+
+  /** A new attempt at a journaled run (a resume). */
+  reopenRun(runId: string): void {
+    this.#db.prepare("UPDATE runs SET status = 'running', attempts = attempts + 1, updated_at = ? WHERE run_id = ?").run(Date.now(), runId);
+  }
+
+  setStatus(runId: string, status: RunStatus, result?: string): void {
+    this.#db.prepare('UPDATE runs SET status = ?, result = COALESCE(?, result), updated_at = ? WHERE run_id = ?').run(status, result ?? null, Date.now(), runId);
+  }
+
+  run(runId: string): StoredRun | undefined {
+    return this.#db.prepare(`SELECT ${runColumns} FROM runs WHERE run_id = ?`).get(runId) as StoredRun | undefined;
+  }
+
+  runs(): StoredRun[] {
+    return this.#db.prepare(`SELECT ${runColumns} FROM runs ORDER BY created_at, rowid`).all() as unknown as StoredRun[];
+  }
+
+  calls(runId: string): StoredCall[] {
+    return this.#db.prepare(`SELECT ${callColumns} FROM calls WHERE run_id = ? ORDER BY sequence`).all(runId) as unknown as StoredCall[];
+  }
+
+  /** Records a call, or moves a journaled one to a new state; each is one committed transaction. */
+  putCall(call: StoredCall): void {
+    this.#db
+      .prepare('INSERT INTO calls (run_id, sequence, binding, args, state, result, error) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, sequence) DO UPDATE SET state = excluded.state, result = excluded.result, error = excluded.error')
+      .run(call.runId, call.sequence, call.binding, call.args, call.state, call.result, call.error);
+  }
+
+  setCallState(runId: string, sequence: number, state: CallState): void {
+    this.#db.prepare('UPDATE calls SET state = ? WHERE run_id = ? AND sequence = ?').run(state, runId, sequence);
+  }
+
+  putSnippet(name: string, program: string, description: string | null): void {
+    this.#db.prepare('INSERT INTO snippets (name, program, description, created_at) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET program = excluded.program, description = excluded.description').run(name, program, description, Date.now());
+  }
+
+  snippet(name: string): { name: string; program: string; description: string | null } | undefined {
+    return this.#db.prepare('SELECT name, program, description FROM snippets WHERE name = ?').get(name) as { name: string; program: string; description: string | null } | undefined;
+  }
+
+  snippets(): Array<{ name: string; program: string; description: string | null }> {
+    return this.#db.prepare('SELECT name, program, description FROM snippets ORDER BY name').all() as unknown as Array<{ name: string; program: string; description: string | null }>;
+  }
+
+  close(): void {
+    if (this.#db.isOpen) this.#db.close();
+  }
+}

@@ -1,0 +1,190 @@
+// The runtime's side of the journal: each run of a runtime with `journal` is recorded under its
+// runId; resume() re-runs a run that never finished (its host died, or it was left waiting for an
+// approval) against what the journal holds; runs() and calls() are the audit trail.
+import { decodeJson } from '../../carrier/protocol/json.ts';
+import type { JsonValue } from '../../carrier/protocol/json.ts';
+import type { RunResult } from '../execution/owners.ts';
+import { openJournal, type CallState, type JournalStore, type RunStatus } from '../execution/journal/store.ts';
+import { RunJournal, STEP } from '../execution/journal/replay.ts';
+import type { SandboxPolicy } from '../sandbox/index.ts';
+import { bindingOptions } from '../execution/approval.ts';
+import type { BindingFunction } from '../execution/bindings.ts';
+
+/** What a resumed run needs besides its bindings: the request as the first attempt resolved it. */
+export interface JournaledRequest {
+  cwd: string;
+  filename: string;
+  timeoutMs: number | null;
+  cpuTimeMs: number | null;
+  discardCompletion: boolean;
+  policy: SandboxPolicy;
+}
+
+/** One execution in the journal, as runs() lists it. */
+export interface RunRecord {
+  runId: string;
+  /** running or waiting (for approval): not finished, so resume() can take it up; ok or failed: finished. */
+  status: RunStatus;
+  program: string;
+  createdAt: number;
+  updatedAt: number;
+  /** 1, plus one for each resume. */
+  attempts: number;
+  result?: RunResult;
+}
+
+/** One binding call (or step) of a run, as calls() lists it. */
+export interface CallRecord {
+  sequence: number;
+  /** The binding's dotted name, or "step" for a step(name, fn) value (its args are [name]). */
+  binding: string;
+  args: JsonValue[];
+  state: CallState;
+  /** done: the value the program got (absent for undefined). */
+  value?: JsonValue;
+  /** failed or rejected: what the program got thrown. */
+  error?: { message: string; code?: string };
+}
+
+/** What revert() did with one applied call, newest first. */
+export interface RevertRecord {
+  sequence: number;
+  binding: string;
+  reverted: boolean;
+  /** Why it was not reverted: the binding has no revert, its revert threw, or an earlier revert failed. */
+  reason?: string;
+}
+
+/** A saved program, called from later programs as `snippets.<name>(input)`. */
+export interface SnippetRecord {
+  name: string;
+  program: string;
+  description?: string;
+}
+
+const SNIPPET_NAME = /^[A-Za-z_$][\w$]*$/;
+
+export class Journal {
+  readonly #store: JournalStore;
+  readonly #active = new Set<string>();
+
+  constructor(path: string) {
+    this.#store = openJournal(path);
+  }
+
+  /** Records a new run; returns its journal. */
+  begin(runId: string, program: string, request: JournaledRequest): RunJournal {
+    if (this.#store.run(runId) !== undefined) throw new Error(`ptc run(): runId ${JSON.stringify(runId)} is in the journal already; resume() takes up a journaled run`);
+    this.#store.insertRun(runId, program, JSON.stringify(request));
+    this.#active.add(runId);
+    return new RunJournal(this.#store, runId);
+  }
+
+  /** Takes up an unfinished run: its program, request and a journal that answers its calls. */
+  reopen(runId: string): { program: string; request: JournaledRequest; journal: RunJournal } {
+    const stored = this.#store.run(runId);
+    if (stored === undefined) throw new Error(`ptc resume(): the journal has no run ${JSON.stringify(runId)}`);
+    if (stored.status === 'ok' || stored.status === 'failed') throw new Error(`ptc resume(): run ${JSON.stringify(runId)} has finished (${stored.status}); only a run that never finished can be resumed`);
+    if (this.#active.has(runId)) throw new Error(`ptc resume(): run ${JSON.stringify(runId)} is in progress in this runtime`);
+    this.#store.reopenRun(runId);
+    this.#active.add(runId);
+    return { program: stored.program, request: JSON.parse(stored.request) as JournaledRequest, journal: new RunJournal(this.#store, runId, this.#store.calls(runId)) };
+  }
+
+  /** Records the outcome; a finished run that skipped journaled calls is a divergence. */
+  finish(journal: RunJournal, result: RunResult): RunResult {
+    this.#active.delete(journal.runId);
+    let final: RunResult = { ...result, runId: journal.runId };
+    const missed = result.status === 'ok' ? journal.missed() : undefined;
+    if (missed !== undefined) {
+      final = { status: 'failed', failure: { kind: 'divergence', ...missed }, output: result.output, sandbox: result.sandbox, warm: result.warm, runId: journal.runId };
+    }
+    this.#store.setStatus(journal.runId, final.status, JSON.stringify(final, (_key, value: unknown) => (typeof value === 'bigint' ? `${value}` : value)));
+    return final;
+  }
+
+  /** A run whose attempt ended without a result (a caller mistake thrown by run()) stays resumable. */
+  abandon(journal: RunJournal): void {
+    this.#active.delete(journal.runId);
+  }
+
+  runs(): RunRecord[] {
+    return this.#store.runs().map((run) => ({
+      runId: run.runId,
+      status: run.status,
+      program: run.program,
+      createdAt: run.createdAt,
+      updatedAt: run.updatedAt,
+      attempts: run.attempts,
+      ...(run.result !== null ? { result: JSON.parse(run.result) as RunResult } : {}),
+    }));
+  }
+
+  calls(runId: string): CallRecord[] {
+    if (this.#store.run(runId) === undefined) throw new Error(`ptc calls(): the journal has no run ${JSON.stringify(runId)}`);
+    return this.#store.calls(runId).map((call) => {
+      const record: CallRecord = { sequence: call.sequence, binding: call.binding === STEP ? 'step' : call.binding, args: decodeJson(call.args) as JsonValue[], state: call.state };
+      if (call.result !== null) {
+        const { value } = JSON.parse(call.result) as { value: string | null };
+        if (value !== null) record.value = decodeJson(value) as JsonValue;
+      }
+      if (call.error !== null) record.error = JSON.parse(call.error) as { message: string; code?: string };
+      return record;
+    });
+  }
+
+  /**
+   * Rolls back a run's applied calls, newest first, through each binding's `revert(result, args)`.
+   * A binding without one is passed over (reads need none); the first revert that throws stops
+   * the rollback, since older calls may be what later ones built on.
+   */
+  async revert(runId: string, bindings: Map<string, BindingFunction>): Promise<RevertRecord[]> {
+    if (this.#store.run(runId) === undefined) throw new Error(`ptc revert(): the journal has no run ${JSON.stringify(runId)}`);
+    if (this.#active.has(runId)) throw new Error(`ptc revert(): run ${JSON.stringify(runId)} is in progress in this runtime`);
+    const applied = this.calls(runId).filter((call) => call.state === 'done' && call.binding !== 'step').reverse();
+    const report: RevertRecord[] = [];
+    let stopped: string | undefined;
+    for (const call of applied) {
+      const entry = { sequence: call.sequence, binding: call.binding };
+      if (stopped !== undefined) {
+        report.push({ ...entry, reverted: false, reason: stopped });
+        continue;
+      }
+      const fn = bindings.get(call.binding);
+      const revert = fn === undefined ? undefined : bindingOptions(fn).revert;
+      if (revert === undefined) {
+        report.push({ ...entry, reverted: false, reason: fn === undefined ? 'no binding of that name was given' : 'the binding has no revert' });
+        continue;
+      }
+      try {
+        await revert(call.value, call.args);
+      } catch (error) {
+        report.push({ ...entry, reverted: false, reason: `its revert threw: ${error instanceof Error ? error.message : String(error)}` });
+        stopped = `not attempted: the revert of call ${call.sequence} failed`;
+        continue;
+      }
+      this.#store.setCallState(runId, call.sequence, 'reverted');
+      report.push({ ...entry, reverted: true });
+    }
+    return report;
+  }
+
+  /** Saves the program of a run that finished ok under `name`. */
+  saveSnippet(name: string, runId: string, description?: string): SnippetRecord {
+    if (typeof name !== 'string' || !SNIPPET_NAME.test(name)) throw new TypeError(`ptc saveSnippet(): name must be a JavaScript identifier (it is called as snippets.<name>), got ${JSON.stringify(name)}`);
+    if (description !== undefined && typeof description !== 'string') throw new TypeError(`ptc saveSnippet(): description must be a string, got ${typeof description}`);
+    const run = this.#store.run(runId);
+    if (run === undefined) throw new Error(`ptc saveSnippet(): the journal has no run ${JSON.stringify(runId)}`);
+    if (run.status !== 'ok') throw new Error(`ptc saveSnippet(): run ${JSON.stringify(runId)} did not finish ok (status ${run.status}); only a program that worked is saved`);
+    this.#store.putSnippet(name, run.program, description ?? null);
+    return { name, program: run.program, ...(description !== undefined ? { description } : {}) };
+  }
+
+  snippets(): SnippetRecord[] {
+    return this.#store.snippets().map(({ name, program, description }) => ({ name, program, ...(description !== null ? { description } : {}) }));
+  }
+
+  close(): void {
+    this.#store.close();
+  }
+}
