@@ -10,17 +10,21 @@
 // | C    | both           | control channel bytes; empty from the relay: the carrier closed it |
 // | K    | host -> relay  | empty: kill the carrier's whole tree                           |
 // | P    | host -> relay  | empty: keepalive, resets the relay's watchdog                   |
+// | W    | host -> relay  | JSON { cpuTimeMs }: a run starts; its CPU counts from here (null: no budget) |
+// | D    | host -> relay  | empty: the run ended                                           |
 // | H    | relay -> host  | JSON RelayHello: the relay's revision and Node, once the carrier runs |
 // | O, E | relay -> host  | the carrier's stdout, stderr bytes                             |
-// | X    | relay -> host  | JSON { code, signal }: the carrier exited (last frame)         |
+// | T    | relay -> host  | JSON { usedMs, budgetMs }: the run spent its CPU budget; the tree is killed |
+// | M    | relay -> host  | UTF-8 text: the tree went over maxMemoryMb and is killed, and why |
+// | X    | relay -> host  | JSON { code, signal, overLimit? }: the carrier exited (last frame); overLimit names the memory limit it died of |
 // | F    | relay -> host  | UTF-8 text: the carrier could not be started, and why (last)   |
 
 /** Largest payload of one frame; writers split longer data, readers refuse more (a broken peer). */
 export const MUX_MAX_PAYLOAD = 64 * 1024;
 const HEADER_BYTES = 5;
 
-export type MuxType = 'S' | 'C' | 'K' | 'P' | 'H' | 'O' | 'E' | 'X' | 'F';
-const TYPES = new Set<string>(['S', 'C', 'K', 'P', 'H', 'O', 'E', 'X', 'F']);
+export type MuxType = 'S' | 'C' | 'K' | 'P' | 'W' | 'D' | 'H' | 'O' | 'E' | 'T' | 'M' | 'X' | 'F';
+const TYPES = new Set<string>(['S', 'C', 'K', 'P', 'W', 'D', 'H', 'O', 'E', 'T', 'M', 'X', 'F']);
 
 /** What the host asks the relay to start. Paths name directories on the relay's machine. */
 export interface RelayStart {
@@ -31,6 +35,8 @@ export interface RelayStart {
   sandbox: RelaySandbox;
   /** The relay kills the carrier when the host sends nothing (not even a keepalive) for this long. */
   watchdogMs: number;
+  /** The memory limit of the carrier's tree, MiB, enforced by the relay there; null or absent: none. */
+  maxMemoryMb?: number | null;
 }
 
 export type RelaySandbox =
@@ -42,6 +48,8 @@ export interface RelayHello {
   revision: number;
   node: string;
   pid: number;
+  /** What bounds the tree's memory there (maxMemoryMb): a cgroup, the relay's watchdog, or nothing. */
+  memory?: 'cgroup' | 'watchdog' | 'none';
 }
 
 /** Encodes one frame (the payload must fit MUX_MAX_PAYLOAD; see muxChunks). */

@@ -16,7 +16,7 @@ import { stripTypes } from './typescript.ts';
 import { discardedExpressionHint } from './completion-hint.ts';
 import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
-import { cpuMessage, ResourceGuard, type CpuOverrun, type MemoryEnforcement } from '../worker/resources/index.ts';
+import { cpuMessage, type CpuOverrun, type MemoryEnforcement, type ResourceLimits } from '../worker/resources/index.ts';
 
 /** The confinement a run had, and whether the program met a denial (independent of its outcome). */
 export interface SandboxReport extends SandboxSetup {
@@ -72,7 +72,7 @@ export class Environment {
   readonly retained: boolean;
   readonly report: SandboxSetup;
   readonly #config: ResolvedConfig;
-  readonly #resources: ResourceGuard;
+  readonly #resources: ResourceLimits;
   /** Images registered with this process; they stay valid while it lives (the reference's rule). */
   readonly #images = new Map<string, ImageDescriptor>();
   #hooks: RunHooks | undefined;
@@ -93,7 +93,7 @@ export class Environment {
     // the memory limit the watchdog kills the tree; the exit that follows says why (overLimit).
     // An idle environment is lost at that moment, so a run that starts before the exit arrives
     // does not land in a dying process.
-    this.#resources = new ResourceGuard(carrier.pid, config.maxMemoryMb, () => {
+    this.#resources = carrier.connection.limits(config.maxMemoryMb, () => {
       if (this.#hooks) carrier.connection.kill();
       else this.#loseIdle(overLimit(this.#resources)!);
     });
@@ -288,7 +288,7 @@ export class Environment {
     execution.signal?.addEventListener('abort', onAbort, { once: true });
 
     // The CPU budget counts from here: start-up and the handshake are not the program's.
-    let resources: ReturnType<ResourceGuard['watch']> | undefined;
+    let resources: ReturnType<ResourceLimits['watch']> | undefined;
     const overrun = (over: CpuOverrun): void => {
       // Killed at once: a hot loop cannot take a cooperative stop, and a busy child would outlive one.
       this.carrier.connection.kill();
@@ -296,6 +296,8 @@ export class Environment {
     };
     const running = (async () => {
       await this.carrier.handshake();
+      // A remote carrier's relay has said by now what bounds its memory there.
+      sandbox.memory = this.#resources.memory;
       // An allowlist's proxy must be listening before the program can reach for the network.
       const proxyProblem = await this.carrier.network?.begin();
       if (proxyProblem !== undefined) return stop({ kind: 'sandbox-unavailable', message: proxyProblem });
@@ -468,7 +470,7 @@ function overrunFailure(over: CpuOverrun): Failure {
   return { kind: 'timeout', message: cpuMessage(over.usedMs, over.budgetMs), cpuTimeMs: over.budgetMs, cpuUsedMs: over.usedMs };
 }
 
-function overLimit(resources: ResourceGuard): string | undefined {
+function overLimit(resources: ResourceLimits): string | undefined {
   const reason = resources.overLimit();
   return reason === undefined ? undefined : `${reason} while idle`;
 }

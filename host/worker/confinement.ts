@@ -24,6 +24,8 @@ export interface CarrierSettings {
   sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
   /** The import policy: the files it maps are made readable inside the sandbox. */
   imports?: ImportPolicy;
+  /** The memory limit of a carrier's tree; a remote carrier's relay enforces it from the start frame. */
+  maxMemoryMb?: number | null;
 }
 
 export interface CarrierRecipe {
@@ -134,7 +136,7 @@ async function confineRemote(config: CarrierSettings, launch: RemoteLaunch, poli
   }
   const plan = await planSandbox(resolved, { ...config.sandbox, carrierNodeVersion: facts.node }, facts);
   if ('unavailable' in plan) return { unavailable: `on the far side (${target.describe}): ${plan.unavailable}`, report: unconfined };
-  const start: RelayStart = { heapMb: config.maxOldGenerationSizeMb, cwd: resolved.workspaceRoot, sandbox: relaySandbox(plan), watchdogMs: RELAY_WATCHDOG_MS };
+  const start: RelayStart = { heapMb: config.maxOldGenerationSizeMb, cwd: resolved.workspaceRoot, sandbox: relaySandbox(plan), watchdogMs: RELAY_WATCHDOG_MS, maxMemoryMb: config.maxMemoryMb ?? null };
   return {
     recipe: {
       key: JSON.stringify(['remote', id, config.maxMessageBytes, start]),

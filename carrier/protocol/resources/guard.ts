@@ -27,8 +27,17 @@ export interface CpuOverrun {
   budgetMs: number;
 }
 
+/** What a run sees of one carrier's limits, wherever its tree is measured: by ResourceGuard on
+ * this machine, or by the relay's on the far side (host/worker/transports/relayed.ts). */
+export interface ResourceLimits {
+  readonly memory: MemoryEnforcement;
+  watch(cpuTimeMs: number | null, onOverrun: (overrun: CpuOverrun) => void): { stop(): void; check(): CpuOverrun | undefined };
+  overLimit(): string | undefined;
+  release(): void;
+}
+
 /** One carrier's resource limits, from its start to its end. */
-export class ResourceGuard {
+export class ResourceGuard implements ResourceLimits {
   readonly memory: MemoryEnforcement;
   readonly #pid: number | undefined;
   readonly #limitMb: number | null;

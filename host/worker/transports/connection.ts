@@ -3,6 +3,7 @@
 // same for a local child with a pipe on fd 3, a relay at the far end of SSH, or any command prefix
 // that carries only stdio (the MCP SDK's Transport has the same role for its protocol layer).
 import type { Duplex, Readable } from 'node:stream';
+import type { ResourceLimits } from '../resources/index.ts';
 
 export type StdioStream = 'stdout' | 'stderr';
 
@@ -23,6 +24,9 @@ export interface CarrierConnection {
   onStartFailure(listener: (message: string) => void): void;
   /** Resolves once the carrier has exited (or never started) and its stdio has closed. */
   readonly settled: Promise<void>;
+  /** The CPU budget and memory limit of the carrier's tree, measured where the tree is; call once,
+   * before its first run. Over the memory limit the tree is killed and `kill` is called. */
+  limits(maxMemoryMb: number | null, kill: () => void): ResourceLimits;
   /** Kills the carrier and everything it started; idempotent, synchronous, safe after exit. */
   kill(): void;
   /** Hands over, synchronously, bytes already written to stdout/stderr but not yet read. Where

@@ -8,6 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { Duplex, PassThrough } from 'node:stream';
 import { createMuxReader, muxChunks, muxFrame, type RelayHello, type RelayStart } from '../../../carrier/protocol/mux.ts';
 import { PROTOCOL_REVISION } from '../../../carrier/protocol/revision.ts';
+import type { CpuOverrun, ResourceLimits } from '../resources/index.ts';
 import type { CarrierConnection } from './connection.ts';
 
 /** Bytes of the transport's own stderr kept for diagnostics. */
@@ -54,6 +55,10 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
   let referenced = true;
   let tail = '';
   const queued: Buffer[] = [];
+  // The limits are measured by the relay (carrier/relay/limits.ts); these hear what it found.
+  let overMemory: string | undefined;
+  let onMemoryOver: (() => void) | undefined;
+  let onCpuOverrun: ((overrun: CpuOverrun) => void) | undefined;
 
   const send = (frame: Buffer): void => {
     if (ended) return;
@@ -96,8 +101,17 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
               child.kill('SIGKILL');
             });
           }
-          else if (type === 'X') {
-            const { code = null, signal = null } = parseJson(payload) as { code?: number | null; signal?: NodeJS.Signals | null };
+          else if (type === 'T') {
+            const overrun = parseJson(payload) as CpuOverrun;
+            const listener = onCpuOverrun;
+            onCpuOverrun = undefined;
+            if (Number.isSafeInteger(overrun.usedMs) && Number.isSafeInteger(overrun.budgetMs)) listener?.({ usedMs: overrun.usedMs, budgetMs: overrun.budgetMs });
+          } else if (type === 'M') {
+            overMemory ??= payload.toString('utf8');
+            onMemoryOver?.();
+          } else if (type === 'X') {
+            const { code = null, signal = null, overLimit } = parseJson(payload) as { code?: number | null; signal?: NodeJS.Signals | null; overLimit?: unknown };
+            if (typeof overLimit === 'string') overMemory ??= overLimit;
             end({ exit: [code, signal] });
           } else if (type === 'F') end(hello === undefined ? { failure: `${launch.describe}: ${payload.toString('utf8')}` } : { exit: [null, null] });
           else end({ failure: `${launch.describe}: the relay sent a "${type}" frame, which only the host sends` });
@@ -152,6 +166,31 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
       // transport: the relay sees its stdin end and kills the tree all the same.
       if (killed === 1 && transport?.stdin?.writable && !ended) transport.stdin.write(muxFrame('K'));
       else transport?.kill('SIGKILL');
+    },
+    limits(maxMemoryMb, kill): ResourceLimits {
+      onMemoryOver = kill;
+      const idle = { stop() {}, check: () => undefined };
+      return {
+        get memory() {
+          return hello?.memory ?? 'none';
+        },
+        watch(cpuTimeMs, onOverrun) {
+          // Nothing to measure: no frames, so an unlimited run pays no extra round of writes.
+          if (cpuTimeMs === null && maxMemoryMb === null) return idle;
+          onCpuOverrun = onOverrun;
+          send(muxFrame('W', Buffer.from(JSON.stringify({ cpuTimeMs }))));
+          return {
+            stop() {
+              onCpuOverrun = undefined;
+              send(muxFrame('D'));
+            },
+            // The relay takes the last look itself, before it passes on the carrier's completion.
+            check: () => undefined,
+          };
+        },
+        overLimit: () => (maxMemoryMb === null ? undefined : overMemory),
+        release() {},
+      };
     },
     drainStdio() {
       // One ordered stream: stdio frames written before a control frame have already arrived.
