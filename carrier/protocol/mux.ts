@@ -18,13 +18,15 @@
 // | M    | relay -> host  | UTF-8 text: the tree went over maxMemoryMb and is killed, and why |
 // | X    | relay -> host  | JSON { code, signal, overLimit? }: the carrier exited (last frame); overLimit names the memory limit it died of |
 // | F    | relay -> host  | UTF-8 text: the carrier could not be started, and why (last)   |
+// | N    | relay -> host  | a connection to the allowlist proxy's socket there (mux-streams.ts) |
+// | B, A, Z | both        | its bytes, their acknowledgement, its end or reset (mux-streams.ts) |
 
 /** Largest payload of one frame; writers split longer data, readers refuse more (a broken peer). */
 export const MUX_MAX_PAYLOAD = 64 * 1024;
 const HEADER_BYTES = 5;
 
-export type MuxType = 'S' | 'C' | 'K' | 'P' | 'W' | 'D' | 'H' | 'O' | 'E' | 'T' | 'M' | 'X' | 'F';
-const TYPES = new Set<string>(['S', 'C', 'K', 'P', 'W', 'D', 'H', 'O', 'E', 'T', 'M', 'X', 'F']);
+export type MuxType = 'S' | 'C' | 'K' | 'P' | 'W' | 'D' | 'H' | 'O' | 'E' | 'T' | 'M' | 'X' | 'F' | 'N' | 'B' | 'A' | 'Z';
+const TYPES = new Set<string>(['S', 'C', 'K', 'P', 'W', 'D', 'H', 'O', 'E', 'T', 'M', 'X', 'F', 'N', 'B', 'A', 'Z']);
 
 /** What the host asks the relay to start. Paths name directories on the relay's machine. */
 export interface RelayStart {
@@ -41,7 +43,11 @@ export interface RelayStart {
 
 export type RelaySandbox =
   | { backend: 'none' }
-  | { backend: 'bwrap'; bwrapPath: string; mode: 'read-only' | 'workspace-write'; network: boolean; workspaceRoot: string; writableRoots: string[] }
+  | {
+    backend: 'bwrap'; bwrapPath: string; mode: 'read-only' | 'workspace-write'; network: boolean; workspaceRoot: string; writableRoots: string[];
+    /** A network allowlist: the relay gives the sandbox a proxy socket whose connections go to the host's proxy. */
+    allowlist?: boolean;
+  }
   | { backend: 'node-permission'; permissionFlag: '--permission' | '--experimental-permission'; /** Grant the network (a Node whose model governs it). */ allowNet?: boolean; mode: 'read-only' | 'workspace-write'; workspaceRoot: string; writableRoots: string[] };
 
 export interface RelayHello {

@@ -18,6 +18,8 @@ import { filterStdio, sendFilter } from '../protocol/seccomp-fd.ts';
 import { carrierLaunch, SOURCE_FD, sourceOf, type CarrierLaunch } from './launch.ts';
 import { sweepHostDirectoriesSync } from '../protocol/host-temp.ts';
 import { limitsUnavailable, relayLimits, type RelayLimits } from './limits.ts';
+import { createMuxStreams, type MuxStreams } from '../protocol/mux-streams.ts';
+import { listenForProxy } from './network.ts';
 
 /** Exit status of a relay that could not do its job; the host reads the reason from its F frame or stderr. */
 const RELAY_FAILED = 70;
@@ -32,6 +34,7 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
   let child: ChildProcess | undefined;
   let launch: CarrierLaunch | undefined;
   let limits: RelayLimits | undefined;
+  let streams: MuxStreams | undefined;
   let finished = false;
   let watchdog: NodeJS.Timeout | undefined;
   let watchdogMs = 0;
@@ -42,6 +45,7 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
     clearTimeout(watchdog);
     try {
       if (launch?.privateTmp !== undefined) removeTreeSync(launch.privateTmp);
+      if (launch?.networkDirectory !== undefined) removeTreeSync(launch.networkDirectory);
     } catch {
       // What could not be removed stays; the exit frame must still reach the host.
     }
@@ -75,6 +79,19 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
       launch = carrierLaunch(spec, bootstrapPath, source);
     } catch (error) {
       return fail((error as Error).message);
+    }
+    if (launch.networkDirectory !== undefined) {
+      const carried = createMuxStreams((type, payload) => out(type, payload));
+      streams = carried;
+      try {
+        listenForProxy(launch.networkDirectory, carried, (id) => {
+          const frame = Buffer.allocUnsafe(4);
+          frame.writeUInt32BE(id, 0);
+          out('N', frame);
+        });
+      } catch (error) {
+        return fail(`could not listen for the sandbox's network connections in ${launch.networkDirectory}: ${(error as Error).message}`);
+      }
     }
     const stdio = filterStdio(['ignore', 'pipe', 'pipe', 'pipe'], launch.seccompFilter);
     if (launch.source !== undefined) {
@@ -150,6 +167,10 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
       else if (type === 'K') kill();
       else if (type === 'W') limits?.begin(cpuBudget(payload));
       else if (type === 'D') limits?.end();
+      else if ((type === 'B' || type === 'A' || type === 'Z') && streams !== undefined) {
+        const problem = streams.receive(type, payload);
+        if (problem !== undefined) fail(`unreadable stream frame from the host: ${problem}`);
+      }
       else if (type !== 'P') fail(`unexpected "${type}" frame from the host`);
     },
     (message) => fail(message),

@@ -5,9 +5,11 @@
 // above cannot tell the difference. The transport's own stderr (ssh's diagnostics) is kept apart
 // as a bounded tail for failures.
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { Duplex, PassThrough } from 'node:stream';
 import { createMuxReader, muxChunks, muxFrame, type RelayHello, type RelayStart } from '../../../carrier/protocol/mux.ts';
 import { PROTOCOL_REVISION } from '../../../carrier/protocol/revision.ts';
+import { createMuxStreams } from '../../../carrier/protocol/mux-streams.ts';
 import type { CpuOverrun, ResourceLimits } from '../resources/index.ts';
 import type { CarrierConnection } from './connection.ts';
 
@@ -28,8 +30,14 @@ export interface RelayedLaunch {
   start: RelayStart;
 }
 
+export interface RelayedOptions {
+  /** With a network allowlist: opens a connection to this host's proxy for each one the sandbox
+   * makes over there (the relay's N frames). Without it, an N frame is a protocol failure. */
+  connectProxy?: () => Socket;
+}
+
 /** Opens a carrier through a relay once `prepared` resolves to the launch; its rejection is a start failure. */
-export function openRelayedConnection(prepared: Promise<RelayedLaunch>): CarrierConnection {
+export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options: RelayedOptions = {}): CarrierConnection {
   const control = new Duplex({
     // The carrier closing its end (an empty C frame) closes this one, as a socket would.
     allowHalfOpen: false,
@@ -59,6 +67,7 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
   let overMemory: string | undefined;
   let onMemoryOver: (() => void) | undefined;
   let onCpuOverrun: ((overrun: CpuOverrun) => void) | undefined;
+  const streams = createMuxStreams((type, payload) => send(muxFrame(type, payload)));
 
   const send = (frame: Buffer): void => {
     if (ended) return;
@@ -68,6 +77,7 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
   const end = (outcome: { exit: [number | null, NodeJS.Signals | null] } | { failure: string }): void => {
     if (ended) return;
     ended = true;
+    streams.closeAll();
     if ('exit' in outcome) for (const listener of exitListeners) listener(...outcome.exit);
     else for (const listener of failureListeners) listener(outcome.failure);
     stdout.end();
@@ -90,6 +100,10 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
       child.stderr.setEncoding('utf8').on('data', (text: string) => {
         tail = (tail + text).slice(-TRANSPORT_TAIL_BYTES);
       });
+      const broken = (message: string): void => {
+        end({ failure: `${launch.describe}: ${message}` });
+        child.kill('SIGKILL');
+      };
       const reader = createMuxReader(
         (type, payload) => {
           if (type === 'C') control.push(payload.length === 0 ? null : Buffer.from(payload));
@@ -109,12 +123,17 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
           } else if (type === 'M') {
             overMemory ??= payload.toString('utf8');
             onMemoryOver?.();
+          } else if (type === 'N' && options.connectProxy !== undefined && payload.length === 4) {
+            if (!streams.add(payload.readUInt32BE(0), options.connectProxy())) broken(`the relay opened network stream ${payload.readUInt32BE(0)} twice`);
+          } else if ((type === 'B' || type === 'A' || type === 'Z') && options.connectProxy !== undefined) {
+            const problem = streams.receive(type, payload);
+            if (problem !== undefined) broken(problem);
           } else if (type === 'X') {
             const { code = null, signal = null, overLimit } = parseJson(payload) as { code?: number | null; signal?: NodeJS.Signals | null; overLimit?: unknown };
             if (typeof overLimit === 'string') overMemory ??= overLimit;
             end({ exit: [code, signal] });
           } else if (type === 'F') end(hello === undefined ? { failure: `${launch.describe}: ${payload.toString('utf8')}` } : { exit: [null, null] });
-          else end({ failure: `${launch.describe}: the relay sent a "${type}" frame, which only the host sends` });
+          else broken(`the relay sent a "${type}" frame, which ${'NBAZ'.includes(type) ? 'only a carrier with a network allowlist sends' : 'only the host sends'}`);
         },
         (message) => {
           end(hello === undefined ? { failure: `${launch.describe}: ${message}` } : { exit: [null, null] });
