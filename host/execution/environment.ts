@@ -107,7 +107,7 @@ export class Environment {
       onExit: (code, signal) => {
         this.#exit = { code, signal };
         if (this.#hooks) this.#hooks.exited(code, signal);
-        else this.#lost ??= overLimit(this.#resources) ?? `its process ${describeHow(code, signal)} while idle${tail(carrier.stderrTail)}`;
+        else this.#lost ??= overLimit(this.#resources) ?? (carrier.connection.lost !== undefined ? `${carrier.connection.lost} while idle` : `its process ${describeHow(code, signal)} while idle${tail(carrier.stderrTail)}`);
       },
       // Idle stdout is discarded; stderr is kept by the carrier as the bounded tail.
       onStdio: (text) => this.#hooks?.stdio(text),
@@ -373,6 +373,7 @@ export class Environment {
         Object.assign(failure, describeExit(exit.code, exit.signal, this.carrier.stderrTail));
         const over = this.#resources.overLimit();
         if (over !== undefined) Object.assign(failure, { message: over, maxMemoryMb: config.maxMemoryMb! });
+        else if (this.carrier.connection.lost !== undefined) failure.message = this.carrier.connection.lost;
       } else if (failure.message === CONTROL_LOST && exit !== undefined) {
         // The transport diagnostic stays; the exit status is what was observed after the kill.
         Object.assign(failure, { exitCode: exit.code, signal: exit.signal, stderrTail: this.carrier.stderrTail });

@@ -18,6 +18,9 @@ export interface CarrierConnection {
   readonly pid: number | undefined;
   /** The transport's own diagnostics (ssh's stderr), bounded; empty for a local pipe. */
   readonly transportTail: string;
+  /** Why the carrier is out of reach when the transport ended under it (an SSH connection that
+   * dropped), rather than the carrier exiting; undefined for a local pipe and an orderly end. */
+  readonly lost: string | undefined;
   /** Called once when the carrier has exited. */
   onExit(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void;
   /** Called once, instead of onExit, when the carrier could not be started at all. */

@@ -46,6 +46,7 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
     stderr,
     pid: child.pid,
     transportTail: '',
+    lost: undefined,
     onExit: (listener) => void exitListeners.push(listener),
     onStartFailure: (listener) => void failureListeners.push(listener),
     settled,

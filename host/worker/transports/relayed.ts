@@ -62,6 +62,7 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
   let killed = 0;
   let referenced = true;
   let tail = '';
+  let lost: string | undefined;
   const queued: Buffer[] = [];
   // The limits are measured by the relay (carrier/relay/limits.ts); these hear what it found.
   let overMemory: string | undefined;
@@ -152,6 +153,10 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
         if (hello === undefined) {
           end({ failure: withTail(`${launch.describe} ended (${code !== null ? `exit code ${code}` : `signal ${signal}`}) before the relay started`) });
         } else {
+          // The transport ended before the relay said the carrier exited, and not because this
+          // side cut it: the connection went (a dropped network, the server's end killed). The relay
+          // over there kills the carrier when it sees its stdin end, or on its watchdog.
+          if (!ended && killed < 2) lost = withTail(`${launch.describe}: the connection to the far side was lost (${code !== null ? `${launch.executable} exited with code ${code}` : `${launch.executable} was killed by ${signal}`})`);
           end({ exit: [code, signal] });
         }
         resolveSettled();
@@ -175,6 +180,9 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
     },
     get transportTail() {
       return tail;
+    },
+    get lost() {
+      return lost;
     },
     onExit: (listener) => void exitListeners.push(listener),
     onStartFailure: (listener) => void failureListeners.push(listener),
