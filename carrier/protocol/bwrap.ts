@@ -47,7 +47,7 @@ const PRIVATE_TMP = '/tmp';
  * and the private temp directory, a tmpfs over the host directory that names it, gone with the
  * sandbox. /dev, /run and /tmp are tmpfs too, all read-only once their mount points exist, and no
  * user namespace can be made inside to mount another. Under maxMemoryMb what the two hold also
- * counts against the limit (host/worker/resources/held.ts).
+ * counts against the limit (protocol/resources/held.ts).
  */
 export const SHM_BYTES = 64 * 1024 * 1024;
 export const PRIVATE_TMP_BYTES = 512 * 1024 * 1024;

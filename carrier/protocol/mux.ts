@@ -10,17 +10,23 @@
 // | C    | both           | control channel bytes; empty from the relay: the carrier closed it |
 // | K    | host -> relay  | empty: kill the carrier's whole tree                           |
 // | P    | host -> relay  | empty: keepalive, resets the relay's watchdog                   |
+// | W    | host -> relay  | JSON { cpuTimeMs }: a run starts; its CPU counts from here (null: no budget) |
+// | D    | host -> relay  | empty: the run ended                                           |
 // | H    | relay -> host  | JSON RelayHello: the relay's revision and Node, once the carrier runs |
 // | O, E | relay -> host  | the carrier's stdout, stderr bytes                             |
-// | X    | relay -> host  | JSON { code, signal, overLimit? }: the carrier exited (last frame); overLimit: why the relay killed it |
+// | T    | relay -> host  | JSON { usedMs, budgetMs }: the run spent its CPU budget; the tree is killed |
+// | M    | relay -> host  | UTF-8 text: the tree went over maxMemoryMb and is killed, and why |
+// | X    | relay -> host  | JSON { code, signal, overLimit?, overDisk? }: the carrier exited (last frame); overLimit names the memory limit it died of, overDisk the disk limit |
 // | F    | relay -> host  | UTF-8 text: the carrier could not be started, and why (last)   |
+// | N    | relay -> host  | a connection to the allowlist proxy's socket there (mux-streams.ts) |
+// | B, A, Z | both        | its bytes, their acknowledgement, its end or reset (mux-streams.ts) |
 
 /** Largest payload of one frame; writers split longer data, readers refuse more (a broken peer). */
 export const MUX_MAX_PAYLOAD = 64 * 1024;
 const HEADER_BYTES = 5;
 
-export type MuxType = 'S' | 'C' | 'K' | 'P' | 'H' | 'O' | 'E' | 'X' | 'F';
-const TYPES = new Set<string>(['S', 'C', 'K', 'P', 'H', 'O', 'E', 'X', 'F']);
+export type MuxType = 'S' | 'C' | 'K' | 'P' | 'W' | 'D' | 'H' | 'O' | 'E' | 'T' | 'M' | 'X' | 'F' | 'N' | 'B' | 'A' | 'Z';
+const TYPES = new Set<string>(['S', 'C', 'K', 'P', 'W', 'D', 'H', 'O', 'E', 'T', 'M', 'X', 'F', 'N', 'B', 'A', 'Z']);
 
 /** What the host asks the relay to start. Paths name directories on the relay's machine. */
 export interface RelayStart {
@@ -33,17 +39,25 @@ export interface RelayStart {
   watchdogMs: number;
   /** What the carrier's tree may write to disk, MiB (disk-usage.ts); null or absent for no limit. */
   maxDiskMb?: number | null;
+  /** The memory limit of the carrier's tree, MiB, enforced by the relay there; null or absent: none. */
+  maxMemoryMb?: number | null;
 }
 
 export type RelaySandbox =
   | { backend: 'none' }
-  | { backend: 'bwrap'; bwrapPath: string; mode: 'read-only' | 'workspace-write'; network: boolean; workspaceRoot: string; writableRoots: string[] }
+  | {
+    backend: 'bwrap'; bwrapPath: string; mode: 'read-only' | 'workspace-write'; network: boolean; workspaceRoot: string; writableRoots: string[];
+    /** A network allowlist: the relay gives the sandbox a proxy socket whose connections go to the host's proxy. */
+    allowlist?: boolean;
+  }
   | { backend: 'node-permission'; permissionFlag: '--permission' | '--experimental-permission'; /** Grant the network (a Node whose model governs it). */ allowNet?: boolean; mode: 'read-only' | 'workspace-write'; workspaceRoot: string; writableRoots: string[] };
 
 export interface RelayHello {
   revision: number;
   node: string;
   pid: number;
+  /** What bounds the tree's memory there (maxMemoryMb): a cgroup, the relay's watchdog, or nothing. */
+  memory?: 'cgroup' | 'watchdog' | 'none';
 }
 
 /** Encodes one frame (the payload must fit MUX_MAX_PAYLOAD; see muxChunks). */

@@ -14,6 +14,7 @@ import { privateDirectory, sharedTempPaths } from '../protocol/host-temp.ts';
 import { permissionArgs, readableRoots } from '../protocol/node-permission.ts';
 import { seccompFilter, seccompUnavailable } from '../protocol/seccomp.ts';
 import { resolverLayout } from '../protocol/resolver.ts';
+import { NETWORK_SOCKET_ENV, proxyEnvironment } from '../protocol/network.ts';
 import type { RelayStart } from '../protocol/mux.ts';
 
 export interface CarrierLaunch {
@@ -29,7 +30,14 @@ export interface CarrierLaunch {
   seccompFilter?: Uint8Array;
   /** The bootstrap's bytes, for the relay to write to the carrier's SOURCE_FD and close. */
   source?: Uint8Array;
+  /** With an allowlist: the directory, bound at SANDBOX_NETWORK_DIRECTORY, where the relay listens
+   * on PROXY_SOCKET_NAME for the sandbox's connections to the host's proxy; removed with privateTmp. */
+  networkDirectory?: string;
 }
+
+/** Where the sandbox sees the proxy socket's directory, as on the host (host/sandbox/allowlist.ts). */
+export const SANDBOX_NETWORK_DIRECTORY = '/run/ptc-network';
+export const PROXY_SOCKET_NAME = 'proxy.sock';
 
 /** The carrier's descriptor that carries its bootstrap's bytes; the loader closes it before they
  * run. Not 4: that is where bwrap reads its seccomp filter (SECCOMP_FD), and closes it. */
@@ -88,8 +96,12 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string, source?: 
     return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readable, { allowNet: sandbox.allowNet === true }), heap, vmModules, ...entry], env, cwd, privateTmp, writable, ...carried };
   }
   const hidden = shared.filter((path) => !within(path, '/tmp') && path === realpathSync(path));
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths, cwd, hidden, ...resolverLayout(policy) }), '--', realNode, heap, vmModules, ...entry];
-  return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp, writable, seccompFilter: filter, ...carried };
+  // An allowlist: no network namespace of the host's but loopback, and the proxy socket's directory.
+  const networkDirectory = sandbox.allowlist === true && !policy.network ? privateDirectory('net') : undefined;
+  if (networkDirectory !== undefined) Object.assign(env, proxyEnvironment(), { [NETWORK_SOCKET_ENV]: `${SANDBOX_NETWORK_DIRECTORY}/${PROXY_SOCKET_NAME}` });
+  const runBinds = networkDirectory === undefined ? [] : [{ source: networkDirectory, target: SANDBOX_NETWORK_DIRECTORY }];
+  const args = [...bwrapArgs(policy, { privateTmp, launchPaths, cwd, hidden, runBinds, ...resolverLayout(policy) }), '--', realNode, heap, vmModules, ...entry];
+  return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp, writable, seccompFilter: filter, ...carried, ...(networkDirectory !== undefined ? { networkDirectory } : {}) };
 }
 
 function realDirectory(path: string, what: string): string {

@@ -18,6 +18,9 @@ import { filterStdio, sendFilter } from '../protocol/seccomp-fd.ts';
 import { carrierLaunch, SOURCE_FD, sourceOf, type CarrierLaunch } from './launch.ts';
 import { sweepHostDirectoriesSync } from '../protocol/host-temp.ts';
 import { DiskWatch, diskMessage, ioAccountingAvailable, ramBackedDirectories } from '../protocol/disk-usage.ts';
+import { limitsUnavailable, relayLimits, type RelayLimits } from './limits.ts';
+import { createMuxStreams, type MuxStreams } from '../protocol/mux-streams.ts';
+import { listenForProxy } from './network.ts';
 
 /** Exit status of a relay that could not do its job; the host reads the reason from its F frame or stderr. */
 const RELAY_FAILED = 70;
@@ -33,6 +36,8 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
   const out = (type: MuxType, payload?: Uint8Array): void => void process.stdout.write(muxFrame(type, payload));
   let child: ChildProcess | undefined;
   let launch: CarrierLaunch | undefined;
+  let limits: RelayLimits | undefined;
+  let streams: MuxStreams | undefined;
   let finished = false;
   let watchdog: NodeJS.Timeout | undefined;
   let watchdogMs = 0;
@@ -47,9 +52,11 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
     disk?.stop();
     try {
       if (launch?.privateTmp !== undefined) removeTreeSync(launch.privateTmp);
+      if (launch?.networkDirectory !== undefined) removeTreeSync(launch.networkDirectory);
     } catch {
       // What could not be removed stays; the exit frame must still reach the host.
     }
+    limits?.release();
     out(type, Buffer.from(payload));
     // stdout is a pipe or socket, written synchronously on Linux: the frame is out before exit.
     process.exit(type === 'X' ? 0 : RELAY_FAILED);
@@ -76,10 +83,26 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
     if (diskMb !== null && !ioAccountingAvailable()) return fail(`maxDiskMb (${diskMb} MiB) cannot be enforced on ${process.platform}: there is no /proc/<pid>/io to measure what the carrier's process tree writes (set maxDiskMb: null for none)`);
     // What relays killed with -9 left here: they cannot remove it themselves.
     sweepHostDirectoriesSync();
+    const maxMemoryMb = spec.maxMemoryMb ?? null;
+    const unmeasured = maxMemoryMb === null ? undefined : limitsUnavailable('maxMemoryMb');
+    if (unmeasured !== undefined) return fail(unmeasured);
     try {
       launch = carrierLaunch(spec, bootstrapPath, source);
     } catch (error) {
       return fail((error as Error).message);
+    }
+    if (launch.networkDirectory !== undefined) {
+      const carried = createMuxStreams((type, payload) => out(type, payload));
+      streams = carried;
+      try {
+        listenForProxy(launch.networkDirectory, carried, (id) => {
+          const frame = Buffer.allocUnsafe(4);
+          frame.writeUInt32BE(id, 0);
+          out('N', frame);
+        });
+      } catch (error) {
+        return fail(`could not listen for the sandbox's network connections in ${launch.networkDirectory}: ${(error as Error).message}`);
+      }
     }
     const stdio = filterStdio(['ignore', 'pipe', 'pipe', 'pipe'], launch.seccompFilter);
     if (launch.source !== undefined) {
@@ -108,7 +131,10 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
       if (started.pid === undefined) fail(`could not start the carrier (${launch!.executable}): ${error.message}`);
     });
     if (started.pid === undefined) return;
-    const hello: RelayHello = { revision: PROTOCOL_REVISION, node: process.version, pid: started.pid };
+    // Before the carrier's first run, so a cgroup holds everything the program will start.
+    const bounds = relayLimits(started.pid, maxMemoryMb, (type, payload) => out(type, payload), () => killChildTree(started));
+    limits = bounds;
+    const hello: RelayHello = { revision: PROTOCOL_REVISION, node: process.version, pid: started.pid, memory: bounds.memory };
     out('H', Buffer.from(JSON.stringify(hello)));
     const forward = (type: 'O' | 'E') => (chunk: Buffer): void => {
       for (const frame of muxChunks(type, chunk)) process.stdout.write(frame);
@@ -124,18 +150,23 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
       // Bytes a child process wrote before the carrier sent this are already in the stdio pipes:
       // they go first, so the host sees them in the order they were written.
       drainStdio.forEach((drain, index) => drain(forwards[index]!));
+      bounds.beforeControl();
       for (const frame of muxChunks('C', chunk)) process.stdout.write(frame);
     });
     control.on('error', () => {});
     // The carrier closed its control channel: the host learns it as it would from a local pipe.
     control.once('end', () => out('C'));
-    const exit = (code: number | null, signal: NodeJS.Signals | null): string => JSON.stringify({ code, signal, ...(overLimit === undefined ? {} : { overLimit }) });
-    started.once('close', (code, signal) => finish('X', exit(code, signal)));
+    // Why the tree was killed, if it was: the memory limit (limits.ts; overLimit) or the disk limit (this file's watch; overDisk).
+    const exited = (code: number | null, signal: NodeJS.Signals | null): string => {
+      const memory = bounds.overLimit();
+      return JSON.stringify({ code, signal, ...(memory === undefined ? {} : { overLimit: memory }), ...(overLimit === undefined ? {} : { overDisk: overLimit }) });
+    };
+    started.once('close', (code, signal) => finish('X', exited(code, signal)));
     started.once('exit', (code, signal) => {
       // What the program left running in the carrier's group goes with it, as the host does locally.
       killChildTree(started);
       // A descendant that escaped the kill can hold the pipes open; the exit status is what counts.
-      setTimeout(() => finish('X', exit(code, signal)), EXIT_DRAIN_MS).unref();
+      setTimeout(() => finish('X', exited(code, signal)), EXIT_DRAIN_MS).unref();
     });
     toCarrier = (chunk) => {
       if (control.writable) control.write(chunk);
@@ -158,6 +189,12 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
       }
       if (type === 'C') toCarrier?.(Buffer.from(payload));
       else if (type === 'K') kill();
+      else if (type === 'W') limits?.begin(cpuBudget(payload));
+      else if (type === 'D') limits?.end();
+      else if ((type === 'B' || type === 'A' || type === 'Z') && streams !== undefined) {
+        const problem = streams.receive(type, payload);
+        if (problem !== undefined) fail(`unreadable stream frame from the host: ${problem}`);
+      }
       else if (type !== 'P') fail(`unexpected "${type}" frame from the host`);
     },
     (message) => fail(message),
@@ -179,3 +216,13 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
   });
 }
 
+
+/** The budget of a W frame; anything but a positive integer is none. */
+function cpuBudget(payload: Buffer): number | null {
+  try {
+    const { cpuTimeMs } = JSON.parse(payload.toString('utf8')) as { cpuTimeMs?: unknown };
+    return typeof cpuTimeMs === 'number' && Number.isSafeInteger(cpuTimeMs) && cpuTimeMs > 0 ? cpuTimeMs : null;
+  } catch {
+    return null;
+  }
+}

@@ -20,7 +20,7 @@ import { STEP, type RunJournal } from './journal/replay.ts';
 import { encodeJson } from '../../carrier/protocol/json.ts';
 import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
-import { cpuMessage, ResourceGuard, type CpuOverrun, type DiskEnforcement, type MemoryEnforcement } from '../worker/resources/index.ts';
+import { cpuMessage, type CpuOverrun, type DiskEnforcement, type MemoryEnforcement, type ResourceLimits } from '../worker/resources/index.ts';
 
 /** The confinement a run had, and whether the program met a denial (independent of its outcome). */
 export interface SandboxReport extends SandboxSetup {
@@ -96,7 +96,7 @@ export class Environment {
   readonly retained: boolean;
   readonly report: SandboxSetup;
   readonly #config: ResolvedConfig;
-  readonly #resources: ResourceGuard;
+  readonly #resources: ResourceLimits;
   readonly #disk: DiskEnforcement;
   /** Images registered with this process; they stay valid while it lives (the reference's rule). */
   readonly #images = new Map<string, ImageDescriptor>();
@@ -121,10 +121,10 @@ export class Environment {
     // the memory limit the watchdog kills the tree; the exit that follows says why (overLimit).
     // An idle environment is lost at that moment, so a run that starts before the exit arrives
     // does not land in a dying process.
-    // A remote carrier's tree is on its machine: its relay watches the disk there.
+    // A remote carrier's tree is on its machine: its relay watches the disk (and the rest) there.
     const remote = report.location === 'remote';
     const limits = { maxMemoryMb: config.maxMemoryMb, maxDiskMb: remote ? null : config.maxDiskMb, writable: carrier.writable };
-    this.#resources = new ResourceGuard(carrier.pid, limits, () => {
+    this.#resources = carrier.connection.limits(limits, () => {
       if (this.#hooks) carrier.connection.kill();
       else this.#loseIdle(`${this.#resources.overLimit()!.message} while idle`);
     });
@@ -139,7 +139,7 @@ export class Environment {
       onExit: (code, signal) => {
         this.#exit = { code, signal };
         if (this.#hooks) this.#hooks.exited(code, signal);
-        else this.#lost ??= idle(this.#overLimit()) ?? `its process ${describeHow(code, signal)} while idle${tail(carrier.stderrTail)}`;
+        else this.#lost ??= idle(this.#overLimit()) ?? (carrier.connection.lost !== undefined ? `${carrier.connection.lost} while idle` : `its process ${describeHow(code, signal)} while idle${tail(carrier.stderrTail)}`);
       },
       // Idle stdout is discarded; stderr is kept by the carrier as the bounded tail.
       onStdio: (text) => this.#hooks?.stdio(text),
@@ -403,7 +403,7 @@ export class Environment {
 
     // The CPU budget counts from the carrier's `started` notice (the run's own code starting):
     // start-up, the handshake and the carrier's set-up for the run are not the program's.
-    let resources: ReturnType<ResourceGuard['watch']> | undefined;
+    let resources: ReturnType<ResourceLimits['watch']> | undefined;
     const overrun = (over: CpuOverrun): void => {
       // Killed at once: a hot loop cannot take a cooperative stop, and a busy child would outlive one.
       this.carrier.connection.kill();
@@ -411,6 +411,8 @@ export class Environment {
     };
     const running = (async () => {
       await this.carrier.handshake();
+      // A remote carrier's relay has said by now what bounds its memory there.
+      sandbox.memory = this.#resources.memory;
       // An allowlist's proxy must be listening before the program can reach for the network.
       const proxyProblem = await this.carrier.network?.begin();
       if (proxyProblem !== undefined) return stop({ kind: 'sandbox-unavailable', message: proxyProblem });
@@ -492,6 +494,7 @@ export class Environment {
         Object.assign(failure, describeExit(exit.code, exit.signal, this.carrier.stderrTail));
         const over = this.#overLimit();
         if (over !== undefined) Object.assign(failure, over);
+        else if (this.carrier.connection.lost !== undefined) failure.message = this.carrier.connection.lost;
       } else if (failure.message === CONTROL_LOST && exit !== undefined) {
         // The transport diagnostic stays; the exit status is what was observed after the kill.
         Object.assign(failure, { exitCode: exit.code, signal: exit.signal, stderrTail: this.carrier.stderrTail });

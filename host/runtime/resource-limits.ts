@@ -1,8 +1,8 @@
-// cpuTimeMs, maxMemoryMb and maxDiskMb: checked here for the configuration and for a request. The
-// first two are measured on this machine, from /proc (and a cgroup where there is one), so they
-// need Linux and a carrier on this machine: the host cannot see the process tree of a carrier
-// behind ssh or a command prefix, and refuses the combination instead of pretending to bound it.
-// maxDiskMb is watched where the tree is: by the host, or by the relay on the far side.
+// cpuTimeMs, maxMemoryMb and maxDiskMb: checked here for the configuration and for a request. All
+// are measured where the carrier's process tree is, from /proc (and a cgroup where there is one):
+// on this machine for a local carrier, which then needs Linux here, and by the relay on the far
+// side for a carrier behind ssh or a command prefix (carrier/relay/limits.ts and the relay's disk
+// watch), which checks there.
 import { procAvailable } from '../worker/resources/index.ts';
 import { ioAccountingAvailable } from '../../carrier/protocol/disk-usage.ts';
 import { isRemoteLaunch, type LaunchConfig } from '../worker/launch.ts';
@@ -20,10 +20,7 @@ export function resourceLimit(value: unknown, field: 'cpuTimeMs' | 'maxMemoryMb'
   if (field === 'maxMemoryMb' && value < MIN_MEMORY_MB) {
     throw new RangeError(`${where}: maxMemoryMb must be at least ${MIN_MEMORY_MB} (a carrier needs that much to start), got ${show(value)}`);
   }
-  if (isRemoteLaunch(launch)) {
-    throw new RangeError(`${where}: ${field} cannot be enforced for launch.kind ${show(launch.kind)}: the host measures the carrier's process tree on this machine, and a remote carrier's is on another`);
-  }
-  if (!procAvailable()) {
+  if (!isRemoteLaunch(launch) && !procAvailable()) {
     throw new RangeError(`${where}: ${field} needs Linux's /proc to measure the carrier's process tree, which this ${process.platform} machine does not have`);
   }
   return value;

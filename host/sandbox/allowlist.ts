@@ -3,6 +3,7 @@
 // write access to the mount). The proxy lives as long as the carrier, so a retained environment
 // keeps its rules; its counts are reset at the start of every run and reported at the end.
 import { closeSync, openSync, rmSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
 import { privateDirectory } from '../../carrier/protocol/host-temp.ts';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -25,6 +26,8 @@ export interface Allowlist {
   socketPath: string;
   /** The socket's path inside the sandbox. */
   sandboxSocketPath: string;
+  /** A connection to the proxy from this host: a remote sandbox's, carried by its relay. */
+  connect(): Socket;
   /** Stops the proxy and removes its directory. Idempotent. */
   close(): Promise<void>;
   /** Removes the directory, for a host that is exiting (the proxy dies with it). */
@@ -76,6 +79,15 @@ export function openAllowlist(rules: ResolvedNetworkRules, tmp: string): Allowli
         return failure;
       },
       report: () => proxy?.report() ?? emptyNetworkReport(),
+    },
+    connect() {
+      // The path is as long to connect to as to bind: then through a descriptor, as above.
+      if (Buffer.byteLength(socketPath) <= MAX_SOCKET_PATH_BYTES || process.platform !== 'linux') return connect({ path: socketPath, allowHalfOpen: true });
+      const fd = openSync(directory, 'r');
+      const socket = connect({ path: `/proc/self/fd/${fd}/${SOCKET_NAME}`, allowHalfOpen: true });
+      const done = (): void => closeSync(fd);
+      socket.once('connect', done).once('error', () => socket.connecting || done());
+      return socket;
     },
     close() {
       closed ??= ready.then(async () => {

@@ -11,6 +11,6 @@ export { setupReport, wrapLaunch, type SandboxSetup, type WrapOptions, type Wrap
 export { isDenial } from './denial.ts';
 export { sweepLeftovers } from './leftovers.ts';
 export type { LaunchCommand } from './command.ts';
-export { emptyNetworkReport, type NetworkSession } from './allowlist.ts';
+export { emptyNetworkReport, openAllowlist, type Allowlist, type NetworkSession } from './allowlist.ts';
 export type { NetworkRules } from './network/rules.ts';
 export type { NetworkReport } from './network/proxy.ts';

@@ -3,12 +3,13 @@
 // everything that shapes it, so a spare booted for one run can serve the next identical one.
 // A remote launch plans with what the far side reported and lets its relay apply the plan there.
 import { execFileSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
 import type { RelayStart, RelaySandbox } from '../../carrier/protocol/mux.ts';
 import { importFiles, type ImportPolicy } from '../../carrier/protocol/imports.ts';
 import { writablePaths } from '../../carrier/protocol/bwrap.ts';
 import { isRemoteLaunch, launchCommand, type LaunchCommand, type LaunchConfig, type RemoteLaunch } from './launch.ts';
 import {
-  emptyNetworkReport, networkRules, planSandbox, resolvePolicy, setupReport, wrapLaunch, type ResolvedPolicy, type SandboxOptions, type SandboxPlan, type SandboxPolicy, type SandboxSetup,
+  emptyNetworkReport, networkRules, openAllowlist, planSandbox, resolvePolicy, setupReport, wrapLaunch, type ResolvedPolicy, type SandboxOptions, type SandboxPlan, type SandboxPolicy, type SandboxSetup,
 } from '../sandbox/index.ts';
 import { Carrier } from './carrier.ts';
 import { openLocalConnection } from './transports/local.ts';
@@ -27,6 +28,8 @@ export interface CarrierSettings {
   sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;
   /** The import policy: the files it maps are made readable inside the sandbox. */
   imports?: ImportPolicy;
+  /** The memory limit of a carrier's tree; a remote carrier's relay enforces it from the start frame. */
+  maxMemoryMb?: number | null;
 }
 
 export interface CarrierRecipe {
@@ -124,9 +127,7 @@ async function confineRemote(config: CarrierSettings, launch: RemoteLaunch, poli
   const resolved = await resolvePolicy(policy, cwd, { elsewhere: true });
   const { target, id } = targetFor(config, launch);
   const unconfined: SandboxSetup = { ...unconfinedReport(resolved), location: 'remote' };
-  // The proxy would have to be reached from the far side through the relay; until it is, an
-  // allowlist cannot be enforced there, and running without it would open every host.
-  if (networkRules(resolved) !== undefined) return { unavailable: REMOTE_ALLOWLIST, report: unconfined };
+  const rules = networkRules(resolved);
   let facts;
   try {
     facts = await target.prepare(config.sandbox.bwrapPath);
@@ -138,23 +139,29 @@ async function confineRemote(config: CarrierSettings, launch: RemoteLaunch, poli
   }
   const plan = await planSandbox(resolved, { ...config.sandbox, carrierNodeVersion: facts.node }, facts);
   if ('unavailable' in plan) return { unavailable: `on the far side (${target.describe}): ${plan.unavailable}`, report: unconfined };
-  const start: RelayStart = { heapMb: config.maxOldGenerationSizeMb, cwd: resolved.workspaceRoot, sandbox: relaySandbox(plan), watchdogMs: RELAY_WATCHDOG_MS, maxDiskMb: config.maxDiskMb };
+  const start: RelayStart = { heapMb: config.maxOldGenerationSizeMb, cwd: resolved.workspaceRoot, sandbox: relaySandbox(plan), watchdogMs: RELAY_WATCHDOG_MS, maxMemoryMb: config.maxMemoryMb ?? null, maxDiskMb: config.maxDiskMb };
   return {
     recipe: {
       key: JSON.stringify(['remote', id, config.maxMessageBytes, start]),
       policy: resolved,
       report: { ...setupReport(plan), location: 'remote' },
       create() {
-        const connection = openRelayedConnection(target.relay(start));
+        // An allowlist's proxy runs here, one per carrier as locally; the relay carries the far
+        // sandbox's connections to it, so they leave from this host.
+        const allowlist = rules === undefined ? undefined : openAllowlist(rules, tmpdir());
+        const connection = openRelayedConnection(target.relay(start), allowlist === undefined ? {} : { connectProxy: () => allowlist.connect() });
         // A relay that did not start (the cache changed, the connection went): check again next time.
         connection.onStartFailure(() => target.forget());
-        return new Carrier({ connection, maxMessageBytes: config.maxMessageBytes, signalAsExitCode: plan.backend === 'bwrap' });
+        return new Carrier({
+          connection,
+          maxMessageBytes: config.maxMessageBytes,
+          signalAsExitCode: plan.backend === 'bwrap',
+          ...(allowlist === undefined ? {} : { network: allowlist.session, cleanup: () => allowlist.close(), cleanupSync: () => allowlist.closeSync() }),
+        });
       },
     },
   };
 }
-
-const REMOTE_ALLOWLIST = 'a network allowlist is not supported for remote (ssh or command) launches: the far side would need a path to the host\'s proxy; use network: false or true there';
 
 /** The report of a run that never got a carrier. */
 function unconfinedReport(policy: ResolvedPolicy): SandboxSetup {
@@ -165,7 +172,10 @@ function relaySandbox(plan: SandboxPlan): RelaySandbox {
   const { policy } = plan;
   if (plan.backend === 'none' || policy.mode === 'full-access') return { backend: 'none' };
   if (plan.backend === 'bwrap') {
-    return { backend: 'bwrap', bwrapPath: plan.bwrapPath, mode: policy.mode, network: policy.network === true, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots };
+    return {
+      backend: 'bwrap', bwrapPath: plan.bwrapPath, mode: policy.mode, network: policy.network === true, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots,
+      ...(typeof policy.network === 'object' ? { allowlist: true } : {}),
+    };
   }
   return { backend: 'node-permission', permissionFlag: plan.permissionFlag, ...(plan.governsNetwork && policy.network === true ? { allowNet: true } : {}), mode: policy.mode, workspaceRoot: policy.workspaceRoot, writableRoots: policy.writableRoots };
 }

@@ -303,8 +303,8 @@ return 'held';`, DISK_FLAGS, 'node-permission', STORAGE));
 
 }
 
-// The relay's far side builds the same bwrap argv. maxMemoryMb is refused for a remote carrier
-// (its tree is out of the host's sight), so there the sizes alone bound what a program holds.
+// The relay's far side builds the same bwrap argv, so the same sizes bound what a program holds
+// there (maxMemoryMb, when set, is the relay's watchdog or cgroup over there: carrier/relay/limits.ts).
 const server = sshServer();
 test(`over ssh (as ${server === undefined ? 'root: skipped, no sshd of test/helpers/sshd.sh' : server.destination}): the far side's /dev/shm and private temp directory are sized, /dev and /run read-only, no user namespace`, async () => {
   if (server === undefined) return;

@@ -2,14 +2,15 @@
 // allocations and child processes included, which the V8 heap limit does not see. Over the limit
 // is worker-exit naming it; every result says what enforced it (sandbox.memory). On this kind of
 // machine that is a cgroup where the host can make one, else the /proc watchdog; the expectation
-// follows the same detection. (launch: local only: refused for remote carriers, see the last test.)
+// follows the same detection. Through the ssh launch the relay enforces it on the far side, which
+// here is this machine again, so the same detection holds there.
 import { accessSync, constants, readFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
 import { createRuntime } from '../../host/index.ts';
-import { findCgroupBase } from '../../host/worker/resources/cgroup.ts';
-import { createTestRuntime, liveProcesses, waitUntil, withoutWarm } from '../helpers/runtime.ts';
+import { findCgroupBase } from '../../carrier/protocol/resources/cgroup.ts';
+import { createTestRuntime, liveProcesses, reportLocation, waitUntil, withoutWarm } from '../helpers/runtime.ts';
 
 /** Time for the kernel to finish a death the host has already caused; not a speed assertion. */
 const SETTLE_MS = 2_000;
@@ -102,7 +103,7 @@ test('per-call: memory of a child process counts, and the child is killed with t
 test('sandbox.memory is on every result: the mechanism with maxMemoryMb, none without', async () => {
   const limited = runtimeWith({ maxMemoryMb: LIMIT });
   assert.equal(withoutWarm(await limited.run(limited.resolve({ program: 'return 1' }))), {
-    status: 'ok', value: 1, output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: MECHANISM, disk: 'watchdog' },
+    status: 'ok', value: 1, output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: MECHANISM, disk: 'watchdog' },
   });
   const thrown = await limited.run(limited.resolve({ program: "throw new Error('boom')" }));
   assert.is(failure(thrown).kind, 'exception');
@@ -164,13 +165,10 @@ test('vm-script without persistence: each run gets the limit', async () => {
   assert.is(value(await runtime.run(runtime.resolve({ program: "'next run'" }))), 'next run');
 });
 
-test('maxMemoryMb must be an integer of at least 64, and a remote launch refuses it', () => {
+test('maxMemoryMb must be an integer of at least 64; a remote launch takes it', async () => {
   assert.throws(() => createRuntime({ maxMemoryMb: 32 }), (error: Error) => error instanceof RangeError && error.message === 'ptc config: maxMemoryMb must be at least 64 (a carrier needs that much to start), got 32');
   assert.throws(() => createRuntime({ maxMemoryMb: 100.5 }), /ptc config: maxMemoryMb must be a positive integer or null for none, got 100\.5$/);
-  assert.throws(
-    () => createRuntime({ maxMemoryMb: 256, launch: { kind: 'ssh', destination: 'box' } }),
-    (error: Error) => error instanceof RangeError && error.message === `ptc config: maxMemoryMb cannot be enforced for launch.kind 'ssh': the host measures the carrier's process tree on this machine, and a remote carrier's is on another`,
-  );
+  await createRuntime({ maxMemoryMb: 256, launch: { kind: 'ssh', destination: 'box' }, prestartCarrier: false }).dispose();
   assert.throws(() => runtimeWith({ maxMemoryMb: 256 }).resolve({ program: '1', maxMemoryMb: 256 } as never), /ptc request: unknown field "maxMemoryMb"/);
 });
 

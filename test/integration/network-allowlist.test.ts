@@ -1,8 +1,9 @@
 // Network allowlists through real bubblewrap carriers: the program's fetch, https, raw sockets and
 // curl go through the host's proxy (or nowhere), denials fail fast with the proxy's reason, and the
 // result reports what was allowed and denied. Every server listens on the host's loopback, which
-// the sandbox can reach only through the proxy. launch: local only (a remote launch refuses
-// allowlists, which the last test checks with a command-prefix launch).
+// the sandbox can reach only through the proxy. Through the ssh launch (and a command prefix, the
+// last test) the proxy stays on the host and the relay carries the far sandbox's connections to it,
+// so the same servers, rules, counts and messages hold.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
@@ -13,7 +14,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig, SandboxPolicy } from '../../host/index.ts';
-import { createTestRuntime, launchUnderTest, repoRoot, withoutWarm } from '../helpers/runtime.ts';
+import { createTestRuntime, launchUnderTest, reportLocation, repoRoot, withoutWarm } from '../helpers/runtime.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/network');
 const workspace = realpathSync(mkdtempSync(join('/var/tmp', 'ptc-network-')));
@@ -28,7 +29,8 @@ copyFileSync(join(fixtures, 'cert.pem'), certPath);
  * are not proxied. */
 function carrierUsesEnvProxy(): boolean {
   const launch = launchUnderTest();
-  const version = launch?.kind === 'node-script' ? execFileSync(launch.executable, ['--version'], { encoding: 'utf8' }).trim() : process.version;
+  const node = launch?.kind === 'node-script' ? launch.executable : launch?.kind === 'ssh' || launch?.kind === 'command' ? launch.node ?? 'node' : undefined;
+  const version = node !== undefined ? execFileSync(node, ['--version'], { encoding: 'utf8' }).trim() : process.version;
   const [major = 0, minor = 0] = /^v(\d+)\.(\d+)/.exec(version)!.slice(1).map(Number);
   return major > 24 || (major === 24 && minor >= 5);
 }
@@ -81,7 +83,12 @@ function value(result: RunResult): any {
 
 const loopbackDenied = (port: number) => `blocked by ptc network policy: 127.0.0.1:${port} is not allowed (default: loopback addresses are denied unless named)`;
 const notListed = (host: string, port: number) => `blocked by ptc network policy: ${host}:${port} is not allowed (default: not in allowlist)`;
-const bwrapReport = (network: unknown, denied: boolean) => ({ mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network, denied, memory: 'none', disk: 'watchdog' });
+const bwrapReport = (network: unknown, denied: boolean) => ({ mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network, ...reportLocation(), denied, memory: 'none', disk: 'watchdog' });
+/** How a refusal of the far side's plan reads: prefixed with where it was made. */
+const farSide = (message: string): string => {
+  const launch = launchUnderTest();
+  return launch?.kind === 'ssh' ? `on the far side (ssh ${launch.destination} (port ${launch.port})): ${message}` : message;
+};
 
 /** A program that fetches each URL and returns its body, or the error message it failed with. */
 const fetchAll = (urls: string[]) => `
@@ -308,9 +315,9 @@ test('only bubblewrap can enforce an allowlist: node-permission and full-access 
   const result = await runtime.run(runtime.resolve({ program: 'return 1', cwd: workspace }));
   assert.equal(withoutWarm(result), {
     status: 'failed',
-    failure: { kind: 'sandbox-unavailable', message: 'a network allowlist needs the "bwrap" backend: Node\'s permission model can only allow or refuse the whole network, not single hosts' },
+    failure: { kind: 'sandbox-unavailable', message: farSide('a network allowlist needs the "bwrap" backend: Node\'s permission model can only allow or refuse the whole network, not single hosts') },
     output: [],
-    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, denied: false, memory: 'none', disk: 'none' },
+    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, ...reportLocation(), denied: false, memory: 'none', disk: 'none' },
   });
   const open = createTestRuntime();
   runtimes.push(open);
@@ -333,18 +340,17 @@ test('only bubblewrap can enforce an allowlist: node-permission and full-access 
   assert.throws(() => createTestRuntime({ policy: { mode: 'read-only', network: { allow: ['bad host'] } } }), (error: Error) => error instanceof TypeError && error.message === "ptc sandbox policy: network: allow[0] 'bad host' contains white space");
 });
 
-test('a remote launch refuses an allowlist before it connects: the far side has no path to the host\'s proxy', async () => {
+test('a command-prefix launch carries the allowlist too: the far sandbox reaches the host\'s proxy through the relay', async () => {
   const runtime = createTestRuntime({
     launch: { kind: 'command', command: ['env', '-i', 'PATH=/usr/bin:/bin'], node: '/usr/bin/node', bootstrapPath: join(repoRoot, 'dist/bootstrap.mjs') },
-    policy: { mode: 'workspace-write', network: { allow: ['api.example.com'] } },
+    policy: { mode: 'workspace-write', network: { allow: [`127.0.0.1:${A}`] } },
   });
   runtimes.push(runtime);
-  const result = await runtime.run(runtime.resolve({ program: 'return 1', cwd: workspace }));
-  assert.equal(withoutWarm(result), {
-    status: 'failed',
-    failure: { kind: 'sandbox-unavailable', message: 'a network allowlist is not supported for remote (ssh or command) launches: the far side would need a path to the host\'s proxy; use network: false or true there' },
-    output: [],
-    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, location: 'remote', denied: false, memory: 'none', disk: 'none' },
+  const result = await runtime.run(runtime.resolve({ program: fetchAll([`http://127.0.0.1:${A}/far`, `http://127.0.0.1:${B}/`]), cwd: workspace }));
+  assert.equal(value(result), ['allowed GET /far', `TypeError: ${loopbackDenied(B)}`]);
+  assert.equal(result.sandbox, {
+    mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', location: 'remote', denied: true, memory: 'none', disk: 'watchdog',
+    network: { mode: 'allowlist', allowed: [{ host: '127.0.0.1', port: A, count: 1 }], denied: [{ host: '127.0.0.1', port: B, count: 1 }] },
   });
 });
 

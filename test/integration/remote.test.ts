@@ -10,7 +10,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRuntime, PROTOCOL_REVISION, type RunResult, type RuntimeConfig } from '../../host/index.ts';
-import { liveProcesses, repoRoot, sshLaunch, sshServer, waitUntil, withoutWarm } from '../helpers/runtime.ts';
+import { childrenOf, liveProcesses, repoRoot, sshLaunch, sshServer, waitUntil, withoutWarm } from '../helpers/runtime.ts';
 
 const server = sshServer();
 const fixtures = join(repoRoot, 'test/fixtures/remote');
@@ -33,6 +33,35 @@ function failure(result: RunResult): Record<string, unknown> {
 
 function alive(pid: number): boolean {
   return liveProcesses().some((entry) => entry.pid === pid);
+}
+
+/** This process's children whose command line contains `text` (other hosts on the machine have theirs). */
+function ownChildrenWith(text: string): number[] {
+  const mine = new Set(childrenOf(process.pid).map((child) => child.pid));
+  return processesWith(text).filter((pid) => mine.has(pid));
+}
+
+/** The ssh clients of this process that carry a relay's channel. */
+function relayClients(): number[] {
+  return ownChildrenWith('--relay').filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('ssh'));
+}
+
+/** How messages name the test server's launch. */
+function describeServer(): string {
+  return `ssh ${server!.destination} (port ${server!.port})`;
+}
+
+/** The session processes of this test's sshd: the children of its listener (whose command line names its directory). */
+function sshdSessions(): number[] {
+  const listeners = processesWith(`${server!.dir}/sshd_config`).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('sshd'));
+  return readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).filter((entry) => {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      return listeners.includes(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      return false;
+    }
+  }).map(Number);
 }
 
 /** Processes whose command line contains `text` (the relays and ssh clients of this test). */
@@ -277,14 +306,43 @@ if (server === undefined) {
         onOutput: (entry) => {
           if (entry.type !== 'text') return;
           pids = JSON.parse(entry.text);
-          for (const pid of processesWith('--relay').filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('ssh'))) process.kill(pid, 'SIGKILL');
+          for (const pid of relayClients()) process.kill(pid, 'SIGKILL');
         },
       });
       const reported = failure(result);
       assert.is(reported.kind, 'worker-exit');
       assert.is(reported.signal, 'SIGKILL', JSON.stringify(reported));
+      assert.is(reported.message, `${describeServer()}: the connection to the far side was lost (ssh was killed by SIGKILL)`);
       assert.ok(pids !== undefined);
       assert.ok(await waitUntil(() => !alive(pids!.carrier) && !alive(pids!.sleeper), SETTLE_MS), `left on the far side: ${JSON.stringify(pids)}`);
+    } finally {
+      await runtime.dispose();
+    }
+  });
+
+  test('an SSH connection dropped under a retained environment: the next run says why, and reconnects', async () => {
+    const runtime = createRuntime({ launch: sshLaunch(), policy: { mode: 'full-access' }, prestartCarrier: false, executionMode: 'persistent-in-memory' });
+    try {
+      const owner = {};
+      const go = (program: string) => runtime.run(runtime.resolve({ program, stateOwner: owner, timeoutMs: 30_000 }));
+      const first = await go('var kept = 1; process.pid');
+      assert.is(first.status, 'ok', JSON.stringify(first));
+      const carrier = (first as { value: number }).value;
+      // The server's end of the connection goes, as when the network drops: every sshd session
+      // process of this test's server (the master's and the carrier's channel).
+      const sessions = sshdSessions();
+      assert.ok(sessions.length > 0, 'no sshd session process of the test server');
+      for (const pid of sessions) process.kill(pid, 'SIGKILL');
+      assert.ok(await waitUntil(() => !alive(carrier), SETTLE_MS), `the carrier ${carrier} outlived its connection`);
+      // And the host has seen its ssh client end (a run sent before that would meet the dying one).
+      // The channel's pipes are the master's to close (ssh -S passes them to it): both must be gone.
+      assert.ok(await waitUntil(() => relayClients().length === 0 && ownChildrenWith('ptc-ssh-').length === 0, SETTLE_MS), 'the ssh processes of the lost connection are still running');
+      const next = await go('typeof kept');
+      assert.is(next.status, 'ok', JSON.stringify(next));
+      assert.is((next as { value: unknown }).value, 'undefined');
+      assert.equal(next.environment, { fresh: true, replaced: `the previous environment was lost: ${describeServer()}: the connection to the far side was lost (ssh exited with code 255) while idle` });
+      const after = await go('typeof kept');
+      assert.equal(after.environment, { fresh: false });
     } finally {
       await runtime.dispose();
     }

@@ -3,6 +3,7 @@
 // same for a local child with a pipe on fd 3, a relay at the far end of SSH, or any command prefix
 // that carries only stdio (the MCP SDK's Transport has the same role for its protocol layer).
 import type { Duplex, Readable } from 'node:stream';
+import type { ResourceLimits, TreeLimits } from '../resources/index.ts';
 
 export type StdioStream = 'stdout' | 'stderr';
 
@@ -19,12 +20,18 @@ export interface CarrierConnection {
   readonly transportTail: string;
   /** Why the far side killed the carrier for a limit it enforces there (maxDiskMb), once it has exited. */
   overLimit?(): string | undefined;
+  /** Why the carrier is out of reach when the transport ended under it (an SSH connection that
+   * dropped), rather than the carrier exiting; undefined for a local pipe and an orderly end. */
+  readonly lost: string | undefined;
   /** Called once when the carrier has exited. */
   onExit(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void;
   /** Called once, instead of onExit, when the carrier could not be started at all. */
   onStartFailure(listener: (message: string) => void): void;
   /** Resolves once the carrier has exited (or never started) and its stdio has closed. */
   readonly settled: Promise<void>;
+  /** The CPU budget and memory limit of the carrier's tree, measured where the tree is; call once,
+   * before its first run. Over the memory limit the tree is killed and `kill` is called. */
+  limits(limits: TreeLimits, kill: () => void): ResourceLimits;
   /** Kills the carrier and everything it started; idempotent, synchronous, safe after exit. */
   kill(): void;
   /** Hands over, synchronously, bytes already written to stdout/stderr but not yet read. Where

@@ -6,6 +6,7 @@ import { killChildTree, treeSpawnOptions } from '../../../carrier/protocol/proce
 import { pipeDrainer } from '../../../carrier/protocol/pipe-drain.ts';
 import { filterStdio, sendFilter } from '../../../carrier/protocol/seccomp-fd.ts';
 import type { LaunchCommand } from '../../sandbox/index.ts';
+import { ResourceGuard } from '../resources/index.ts';
 import type { CarrierConnection, StdioStream } from './connection.ts';
 
 /** Starts `command` in `cwd` as a carrier with fd 3 as its control channel. */
@@ -45,9 +46,11 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
     stderr,
     pid: child.pid,
     transportTail: '',
+    lost: undefined,
     onExit: (listener) => void exitListeners.push(listener),
     onStartFailure: (listener) => void failureListeners.push(listener),
     settled,
+    limits: (limits, kill) => new ResourceGuard(child.pid, limits, kill),
     kill: () => killChildTree(child),
     drainStdio(accept) {
       for (const stream of ['stdout', 'stderr'] as const) drains[stream]((chunk) => accept(chunk, stream));

@@ -5,9 +5,12 @@
 // above cannot tell the difference. The transport's own stderr (ssh's diagnostics) is kept apart
 // as a bounded tail for failures.
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { Duplex, PassThrough } from 'node:stream';
 import { createMuxReader, muxChunks, muxFrame, type RelayHello, type RelayStart } from '../../../carrier/protocol/mux.ts';
 import { PROTOCOL_REVISION } from '../../../carrier/protocol/revision.ts';
+import { createMuxStreams } from '../../../carrier/protocol/mux-streams.ts';
+import type { CpuOverrun, ResourceLimits } from '../resources/index.ts';
 import type { CarrierConnection } from './connection.ts';
 
 /** Bytes of the transport's own stderr kept for diagnostics. */
@@ -27,8 +30,14 @@ export interface RelayedLaunch {
   start: RelayStart;
 }
 
+export interface RelayedOptions {
+  /** With a network allowlist: opens a connection to this host's proxy for each one the sandbox
+   * makes over there (the relay's N frames). Without it, an N frame is a protocol failure. */
+  connectProxy?: () => Socket;
+}
+
 /** Opens a carrier through a relay once `prepared` resolves to the launch; its rejection is a start failure. */
-export function openRelayedConnection(prepared: Promise<RelayedLaunch>): CarrierConnection {
+export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options: RelayedOptions = {}): CarrierConnection {
   const control = new Duplex({
     // The carrier closing its end (an empty C frame) closes this one, as a socket would.
     allowHalfOpen: false,
@@ -54,7 +63,13 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
   let referenced = true;
   let tail = '';
   let limitReason: string | undefined;
+  let lost: string | undefined;
   const queued: Buffer[] = [];
+  // The limits are measured by the relay (carrier/relay/limits.ts); these hear what it found.
+  let overMemory: string | undefined;
+  let onMemoryOver: (() => void) | undefined;
+  let onCpuOverrun: ((overrun: CpuOverrun) => void) | undefined;
+  const streams = createMuxStreams((type, payload) => send(muxFrame(type, payload)));
 
   const send = (frame: Buffer): void => {
     if (ended) return;
@@ -64,6 +79,7 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
   const end = (outcome: { exit: [number | null, NodeJS.Signals | null] } | { failure: string }): void => {
     if (ended) return;
     ended = true;
+    streams.closeAll();
     if ('exit' in outcome) for (const listener of exitListeners) listener(...outcome.exit);
     else for (const listener of failureListeners) listener(outcome.failure);
     stdout.end();
@@ -86,6 +102,10 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
       child.stderr.setEncoding('utf8').on('data', (text: string) => {
         tail = (tail + text).slice(-TRANSPORT_TAIL_BYTES);
       });
+      const broken = (message: string): void => {
+        end({ failure: `${launch.describe}: ${message}` });
+        child.kill('SIGKILL');
+      };
       const reader = createMuxReader(
         (type, payload) => {
           if (type === 'C') control.push(payload.length === 0 ? null : Buffer.from(payload));
@@ -97,12 +117,26 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
               child.kill('SIGKILL');
             });
           }
-          else if (type === 'X') {
-            const { code = null, signal = null, overLimit } = parseJson(payload) as { code?: number | null; signal?: NodeJS.Signals | null; overLimit?: unknown };
-            if (typeof overLimit === 'string') limitReason = overLimit.slice(0, TRANSPORT_TAIL_BYTES);
+          else if (type === 'T') {
+            const overrun = parseJson(payload) as CpuOverrun;
+            const listener = onCpuOverrun;
+            onCpuOverrun = undefined;
+            if (Number.isSafeInteger(overrun.usedMs) && Number.isSafeInteger(overrun.budgetMs)) listener?.({ usedMs: overrun.usedMs, budgetMs: overrun.budgetMs });
+          } else if (type === 'M') {
+            overMemory ??= payload.toString('utf8');
+            onMemoryOver?.();
+          } else if (type === 'N' && options.connectProxy !== undefined && payload.length === 4) {
+            if (!streams.add(payload.readUInt32BE(0), options.connectProxy())) broken(`the relay opened network stream ${payload.readUInt32BE(0)} twice`);
+          } else if ((type === 'B' || type === 'A' || type === 'Z') && options.connectProxy !== undefined) {
+            const problem = streams.receive(type, payload);
+            if (problem !== undefined) broken(problem);
+          } else if (type === 'X') {
+            const { code = null, signal = null, overLimit, overDisk } = parseJson(payload) as { code?: number | null; signal?: NodeJS.Signals | null; overLimit?: unknown; overDisk?: unknown };
+            if (typeof overLimit === 'string') overMemory ??= overLimit;
+            if (typeof overDisk === 'string') limitReason = overDisk.slice(0, TRANSPORT_TAIL_BYTES);
             end({ exit: [code, signal] });
           } else if (type === 'F') end(hello === undefined ? { failure: `${launch.describe}: ${payload.toString('utf8')}` } : { exit: [null, null] });
-          else end({ failure: `${launch.describe}: the relay sent a "${type}" frame, which only the host sends` });
+          else broken(`the relay sent a "${type}" frame, which ${'NBAZ'.includes(type) ? 'only a carrier with a network allowlist sends' : 'only the host sends'}`);
         },
         (message) => {
           end(hello === undefined ? { failure: `${launch.describe}: ${message}` } : { exit: [null, null] });
@@ -121,6 +155,10 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
         if (hello === undefined) {
           end({ failure: withTail(`${launch.describe} ended (${code !== null ? `exit code ${code}` : `signal ${signal}`}) before the relay started`) });
         } else {
+          // The transport ended before the relay said the carrier exited, and not because this
+          // side cut it: the connection went (a dropped network, the server's end killed). The relay
+          // over there kills the carrier when it sees its stdin end, or on its watchdog.
+          if (!ended && killed < 2) lost = withTail(`${launch.describe}: the connection to the far side was lost (${code !== null ? `${launch.executable} exited with code ${code}` : `${launch.executable} was killed by ${signal}`})`);
           end({ exit: [code, signal] });
         }
         resolveSettled();
@@ -146,6 +184,9 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
       return tail;
     },
     overLimit: () => limitReason,
+    get lost() {
+      return lost;
+    },
     onExit: (listener) => void exitListeners.push(listener),
     onStartFailure: (listener) => void failureListeners.push(listener),
     settled,
@@ -155,6 +196,36 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>): Carrier
       // transport: the relay sees its stdin end and kills the tree all the same.
       if (killed === 1 && transport?.stdin?.writable && !ended) transport.stdin.write(muxFrame('K'));
       else transport?.kill('SIGKILL');
+    },
+    limits({ maxMemoryMb }, kill): ResourceLimits {
+      onMemoryOver = kill;
+      const idle = { started() {}, stop() {}, check: () => undefined };
+      return {
+        get memory() {
+          return hello?.memory ?? 'none';
+        },
+        // The relay watches the disk and reports it through the exit (overLimit() of the connection).
+        disk: 'none',
+        watch(cpuTimeMs, onOverrun) {
+          // Nothing to measure: no frames, so an unlimited run pays no extra round of writes.
+          if (cpuTimeMs === null && maxMemoryMb === null) return idle;
+          onCpuOverrun = onOverrun;
+          send(muxFrame('W', Buffer.from(JSON.stringify({ cpuTimeMs }))));
+          return {
+            // The relay counts from its W frame: the carrier's notice passes through it unread.
+            started() {},
+            stop() {
+              onCpuOverrun = undefined;
+              send(muxFrame('D'));
+            },
+            // The relay takes the last look itself, before it passes on the carrier's completion.
+            check: () => undefined,
+          };
+        },
+        overLimit: () => (maxMemoryMb === null || overMemory === undefined ? undefined : { message: overMemory, maxMemoryMb }),
+        checkDisk: () => false,
+        release() {},
+      };
     },
     drainStdio() {
       // One ordered stream: stdio frames written before a control frame have already arrived.

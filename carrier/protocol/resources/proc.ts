@@ -1,7 +1,7 @@
 // What a carrier's process tree is using, read from Linux's /proc by the host: the carrier cannot
 // be trusted to report its own. One walk of the tree gives CPU time and resident memory.
 import { readFileSync } from 'node:fs';
-import { processTree } from '../../../carrier/protocol/process-tree.ts';
+import { processTree } from '../process-tree.ts';
 
 /**
  * /proc/<pid>/stat counts CPU time in clock ticks of USER_HZ, which the kernel fixes at 100 for

@@ -50,8 +50,22 @@ export interface CpuOverrun {
   budgetMs: number;
 }
 
+/** What a run sees of one carrier's limits, wherever its tree is measured: by ResourceGuard on
+ * this machine, or by the relay's on the far side (host/worker/transports/relayed.ts). */
+export interface ResourceLimits {
+  readonly memory: MemoryEnforcement;
+  readonly disk: DiskEnforcement;
+  /** started(): the program's own code began (the CPU budget counts from there). */
+  watch(cpuTimeMs: number | null, onOverrun: (overrun: CpuOverrun) => void): { started(): void; stop(): void; check(): CpuOverrun | undefined };
+  /** Why the tree died, when it died for a limit measured here. */
+  overLimit(): { message: string; maxMemoryMb?: number; maxDiskMb?: number } | undefined;
+  /** A last look at the disk use at the end of a run: true when it is over the limit. */
+  checkDisk(): boolean;
+  release(): void;
+}
+
 /** One carrier's resource limits, from its start to its end. */
-export class ResourceGuard {
+export class ResourceGuard implements ResourceLimits {
   readonly memory: MemoryEnforcement;
   readonly disk: DiskEnforcement;
   readonly #pid: number | undefined;

@@ -1,0 +1,68 @@
+// cpuTimeMs and maxMemoryMb for a carrier behind this relay: its process tree is on this machine,
+// so it is measured here, with the code the host uses for a local carrier (protocol/resources/),
+// and killed here the moment it is over, without waiting for a round trip to the host. The host
+// learns why from a frame (T: the CPU budget, M: the memory watchdog) or from the exit (X carries
+// overLimit when the kernel's cgroup killed it), and builds the same failure as for a local run.
+import { hostname } from 'node:os';
+import { ResourceGuard, type CpuOverrun } from '../protocol/resources/guard.ts';
+import { procAvailable } from '../protocol/resources/proc.ts';
+
+export interface RelayLimits {
+  readonly memory: ResourceGuard['memory'];
+  /** A run starts (W frame): CPU counts from now against `cpuTimeMs`, memory is sampled at the busy pace. */
+  begin(cpuTimeMs: number | null): void;
+  /** The run ended (D frame). */
+  end(): void;
+  /** Before a control frame of the carrier's goes to the host: a last look, so a budget spent between
+   * two samples is reported ahead of the completion that follows it, as the host's own last look does. */
+  beforeControl(): void;
+  /** Why the tree died of its memory limit, if it did. */
+  overLimit(): string | undefined;
+  release(): void;
+}
+
+/** Why a limit cannot be measured here, or undefined when it can. */
+export function limitsUnavailable(field: 'cpuTimeMs' | 'maxMemoryMb'): string | undefined {
+  return procAvailable() ? undefined : `${field} needs Linux's /proc to measure the carrier's process tree, which ${hostname()} (${process.platform}) does not have`;
+}
+
+/** The limits of the carrier `pid`; `send` reports an overrun to the host, `kill` kills the tree. */
+export function relayLimits(pid: number, maxMemoryMb: number | null, send: (type: 'T' | 'M', payload: Buffer) => void, kill: () => void): RelayLimits {
+  // The disk is the relay's own watch (relay.ts), so this guard measures CPU and memory only.
+  const guard = new ResourceGuard(pid, { maxMemoryMb, maxDiskMb: null, writable: [] }, () => {
+    send('M', Buffer.from(guard.overLimit()?.message ?? `the carrier's process tree went over its maxMemoryMb limit of ${maxMemoryMb} MiB`));
+    kill();
+  });
+  let watch: ReturnType<ResourceGuard['watch']> | undefined;
+  const overrun = (over: CpuOverrun): void => {
+    watch?.stop();
+    watch = undefined;
+    kill();
+    send('T', Buffer.from(JSON.stringify(over)));
+  };
+  return {
+    memory: guard.memory,
+    begin(cpuTimeMs) {
+      watch?.stop();
+      const unavailable = cpuTimeMs === null ? undefined : limitsUnavailable('cpuTimeMs');
+      if (unavailable !== undefined) {
+        // Never run a budget that nothing counts: the run ends, and the host's stderr tail says why.
+        process.stderr.write(`ptc relay: ${unavailable}\n`);
+        return kill();
+      }
+      watch = guard.watch(cpuTimeMs, overrun);
+      // The carrier's own `started` notice goes to the host unread, so the budget counts from the run's start here.
+      watch.started();
+    },
+    end() {
+      watch?.stop();
+      watch = undefined;
+    },
+    beforeControl() {
+      const over = watch?.check();
+      if (over !== undefined) overrun(over);
+    },
+    overLimit: () => guard.overLimit()?.message,
+    release: () => guard.release(),
+  };
+}
