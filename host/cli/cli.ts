@@ -22,6 +22,7 @@ const frontEnds = () => Promise.all([import('./repl.ts'), import('./mcp.ts'), im
 
 /** Runs the CLI with the given arguments; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
+  performance.mark('ptc:cli');
   let exitCode = 0;
   // A reader that stops early (`ptc version | head -1`) closes the pipe: that ends the command
   // quietly, as it does for other Unix tools, instead of an unhandled EPIPE stack.
@@ -153,6 +154,7 @@ function runOptions(command: Argv): Argv {
 }
 
 async function runCommand(args: RunArgs): Promise<number> {
+  performance.mark('ptc:parsed');
   const [{ createRuntime }, { HumanPrinter, resultJson }] = await Promise.all([library(), import('./print.ts')]);
   const config = await loadConfig(args);
   const bindings = args.bindings === undefined ? undefined : await loadBindings(args.bindings);
@@ -176,18 +178,22 @@ async function runCommand(args: RunArgs): Promise<number> {
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
   const printer = new HumanPrinter(process.stdout, process.stderr);
+  performance.mark('ptc:run');
   try {
     const result = await runtime.run(spec, {
       signal: controller.signal,
       ...(args.json ? {} : { onOutput: printer.entry }),
     });
+    performance.mark('ptc:result');
     if (args.json) process.stdout.write(`${resultJson(result)}\n`);
     else printer.outcome(result);
+    performance.mark('ptc:printed');
     return result.status === 'ok' ? 0 : 1;
   } finally {
     process.off('SIGINT', interrupt);
     process.off('SIGTERM', interrupt);
     await runtime.dispose();
+    performance.mark('ptc:disposed');
   }
 }
 
