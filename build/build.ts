@@ -112,6 +112,10 @@ export async function build(opts: { node?: string; entry?: string; bootstrapEntr
   };
 
   const pkg = readJson<PackageJson>(join(ROOT, 'package.json'));
+  // The binary's `--version` prints PTC_BUILD.version (the CLI then need not load the library,
+  // host/cli/cli.ts), `ptc version` prints VERSION: the two must be the same.
+  const declared = /export const VERSION = '([^']*)'/.exec(readFileSync(join(ROOT, 'host/runtime/version.ts'), 'utf8'))?.[1];
+  if (declared !== pkg.version) throw new BuildError(`host/runtime/version.ts says VERSION = ${JSON.stringify(declared)}, package.json says version ${JSON.stringify(pkg.version)}: make them the same`);
   const node = pinnedNode(pkg, opts.node);
   const entry = resolve(opts.entry ?? join(ROOT, 'build', 'sea-entry.ts'));
   const bootstrapEntry = resolve(opts.bootstrapEntry ?? join(ROOT, 'carrier', 'main.ts'));

@@ -2,6 +2,10 @@
 // Both branches load lazily so a carrier never initialises the CLI's modules, and vice versa.
 import { CARRIER_SELECTOR } from '../carrier/protocol/revision.ts';
 
+// Boot marks (ptc:*) time each phase of a start for `npm run bench` (test/bench/boot.ts); each is
+// made once per process, so they cost microseconds and never accumulate.
+performance.mark('ptc:entry');
+
 if (process.env[CARRIER_SELECTOR] === '1') {
   void import('../carrier/carrier.ts').then(({ runCarrier }) => runCarrier());
 } else {

@@ -66,6 +66,7 @@ let forwarding: Promise<void> = resolved(undefined);
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
+  performance.mark('ptc:carrier');
   // stdin, stdout, stderr and the control channel are ptc's; anything else open is inherited.
   closeInheritedDescriptors([0, 1, 2, CONTROL_FD]);
   forwarding = startNetwork();
@@ -84,6 +85,7 @@ export function runCarrier(): void {
     ['async-function', 'vm-script', 'scoped-repl', 'repl', 'images', 'revoke'],
   );
   stalls = channel.stalls;
+  performance.mark('ptc:hello');
   holdWaitAsync(globalThis);
   saveCompileCache();
   setImageRegistrar((path, identity, pixels) => {

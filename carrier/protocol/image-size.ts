@@ -2,7 +2,7 @@
 // Reading is bounded: regular files only, opened without blocking (a FIFO or a device such as
 // /dev/kmsg would otherwise hold a thread-pool thread forever), and at most SCAN_LIMIT bytes.
 import { constants } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import type { BigIntStats } from 'node:fs';
 import type { FileIdentity } from './messages.ts';
 
@@ -38,6 +38,8 @@ const ErrorCtor = Error;
  */
 export async function readImageSize(path: string, identity?: FileIdentity, caller = 'Image.fromFile'): Promise<ImageSize> {
   const label = `${caller}: "${path}"`;
+  // Only the host reads a file's size by path; loaded here, node:fs/promises stays out of every carrier's boot.
+  const { open } = await import('node:fs/promises');
   const handle = await io(label, open(path, OPEN_FLAGS));
   try {
     const stats = await io(label, handle.stat({ bigint: true }));

@@ -3,20 +3,26 @@
 import { readFile, writeFile, chmod } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import yargs, { type Argv } from 'yargs';
-import { createRuntime, readBootstrap, VERSION, versionReport } from '../index.ts';
 import { limitOptions, loadBindings, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
-import { HumanPrinter, resultJson } from './print.ts';
-import { versionText } from './version.ts';
-import { replCommand, replOptions, type ReplArgs } from './repl.ts';
-import { mcpCommand, mcpOptions } from './mcp.ts';
-import { serveCommand, serveOptions } from './serve.ts';
-import { runsCommand, runsOptions, type RunsArgs } from './runs.ts';
+import type { ReplArgs } from './repl.ts';
 
 /** The command names; only the one being run gets its parser built (see main). */
 const COMMANDS = ['run', 'repl', 'mcp', 'serve', 'runs', 'version', 'bootstrap'];
 
+/** Defined in dist/ builds (build/build.ts): the package's version, which build.ts checks equals VERSION. */
+declare const PTC_BUILD: { version: string; node: string } | undefined;
+
+/**
+ * The library and the other front ends load when a command needs them, not at every start:
+ * `ptc --version` and `ptc --help` never initialise the runtime, and `ptc run` not the REPL's,
+ * server's or MCP front end's modules.
+ */
+const library = () => import('../index.ts');
+const frontEnds = () => Promise.all([import('./repl.ts'), import('./mcp.ts'), import('./serve.ts'), import('./runs.ts')]);
+
 /** Runs the CLI with the given arguments; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
+  performance.mark('ptc:cli');
   let exitCode = 0;
   // A reader that stops early (`ptc version | head -1`) closes the pipe: that ends the command
   // quietly, as it does for other Unix tools, instead of an unhandled EPIPE stack.
@@ -31,6 +37,12 @@ export async function main(argv: string[]): Promise<number> {
   // the command list and the usage error.
   const chosen = COMMANDS.find((name) => name === argv[0]);
   const declared = (name: string): boolean => chosen === undefined || chosen === name;
+  // A builder runs only for the command yargs runs; with none named first, one may still be named
+  // later (`ptc --json run x`), so the front ends' builders are then loaded too.
+  const named = chosen ?? COMMANDS.find((name) => argv.includes(name));
+  const needsFrontEnds = named !== undefined && (chosen === undefined || ['repl', 'mcp', 'serve', 'runs'].includes(named));
+  const [repl, mcp, serve, runs] = needsFrontEnds ? await frontEnds() : [];
+  const VERSION = typeof PTC_BUILD !== 'undefined' ? PTC_BUILD.version : (await library()).VERSION;
   const parser = yargs(argv).scriptName('ptc').usage('$0 <command> [options]');
   if (declared('run')) {
     parser.command(
@@ -46,9 +58,9 @@ export async function main(argv: string[]): Promise<number> {
     parser.command(
       'repl',
       'Start an interactive session on one retained environment (.help inside lists its commands)',
-      (command: Argv) => replOptions(command),
+      (command: Argv) => repl!.replOptions(command),
       async (args) => {
-        exitCode = await replCommand(args as unknown as ReplArgs);
+        exitCode = await repl!.replCommand(args as unknown as ReplArgs);
       },
     );
   }
@@ -56,9 +68,9 @@ export async function main(argv: string[]): Promise<number> {
     parser.command(
       'mcp',
       'Serve one code-mode tool (run_code) over MCP stdio, with the tools of the upstream MCP servers in --config as bindings',
-      (command: Argv) => mcpOptions(command),
+      (command: Argv) => mcp!.mcpOptions(command),
       async (args) => {
-        exitCode = await mcpCommand(args as unknown as Parameters<typeof mcpCommand>[0]);
+        exitCode = await mcp!.mcpCommand(args as unknown as Parameters<typeof import('./mcp.ts').mcpCommand>[0]);
       },
     );
   }
@@ -66,9 +78,9 @@ export async function main(argv: string[]): Promise<number> {
     parser.command(
       'serve',
       'Serve JSON-RPC 2.0 on stdin/stdout, one message a line: a harness in any language runs programs with its own tools',
-      (command: Argv) => serveOptions(command),
+      (command: Argv) => serve!.serveOptions(command),
       async (args) => {
-        exitCode = await serveCommand(args as unknown as RunArgs);
+        exitCode = await serve!.serveCommand(args as unknown as RunArgs);
       },
     );
   }
@@ -76,9 +88,9 @@ export async function main(argv: string[]): Promise<number> {
     parser.command(
       'runs [run]',
       'List the runs a journal holds, or one run\'s binding calls',
-      (command: Argv) => runsOptions(command),
+      (command: Argv) => runs!.runsOptions(command),
       async (args) => {
-        exitCode = await runsCommand(args as unknown as RunsArgs);
+        exitCode = await runs!.runsCommand(args as unknown as import('./runs.ts').RunsArgs);
       },
     );
   }
@@ -88,6 +100,7 @@ export async function main(argv: string[]): Promise<number> {
       'Print the ptc version, the Node inside, the protocol revision, the platform, the SHA-256 of the embedded bootstrap and which sandbox backends work here',
       (command: Argv) => command.option('json', { type: 'boolean', default: false, describe: 'Print it as one JSON object' }),
       async (args) => {
+        const [{ versionReport }, { versionText }] = await Promise.all([library(), import('./version.ts')]);
         const report = await versionReport();
         process.stdout.write(args.json ? `${JSON.stringify(report)}\n` : versionText(report));
       },
@@ -100,7 +113,7 @@ export async function main(argv: string[]): Promise<number> {
       (command: Argv) => command.option('out', { type: 'string', demandOption: true, describe: 'File to write' }),
       async (args) => {
         const out = resolvePath(String(args.out));
-        const source = await readBootstrap();
+        const source = await (await library()).readBootstrap();
         try {
           await writeFile(out, source);
           await chmod(out, 0o644);
@@ -151,6 +164,8 @@ function runOptions(command: Argv): Argv {
 }
 
 async function runCommand(args: RunArgs): Promise<number> {
+  performance.mark('ptc:parsed');
+  const [{ createRuntime }, { HumanPrinter, resultJson }] = await Promise.all([library(), import('./print.ts')]);
   const config = await loadConfig(args);
   const bindings = args.bindings === undefined ? undefined : await loadBindings(args.bindings);
   const program = await readProgram(args.file);
@@ -173,18 +188,22 @@ async function runCommand(args: RunArgs): Promise<number> {
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
   const printer = new HumanPrinter(process.stdout, process.stderr);
+  performance.mark('ptc:run');
   try {
     const result = await runtime.run(spec, {
       signal: controller.signal,
       ...(args.json ? {} : { onOutput: printer.entry }),
     });
+    performance.mark('ptc:result');
     if (args.json) process.stdout.write(`${resultJson(result)}\n`);
     else printer.outcome(result);
+    performance.mark('ptc:printed');
     return result.status === 'ok' ? 0 : 1;
   } finally {
     process.off('SIGINT', interrupt);
     process.off('SIGTERM', interrupt);
     await runtime.dispose();
+    performance.mark('ptc:disposed');
   }
 }
 

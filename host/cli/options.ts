@@ -5,7 +5,7 @@ import { access, readFile, stat } from 'node:fs/promises';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Argv } from 'yargs';
-import { defaultBootstrapPath, type Bindings, type RuntimeConfig } from '../index.ts';
+import type { Bindings, RuntimeConfig } from '../index.ts';
 import { importFile } from './import-file.ts';
 
 import { UsageError } from './usage-error.ts';
@@ -180,7 +180,7 @@ export async function applyFlags(config: Record<string, unknown>, args: RunArgs)
   } else if (args.node !== undefined) {
     await checkExecutable(args.node);
     const bootstrapPath = args.bootstrap !== undefined ? resolvePath(args.bootstrap) : undefined;
-    await checkBootstrap(bootstrapPath ?? defaultBootstrapPath(), bootstrapPath !== undefined);
+    await checkBootstrap(bootstrapPath ?? (await import('../index.ts')).defaultBootstrapPath(), bootstrapPath !== undefined);
     config.launch = { kind: 'node-script', executable: args.node, ...(bootstrapPath !== undefined ? { bootstrapPath } : {}) };
   } else if (args.bootstrap !== undefined) {
     throw new UsageError('--bootstrap needs --node <executable>');

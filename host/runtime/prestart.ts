@@ -10,5 +10,7 @@ export async function prestartForCli(argv: string[]): Promise<void> {
   if (argv[0] !== 'run' || argv.some((arg) => reshaping.some((flag) => arg === flag || arg.startsWith(`${flag}=`)))) return;
   const [{ confine, DEFAULT_POLICY }, { prestart }, { resolveConfig }] = await Promise.all([import('../worker/confinement.ts'), import('../worker/pool.ts'), import('./config.ts')]);
   const confinement = await confine(resolveConfig({}), DEFAULT_POLICY, process.cwd()).catch(() => undefined);
+  performance.mark('ptc:sandbox');
   if (confinement !== undefined && 'recipe' in confinement) prestart(confinement.recipe);
+  performance.mark('ptc:spawned');
 }

@@ -8,7 +8,7 @@ import { privateDirectory } from '../../carrier/protocol/host-temp.ts';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseNetworkRules } from './network/rules.ts';
-import { startNetworkProxy, type NetworkProxy, type NetworkReport } from './network/proxy.ts';
+import type { NetworkProxy, NetworkReport } from './network/proxy.ts';
 import type { ResolvedNetworkRules } from './policy.ts';
 
 /** What the execution layer sees of a carrier's proxy. */
@@ -54,7 +54,9 @@ export function openAllowlist(rules: ResolvedNetworkRules, tmp: string): Allowli
   // resolves (/proc/self/fd/N/proxy.sock names the same directory in a few bytes).
   const directoryFd = Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES && process.platform === 'linux' ? openSync(directory, 'r') : undefined;
   const listenPath = directoryFd === undefined ? socketPath : `/proc/self/fd/${directoryFd}/${SOCKET_NAME}`;
-  const starting = startNetworkProxy({ rules: parseNetworkRules(rules), socketPath: listenPath }).finally(() => {
+  // The proxy (and node:http under it) loads only for a run with an allowlist: every other host start would pay for it.
+  const parsed = parseNetworkRules(rules);
+  const starting = import('./network/proxy.ts').then(({ startNetworkProxy }) => startNetworkProxy({ rules: parsed, socketPath: listenPath })).finally(() => {
     if (directoryFd !== undefined) closeSync(directoryFd);
   });
   let proxy: NetworkProxy | undefined;

@@ -16,13 +16,18 @@ import { served } from './serve.ts';
 import { releaseStartup } from './release.ts';
 import { hostMemory } from './host-memory.ts';
 import { bareNode, rawPingRate } from './floors.ts';
+import { boot } from './boot.ts';
+import { peers } from './peers.ts';
+import { poolRows } from './pool.ts';
+import { printTargets, type TargetRow } from './targets.ts';
 import { exec, interleave, judge, measuredRows, median, ms, p90, pad, printTable, ratio } from './stats.ts';
 
 const { values: flags } = parseArgs({ options: { long: { type: 'boolean', default: false }, only: { type: 'string' } } });
 /** `--only 2,5`: just those sections (by number; 13 is the --long one), for measuring one lever. */
 const only = flags.only === undefined ? undefined : new Set(flags.only.split(',').map((n) => Number(n.trim())));
-if (only !== undefined && [...only].some((n) => !Number.isInteger(n) || n < 1 || n > 15)) {
-  console.error(`bench: --only takes section numbers 1 to 15 separated by commas, got ${JSON.stringify(flags.only)}`);
+const SECTIONS = 18;
+if (only !== undefined && [...only].some((n) => !Number.isInteger(n) || n < 1 || n > SECTIONS)) {
+  console.error(`bench: --only takes section numbers 1 to ${SECTIONS} separated by commas, got ${JSON.stringify(flags.only)}`);
   process.exit(2);
 }
 const wanted = (section: number): boolean => (only === undefined ? section !== 13 || flags.long : only.has(section));
@@ -196,6 +201,16 @@ try {
   if (wanted(13)) await hostMemory();
   if (wanted(14)) await (await import('./network.ts')).network();
   if (wanted(15)) await releaseStartup();
+  // Issue 19's rows, for the table the bench ends with.
+  const targets: TargetRow[] = [];
+  const notes: string[] = [];
+  if (wanted(16)) {
+    const measured = await boot();
+    targets.push(...measured.rows);
+    notes.push(...measured.notes);
+  }
+  if (wanted(17)) targets.push(...(await peers()));
+  if (wanted(18)) targets.push(...(await poolRows()));
   const skipped: Array<[string, string]> = [];
   const rows = measuredRows();
   for (const [row, section] of [['a', 2], ['b', 6], ['c', 5], ['d', 3], ['e', 13], ['f', 7], ['g', 1]] as const) {
@@ -203,6 +218,7 @@ try {
     skipped.push([row, section === 13 ? 'not measured: it takes minutes, run `npm run bench -- --long` (or `-- --only 13`)' : `not measured in this run (section ${section}${section === 2 && !HAVE_BIN ? ': dist/ptc is missing' : ''})`]);
   }
   printTable(skipped);
+  if (targets.length > 0) printTargets(targets, notes);
   console.log(`\nbench took ${((performance.now() - started) / 1000).toFixed(1)} s`);
 } catch (error) {
   console.error('\nbench broke:', error);

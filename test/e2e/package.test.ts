@@ -243,12 +243,12 @@ test("the README's first set-up command, npm ci, on the machine's Node: no warni
   const ci = sh('npm', ['ci', '--dry-run', '--offline'], { cwd: dir, node: systemNode });
   assert.is(ci.code, 0, ci.stderr);
   const warnings = `${ci.stdout}\n${ci.stderr}`.split('\n').filter((line) => /warn|EBADENGINE/i.test(line));
-  // Node >= 22 takes them all; older Nodes hear of the AI SDK's engines (its packages run on the pinned Node) and nothing else.
-  const [major] = execFileSync(systemNode, ['--version'], { encoding: 'utf8' }).slice(1).split('.').map(Number);
-  const notices = warnings.filter((line) => !/^npm warn EBADENGINE (Unsupported engine \{|  required: \{ node: '>=22' \},|  current: \{ node: 'v[\d.]+', npm: '[\d.]+' \}|\})$/.test(line));
+  // Only npm's engine notices for development dependencies that ask for a newer Node than this one
+  // (they run on the pinned Node): the AI SDK's packages, and the bench's isolated-vm and sandbox-runtime.
+  const devOnly = (name: string): boolean => name === 'ai' || name.startsWith('@ai-sdk/') || name === 'isolated-vm' || name === '@anthropic-ai/sandbox-runtime';
+  const notices = warnings.filter((line) => !/^npm warn EBADENGINE (Unsupported engine \{|  required: \{ node: '>=[\d.]+' \},|  current: \{ node: 'v[\d.]+', npm: '[\d.]+' \}|\})$/.test(line));
   const packages = notices.map((line) => /^npm warn EBADENGINE   package: '(.+)@[\d.]+',$/.exec(line)?.[1] ?? line);
-  if (major! >= 22) assert.equal(warnings, []);
-  else assert.ok(packages.length > 0 && packages.every((name) => name === 'ai' || name.startsWith('@ai-sdk/')), `unexpected warnings:\n${warnings.join('\n')}`);
+  assert.ok(packages.every(devOnly), `unexpected warnings:\n${warnings.join('\n')}`);
 });
 
 test("npm pack at the root refuses, since the root's manifest describes the checkout, and names npm run package", () => {

@@ -8,7 +8,7 @@
 // loopback, link-local, metadata or unspecified address is refused unless a rule names it.
 import { isIPv6 } from 'node:net';
 import { formatAddress, inRange, parseAddress, parseRange, rangeWithin, type Address, type Range } from './ip.ts';
-import { SPECIAL, type SpecialClass } from './special.ts';
+import { specialClasses, type SpecialClass } from './special.ts';
 
 export type NetworkRules = { allow: string[]; deny?: string[] };
 
@@ -150,11 +150,11 @@ export function decide(rules: CompiledRules, dest: { host: string; port: number 
 
   const allowRule = rules.allow.find((rule) => matchesDestination(rule, at));
   // A special name (localhost, the metadata names) is named only by a rule that lies inside it.
-  const nameClass = literal === undefined ? SPECIAL.find((special) => special.names.some((pattern) => nameMatches(pattern, host))) : undefined;
+  const nameClass = literal === undefined ? specialClasses().find((special) => special.names.some((pattern) => nameMatches(pattern, host))) : undefined;
   const exempt = nameClass !== undefined && allowRule !== undefined && ruleInsideNames(allowRule, nameClass) ? nameClass : undefined;
   if (nameClass !== undefined && exempt === undefined) return { allowed: false, rule: nameClass.reason };
   for (const address of checked) {
-    const special = SPECIAL.find((candidate) => candidate.ranges.some((range) => inRange(range, address)));
+    const special = specialClasses().find((candidate) => candidate.ranges.some((range) => inRange(range, address)));
     if (special === undefined || special === exempt) continue;
     if (!rules.allow.some((rule) => namesSpecialAddress(rule, special, address, at.port))) return { allowed: false, rule: special.reason };
   }

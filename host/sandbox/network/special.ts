@@ -9,7 +9,16 @@ function ranges(...cidrs: string[]): Range[] {
   return cidrs.map((cidr) => parseRange(cidr) as Range);
 }
 
-export const SPECIAL: SpecialClass[] = [
+let classes: SpecialClass[] | undefined;
+
+/** The special classes, parsed on first use: node:net's IPv6 check compiles a large pattern the first
+ * time it runs (5 to 10 ms here), which a host whose runs name no network rule would otherwise pay at start. */
+export function specialClasses(): SpecialClass[] {
+  classes ??= parseClasses();
+  return classes;
+}
+
+const parseClasses = (): SpecialClass[] => [
   {
     reason: 'default: loopback addresses are denied unless named',
     ranges: ranges('127.0.0.0/8', '::1/128'),
