@@ -25,3 +25,5 @@ export { jsonText, type JsonTextOptions } from './runtime/json-text.ts';
 export { declarations, bindingPaths, type ToolSchema, type DeclarationOptions } from './runtime/declarations.ts';
 // Upstream text outside the declarations (an MCP upstream's failure) goes through the same escaping.
 export { codeFence, lineComment } from './runtime/declaration-text.ts';
+// The runtime's own globals (inspect, Image, BindingError) as declarations.
+export { PROGRAM_GLOBALS } from './runtime/program-globals.ts';
