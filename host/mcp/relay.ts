@@ -14,8 +14,8 @@ export function relayedCapabilities(client: ClientCapabilities | undefined): Cli
   const declared: ClientCapabilities = {};
   if (client?.sampling !== undefined) declared.sampling = client.sampling;
   if (client?.elicitation !== undefined) declared.elicitation = client.elicitation;
-  // ptc forwards its client's roots/list_changed, so it can promise to send them.
-  if (client?.roots !== undefined) declared.roots = { listChanged: true };
+  // Without listChanged: ptc does not forward its client's roots/list_changed.
+  if (client?.roots !== undefined) declared.roots = {};
   return declared;
 }
 

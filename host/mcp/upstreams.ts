@@ -130,7 +130,7 @@ class LiveUpstream implements Upstream {
       if (closed()) return;
       if (connection !== undefined) {
         failures = 0;
-        await connection;
+        await connection.end;
         if (closed()) return;
       }
       const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** failures++);
@@ -138,8 +138,8 @@ class LiveUpstream implements Upstream {
     }
   }
 
-  /** One attempt; on success returns a promise of the connection's end. */
-  async #connect(): Promise<Promise<void> | undefined> {
+  /** One attempt; on success returns a promise of the connection's end (in an object: an async function would adopt it). */
+  async #connect(): Promise<{ end: Promise<void> } | undefined> {
     const client = new Client({ name: 'ptc', version: VERSION }, { capabilities: this.#context.capabilities });
     relayRequests(client, this.#context.server, this.#context.capabilities);
     const stdio = this.#config.kind === 'stdio' ? stdioUpstream(this.#config) : undefined;
@@ -171,7 +171,7 @@ class LiveUpstream implements Upstream {
       if (this.#reason !== '') process.stderr.write(`ptc mcp: upstream "${this.name}" is up (${tools.length} tools)\n`);
       this.#reason = '';
       this.#context.onChange();
-      return end;
+      return { end };
     } catch (error) {
       this.#client = undefined;
       // Read before close(), whose kill would otherwise be reported as the server's own death.

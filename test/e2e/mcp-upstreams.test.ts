@@ -108,7 +108,7 @@ test('a program type-checked against the description compiles: the runtime globa
     writeFileSync(join(dir, 'tools.d.ts'), code(description));
     writeFileSync(join(dir, 'program.ts'), `export {};\nasync function main() {\n${program}\n}\nvoid main;\n`);
     const checked = ts.createProgram([join(dir, 'tools.d.ts'), join(dir, 'program.ts')], {
-      strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, lib: ['lib.es2023.d.ts'], types: ['node'], typeRoots: [join(repoRoot, 'node_modules', '@types')],
+      strict: true, noEmit: true, target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, lib: ['lib.es2023.d.ts'], types: ['node'], typeRoots: [join(repoRoot, 'node_modules', '@types')],
     });
     const errors = ts.getPreEmitDiagnostics(checked).map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n'));
     assert.equal(errors, []);
