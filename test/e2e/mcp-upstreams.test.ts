@@ -54,7 +54,14 @@ async function start(name: string, mcpServers: (dir: string) => Record<string, u
     dir,
     stderr: () => stderr,
     description: async () => (await client.listTools()).tools[0]!.description!,
-    changed: () => new Promise((resolve) => waiters.push(resolve)),
+    // Bounded only so that a ptc that never sends list_changed fails the test instead of hanging it.
+    changed: () => new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no tools/list_changed from ptc within 60 s')), 60_000);
+      waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    }),
     run: async (program) => (await client.callTool({ name: 'run_code', arguments: { program } }, undefined, { timeout: 120_000 })) as CallToolResult,
     close: () => client.close(),
   };
