@@ -131,12 +131,17 @@ test('maxPendingCalls: calls past the limit wait for a slot, in order, and the h
   const started: number[] = [];
   let inFlight = 0;
   let most = 0;
+  // Calls are held until three are in flight (or all 200 have come), so the limit is reached
+  // whatever the transport's timing, and a fourth call in flight would fail the run.
+  const held: Array<() => void> = [];
   const bindings: Bindings = {
     slow: async (n: number) => {
       started.push(n);
       most = Math.max(most, ++inFlight);
-      // Each call holds its slot across a few turns, so the queue really fills.
-      for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+      await new Promise<void>((resolve) => {
+        held.push(resolve);
+        if (inFlight === 3 || started.length === 200) for (const release of held.splice(0)) release();
+      });
       inFlight--;
       return n * 10;
     },
