@@ -5,7 +5,7 @@
 import { types } from 'node:util';
 import { decodeJson, encodeJson, LossyValueError } from './protocol/json.ts';
 import { createImage, imageDescriptor } from './image.ts';
-import { append, byteLength, create, defineProperty, StringCtor, stringIndexOf, stringSlice, TypeErrorCtor } from './intrinsics.ts';
+import { append, byteLength, construct, create, defineProperty, NativePromise, StringCtor, stringIndexOf, stringSlice, TypeErrorCtor } from './intrinsics.ts';
 import type { ImagePlacement, InvokeResult } from './protocol/messages.ts';
 
 const brand = Symbol.for('ptc.BindingError');
@@ -33,6 +33,12 @@ export class BindingError extends Error {
   }
 }
 
+interface Waiter {
+  bytes: number;
+  resolve: () => void;
+  next: Waiter | undefined;
+}
+
 export interface BindingLimits {
   maxPendingCalls: number;
   maxMessageBytes: number;
@@ -55,6 +61,31 @@ export function installBindings(
   let pending = 0;
   let pendingBytes = 0;
   const installed: string[] = [];
+  // Calls past maxPendingCalls (or past maxMessageBytes of arguments in flight) wait here, first
+  // come first served, rather than fail: `Promise.all(items.map(tool))` is what programs write,
+  // the host still sees at most the limit at once, and the queue lives in the program's own heap,
+  // which its heap limit bounds. A linked list of null-prototype nodes, so no Array method runs.
+  const waiting: { head: Waiter | undefined; tail: Waiter | undefined } = { __proto__: null, head: undefined, tail: undefined } as never;
+  const fits = (bytes: number): boolean => pending < limits.maxPendingCalls && pendingBytes + bytes <= limits.maxMessageBytes;
+  const waitForSlot = (bytes: number): Promise<void> =>
+    construct(NativePromise, [(resolve: () => void) => {
+      const node: Waiter = { __proto__: null, bytes, resolve, next: undefined } as never;
+      if (waiting.tail === undefined) waiting.head = node;
+      else waiting.tail.next = node;
+      waiting.tail = node;
+    }]) as Promise<void>;
+  const release = (bytes: number): void => {
+    pending--;
+    pendingBytes -= bytes;
+    // Several small calls may fit where one large one was.
+    for (let node = waiting.head; node !== undefined && (fits(node.bytes) || !scope.active()); node = waiting.head) {
+      waiting.head = node.next;
+      if (waiting.head === undefined) waiting.tail = undefined;
+      pending++;
+      pendingBytes += node.bytes;
+      node.resolve();
+    }
+  };
 
   const call = async (name: string, args: unknown[]): Promise<unknown> => {
     if (!scope.active()) throw new BindingError(`${name}: the evaluation that made this call has ended`, name, 'PTC_EVALUATION_ENDED');
@@ -66,22 +97,28 @@ export function installBindings(
       throw error;
     }
     const bytes = byteLength(text);
-    if (pending >= limits.maxPendingCalls) {
-      throw new BindingError(`${name}: too many binding calls in flight (maxPendingCalls is ${limits.maxPendingCalls})`, name, 'PTC_PENDING_LIMIT');
-    }
-    if (pendingBytes + bytes > limits.maxMessageBytes) {
+    // Only a call that could never fit fails; the others wait their turn below.
+    if (bytes > limits.maxMessageBytes) {
       throw new BindingError(`${name}: arguments of calls in flight would exceed maxMessageBytes (${limits.maxMessageBytes} bytes)`, name, 'PTC_MESSAGE_LIMIT');
     }
-    pending++;
-    pendingBytes += bytes;
+    if (waiting.head === undefined && fits(bytes)) {
+      pending++;
+      pendingBytes += bytes;
+    } else {
+      // wakeNext takes the slot for this call before it resumes, so two wakes cannot both take the last one.
+      await waitForSlot(bytes);
+      if (!scope.active()) {
+        release(bytes);
+        throw new BindingError(`${name}: the evaluation that made this call has ended`, name, 'PTC_EVALUATION_ENDED');
+      }
+    }
     let reply: InvokeResult;
     try {
       reply = await scope.invoke(name, text);
     } catch (error) {
       throw toBindingError(name, error);
     } finally {
-      pending--;
-      pendingBytes -= bytes;
+      release(bytes);
     }
     if (typeof reply.value !== 'string') return undefined;
     return placeImages(decodeJson(reply.value), reply.images);

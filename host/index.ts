@@ -32,3 +32,5 @@ export { toolCatalog, type ToolCatalog, type SearchOptions, type SearchMatch, ty
 export { codeFence, lineComment } from './runtime/declaration-text.ts';
 // What a model reads of a failed run, and an output image's media type: the same for every front end.
 export { failureText, imageMediaType } from './runtime/model-text.ts';
+// The runtime's own globals (inspect, Image, BindingError) as declarations.
+export { PROGRAM_GLOBALS } from './runtime/program-globals.ts';

@@ -3,7 +3,6 @@
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { createRuntime, type RuntimeConfig } from '../index.ts';
 import { checkBudget, loadMcpConfig, McpConfigError } from './config.ts';
-import { connectUpstreams } from './upstreams.ts';
 import { createMcpServer } from './server.ts';
 
 export { McpConfigError };
@@ -28,11 +27,7 @@ export async function serveMcp(configPath: string, withFlags: (ptc: Record<strin
   } catch (error) {
     throw new McpConfigError(`${configPath}: ptc: ${(error as Error).message}`, { cause: error });
   }
-  const upstreams = await connectUpstreams(config.upstreams);
-  for (const upstream of upstreams) {
-    if (upstream.down !== undefined) process.stderr.write(`ptc mcp: upstream "${upstream.name}" is unavailable: ${upstream.down}\n`);
-  }
-  const server = createMcpServer(runtime, upstreams, config.approval, budget !== undefined ? { descriptionBudget: budget } : {});
+  const { server, closeUpstreams } = createMcpServer(runtime, config.upstreams, config.approval, budget !== undefined ? { descriptionBudget: budget } : {});
   const transport = new StdioServerTransport();
   const done = new Promise<void>((resolve) => {
     // The stdio transport does not watch for end of input; the client closing stdin is the end.
@@ -47,7 +42,7 @@ export async function serveMcp(configPath: string, withFlags: (ptc: Record<strin
     await done;
   } finally {
     await server.close().catch(() => {});
-    await Promise.all([runtime.dispose(), ...upstreams.map((upstream) => upstream.close())]);
+    await Promise.all([runtime.dispose(), closeUpstreams()]);
   }
   return 0;
 }

@@ -5,9 +5,13 @@ import { readFile } from 'node:fs/promises';
 import type { RuntimeConfig } from '../index.ts';
 import { parseApprovalRules, type ApprovalRule } from './approvals.ts';
 
-export type UpstreamConfig =
+export type UpstreamConfig = (
   | { kind: 'stdio'; command: string; args: string[]; env?: Record<string, string>; cwd?: string }
-  | { kind: 'http'; url: URL; headers: Record<string, string> };
+  | { kind: 'http'; url: URL; headers: Record<string, string> }
+) & { startTimeoutMs: number };
+
+/** How long tools/list waits for an upstream that is not up yet; a later one joins with tools/list_changed. */
+export const START_TIMEOUT_MS = 5_000;
 
 export interface McpConfig {
   upstreams: Map<string, UpstreamConfig>;
@@ -55,10 +59,12 @@ export function parseMcpConfig(value: unknown, source: string): McpConfig {
     const field = (key?: string): string => at(`mcpServers.${name}${key === undefined ? '' : `.${key}`}`);
     if (!isRecord(entry)) throw new McpConfigError(`${field()} must be an object with "command" or "url", got ${quote(entry)}`);
     const http = entry.url !== undefined;
-    const allowed = http ? ['url', 'headers', 'type'] : ['command', 'args', 'env', 'cwd', 'type'];
+    const allowed = http ? ['url', 'headers', 'type', 'startTimeoutMs'] : ['command', 'args', 'env', 'cwd', 'type', 'startTimeoutMs'];
     for (const key of Object.keys(entry)) {
-      if (!allowed.includes(key)) throw new McpConfigError(`${field(key)} is not a field of ${http ? 'a Streamable HTTP server (url, headers)' : 'a stdio server (command, args, env, cwd)'}`);
+      if (!allowed.includes(key)) throw new McpConfigError(`${field(key)} is not a field of ${http ? 'a Streamable HTTP server (url, headers, startTimeoutMs)' : 'a stdio server (command, args, env, cwd, startTimeoutMs)'}`);
     }
+    const startTimeoutMs = entry.startTimeoutMs ?? START_TIMEOUT_MS;
+    if (typeof startTimeoutMs !== 'number' || !Number.isSafeInteger(startTimeoutMs) || startTimeoutMs <= 0) throw new McpConfigError(`${field('startTimeoutMs')} must be a positive integer of ms, got ${quote(entry.startTimeoutMs)}`);
     if (entry.type !== undefined && !(http ? ['http', 'streamable-http'] : ['stdio']).includes(entry.type as string)) {
       throw new McpConfigError(`${field('type')} must be ${http ? '"http" or "streamable-http"' : '"stdio"'} here, got ${quote(entry.type)}`);
     }
@@ -70,7 +76,7 @@ export function parseMcpConfig(value: unknown, source: string): McpConfig {
         throw new McpConfigError(`${field('url')} must be an http(s) URL, got ${quote(entry.url)}`, { cause: error });
       }
       if (typeof entry.url !== 'string' || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new McpConfigError(`${field('url')} must be an http(s) URL, got ${quote(entry.url)}`);
-      upstreams.set(name, { kind: 'http', url, headers: strings(entry.headers, field('headers')) ?? {} });
+      upstreams.set(name, { kind: 'http', url, headers: strings(entry.headers, field('headers')) ?? {}, startTimeoutMs });
       continue;
     }
     if (typeof entry.command !== 'string' || entry.command === '') throw new McpConfigError(`${field('command')} must be a non-empty string (or give "url" for an HTTP server), got ${quote(entry.command)}`);
@@ -78,7 +84,7 @@ export function parseMcpConfig(value: unknown, source: string): McpConfig {
     if (!Array.isArray(args) || !args.every((arg) => typeof arg === 'string')) throw new McpConfigError(`${field('args')} must be an array of strings, got ${quote(entry.args)}`);
     if (entry.cwd !== undefined && (typeof entry.cwd !== 'string' || entry.cwd === '')) throw new McpConfigError(`${field('cwd')} must be a directory path, got ${quote(entry.cwd)}`);
     const env = strings(entry.env, field('env'));
-    upstreams.set(name, { kind: 'stdio', command: entry.command, args, ...(env ? { env } : {}), ...(entry.cwd !== undefined ? { cwd: entry.cwd as string } : {}) });
+    upstreams.set(name, { kind: 'stdio', command: entry.command, args, ...(env ? { env } : {}), ...(entry.cwd !== undefined ? { cwd: entry.cwd as string } : {}), startTimeoutMs });
   }
   // descriptionBudget is ptc mcp's own field; the rest of "ptc" is the runtime's.
   const { descriptionBudget, ...ptc } = (value.ptc ?? {}) as Record<string, unknown>;

@@ -3,6 +3,8 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify as stringifyLossless } from 'lossless-json';
+import { decodeJson } from '../../carrier/protocol/decode.ts';
+import { encodeJson } from '../../carrier/protocol/json.ts';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { failureText, image, imageMediaType, type ImageRef, type OutputEntry, type RunResult } from '../index.ts';
 import { UpstreamError } from './upstreams.ts';
@@ -34,9 +36,11 @@ export class RunFiles {
 }
 
 /**
- * The value a program gets from an upstream call: structuredContent when present; else each
- * content item (a text parsed as JSON when it parses, an image as an Image), alone when there
- * is one. isError becomes a thrown error, so the program sees a BindingError.
+ * The value a program gets from an upstream call: structuredContent when present (an image
+ * content block inside it as an Image); else each content item (a text parsed as JSON when it
+ * parses, an image as an Image, audio with its data), alone when there is one. JSON is read
+ * losslessly: an integer past 2^53 arrives as a bigint. isError becomes a thrown error, so the
+ * program sees a BindingError.
  */
 export async function upstreamValue(result: CallToolResult, files: RunFiles): Promise<unknown> {
   const content = Array.isArray(result.content) ? result.content : [];
@@ -44,30 +48,63 @@ export async function upstreamValue(result: CallToolResult, files: RunFiles): Pr
     const text = content.filter((item) => item.type === 'text').map((item) => item.text).join('\n') || 'the tool reported an error';
     throw new UpstreamError(text, 'UPSTREAM_TOOL_ERROR');
   }
-  if (result.structuredContent !== undefined) return result.structuredContent;
+  if (result.structuredContent !== undefined) return withImages(result.structuredContent, files);
   const items: unknown[] = [];
   for (const item of content) {
-    if (item.type === 'text') items.push(content.length === 1 ? parsedText(item.text) : item.text);
+    if (item.type === 'text') items.push(parsedText(item.text));
     else if (item.type === 'image') items.push(await files.writeImage(item.data, item.mimeType));
+    else if (item.type === 'audio') items.push({ type: 'audio', data: item.data, mimeType: item.mimeType });
     else if (item.type === 'resource') items.push({ type: 'resource', ...item.resource });
     else if (item.type === 'resource_link') items.push({ type: 'resource_link', uri: item.uri, name: item.name, ...(item.mimeType ? { mimeType: item.mimeType } : {}) });
-    else items.push({ type: item.type, ...('mimeType' in item ? { mimeType: item.mimeType } : {}) });
+    else {
+      const other = item as { type: string; mimeType?: unknown };
+      items.push({ type: other.type, ...('mimeType' in other ? { mimeType: other.mimeType } : {}) });
+    }
   }
   return items.length === 1 ? items[0] : items;
 }
 
 function parsedText(text: string): unknown {
   try {
-    return JSON.parse(text);
+    return decodeJson(text);
   } catch {
     return text;
   }
 }
 
 /**
+ * structuredContent with each image content block in it (`{type: "image", data, mimeType}`, as
+ * server-filesystem's read_media_file returns) made an Image, so it reaches the program as one
+ * whichever half of the result it is read from. Iterative: the upstream chooses the depth.
+ */
+async function withImages(structured: Record<string, unknown>, files: RunFiles): Promise<unknown> {
+  const pending: Array<Record<string, unknown> | unknown[]> = [structured];
+  while (pending.length > 0) {
+    const holder = pending.pop()!;
+    for (const key of Object.keys(holder)) {
+      const value = (holder as Record<string, unknown>)[key];
+      if (typeof value !== 'object' || value === null) continue;
+      if (isImageBlock(value)) {
+        Object.defineProperty(holder, key, { value: await files.writeImage(value.data, value.mimeType), writable: true, enumerable: true, configurable: true });
+      } else {
+        pending.push(value as Record<string, unknown>);
+      }
+    }
+  }
+  return structured;
+}
+
+function isImageBlock(value: object): value is { type: 'image'; data: string; mimeType: string } {
+  const { type, data, mimeType } = value as Record<string, unknown>;
+  return Object.hasOwn(value, 'type') && type === 'image' && typeof data === 'string' && typeof mimeType === 'string' && EXTENSIONS.has(mimeType);
+}
+
+/**
  * The run_code result: output in order (consecutive text joined, images as image content), then
- * the value as JSON text (or the hint of a program that returned nothing), or on failure the kind and message with isError. structuredContent
- * carries the whole ptc result (big integers exact in the text, as doubles there).
+ * the value as JSON text (or the hint of a program that returned nothing), or on failure the
+ * kind and message with isError. structuredContent carries the ptc result without its output,
+ * which the content holds already and which would count twice against the client's context
+ * (big integers and -0 exact in the text, as doubles there).
  */
 export async function toolResult(result: RunResult): Promise<CallToolResult> {
   const content: CallToolResult['content'] = [];
@@ -84,10 +121,10 @@ export async function toolResult(result: RunResult): Promise<CallToolResult> {
       content.push(await imageContent(entry));
     }
   }
-  const lossless = stringifyLossless(result) ?? '{}';
-  const structuredContent = JSON.parse(lossless) as Record<string, unknown>;
+  const { output: _output, ...rest } = result;
+  const structuredContent = JSON.parse(stringifyLossless(rest) ?? '{}') as Record<string, unknown>;
   if (result.status === 'ok') {
-    if ('value' in result && result.value !== undefined) content.push({ type: 'text', text: stringifyLossless(result.value) ?? 'null' });
+    if ('value' in result && result.value !== undefined) content.push({ type: 'text', text: encodeJson(result.value, 'value') });
     // The model reads the content, not structuredContent: a program that forgot its `return` learns it here.
     if (result.hint !== undefined) content.push({ type: 'text', text: `(${result.hint})` });
     if (content.length === notes) content.push({ type: 'text', text: 'ok (no output, no value)' });

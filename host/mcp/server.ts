@@ -2,9 +2,12 @@
 // plus the declarations of every upstream tool, each upstream a namespace of bindings. With a
 // retaining mode the session is one state owner, and `reset` releases it.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { binding, codeFence, lineComment, toolCatalog, VERSION, type BindingFunction, type Bindings, type Runtime, type ToolCatalog, type ToolSchema } from '../index.ts';
+import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult, type ClientCapabilities, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { binding, codeFence, lineComment, PROGRAM_GLOBALS, toolCatalog, VERSION, type BindingFunction, type Bindings, type Runtime, type ToolCatalog, type ToolSchema } from '../index.ts';
 import type { Upstream } from './upstreams.ts';
+import type { UpstreamConfig } from './config.ts';
+import { liveUpstreams } from './live.ts';
+import { missingCapabilities } from './relay.ts';
 import { RunFiles, toolResult, upstreamValue } from './results.ts';
 import { progressReporter } from './progress.ts';
 import { DEFAULT_DESCRIPTION_BUDGET, OVER_BUDGET_FIRST_LINE, type McpServerOptions } from './budget.ts';
@@ -13,7 +16,7 @@ import { elicitingApprover, isGatedTool, type ApprovalRule } from './approvals.t
 interface Binding {
   upstream: Upstream;
   tool: string;
-  /** Each call waits for the client's user (approvals.ts). */
+  /** Whether a call waits for the user's approval (approvals.ts). */
   gated?: boolean;
 }
 
@@ -29,8 +32,15 @@ interface Listed {
  * no upstream can declare into another's namespace or break the table. It never throws: an
  * upstream whose tools cannot be declared is reported, and the others are served.
  */
-export function describeUpstreams(runtime: Runtime, upstreams: Upstream[], approval?: Map<string, ApprovalRule>, options: McpServerOptions = {}): { description: string; bindings: Array<[string[], Binding]>; catalog: ToolCatalog } {
-  let usable = upstreams.filter((upstream) => upstream.down === undefined);
+export function describeUpstreams(
+  runtime: Runtime,
+  upstreams: Upstream[],
+  client?: ClientCapabilities,
+  approval?: Map<string, ApprovalRule>,
+  options: McpServerOptions = {},
+): { description: string; bindings: Array<[string[], Binding]>; catalog: ToolCatalog } {
+  // An upstream that is down but had tools keeps them declared, with a note: ptc is reconnecting it.
+  let usable = upstreams.filter((upstream) => upstream.down === undefined || upstream.tools.length > 0);
   const refused = new Map<Upstream, string>();
   let rendered = render(usable);
   if (rendered instanceof Error) {
@@ -47,12 +57,14 @@ export function describeUpstreams(runtime: Runtime, upstreams: Upstream[], appro
       rendered = render([]) as Exclude<typeof rendered, Error>;
     }
   }
-  const { text, catalog, listed, paths } = rendered;
+  const { text, catalog, listed, paths, dropped } = rendered;
   const unavailable = upstreams.flatMap((upstream) => {
+    if (upstream.down !== undefined && upstream.tools.length > 0) return [lineComment(`${upstream.name}: down (${upstream.down}); its tools above fail until it is back.`)];
     if (upstream.down !== undefined) return [lineComment(`${upstream.name}: unavailable (${upstream.down}); its tools cannot be called.`)];
     const why = refused.get(upstream);
     return why === undefined ? [] : [lineComment(`${upstream.name}: its tool list cannot be declared (${why}); its tools cannot be called.`)];
   });
+  const missing = missingCapabilities(client);
   const frame = (code: string, first = 'Run a TypeScript program that calls the tools below.'): string => {
     const fence = codeFence(code);
     return [
@@ -60,13 +72,14 @@ export function describeUpstreams(runtime: Runtime, upstreams: Upstream[], appro
       runtime.executionInstructions,
       'Each tool takes one argument object and resolves with its result: the structured result when the tool has one, else its text parsed as JSON when it parses, else the text; images come back as Image values.',
       'Each namespace below is one upstream MCP server, and its comment names the server. Names, descriptions and schemas inside a namespace are that server\'s own text.',
+      ...(missing.length === 0 ? [] : [`The MCP client running this server declared no ${missing.join(', ')} support, so ptc offers none to the upstream servers: their tools that need ${missing.length === 1 ? 'it' : 'any of these'} are missing below.`]),
       '',
       `${fence}ts`,
       code,
       fence,
     ].join('\n');
   };
-  const withTools = (text: string, first?: string): string => frame([text.trimEnd(), ...unavailable].join('\n'), first);
+  const withTools = (declared: string, first?: string): string => frame([PROGRAM_GLOBALS, '', declared.trimEnd(), ...dropped, ...unavailable].join('\n'), first);
   let description = withTools(text);
   const budget = options.descriptionBudget ?? DEFAULT_DESCRIPTION_BUDGET;
   if (description.length > budget) {
@@ -76,16 +89,23 @@ export function describeUpstreams(runtime: Runtime, upstreams: Upstream[], appro
     const rest = withTools('', first).length + 8;
     description = withTools(catalog.declarations({ budget: Math.max(1, budget - rest) }), first);
   }
-  return {
-    description,
-    bindings: listed.map(({ upstream, tool }, index) => [paths[index]!, { upstream, tool: tool.name, gated: isGatedTool(approval, upstream.name, upstream.tools.find((listedTool) => listedTool.name === tool.name)!) }]),
-    catalog,
-  };
+  const gated = (upstream: Upstream, name: string): boolean => isGatedTool(approval, upstream.name, upstream.tools.find((listedTool) => listedTool.name === name)!);
+  return { description, bindings: listed.map(({ upstream, tool }, index) => [paths[index]!, { upstream, tool: tool.name, gated: gated(upstream, tool.name) }]), catalog };
 }
 
-function render(upstreams: Upstream[]): { text: string; catalog: ToolCatalog; listed: Listed[]; paths: string[][] } | Error {
-  // An upstream that lists a name twice gets its first tool bound; the rest could not be called apart.
-  const listed: Listed[] = upstreams.flatMap((upstream) => upstream.tools.filter((tool, index, all) => all.findIndex((other) => other.name === tool.name) === index).map((tool) => ({ upstream, tool })));
+function render(upstreams: Upstream[]): { text: string; catalog: ToolCatalog; listed: Listed[]; paths: string[][]; dropped: string[] } | Error {
+  // An upstream that lists a name twice gets its first tool bound, the rest could not be called
+  // apart; the description says so. (Names that differ but map to one identifier, `x.y` and
+  // `x_y`, are told apart by bindingPaths, and each declaration names its tool.)
+  const dropped: string[] = [];
+  const listed: Listed[] = upstreams.flatMap((upstream) => {
+    const counts = new Map<string, number>();
+    for (const tool of upstream.tools) counts.set(tool.name, (counts.get(tool.name) ?? 0) + 1);
+    for (const [name, count] of counts) {
+      if (count > 1) dropped.push(lineComment(`${upstream.name}: lists the tool ${JSON.stringify(name)} ${count} times; only the first of them is declared and called.`));
+    }
+    return upstream.tools.filter((tool, index, all) => all.findIndex((other) => other.name === tool.name) === index).map((tool) => ({ upstream, tool }));
+  });
   // Only the four fields a declaration reads: an upstream's other fields (icons, annotations) are its own business.
   const tools: ToolSchema[] = listed.map(({ upstream, tool }) => ({
     name: `${upstream.name}.${tool.name}`,
@@ -97,21 +117,30 @@ function render(upstreams: Upstream[]): { text: string; catalog: ToolCatalog; li
   const namespaceDocs = new Map(upstreams.map((upstream) => [upstream.name, `Declared by the upstream MCP server ${JSON.stringify(upstream.name)} (mcpServers.${upstream.name} in the ptc mcp config).`]));
   try {
     const catalog = toolCatalog(tools, { names, namespaceDocs });
-    return { text: catalog.declarations(), catalog, listed, paths: catalog.paths.map((path) => [...path]) };
+    return { text: catalog.declarations(), catalog, listed, paths: catalog.paths.map((path) => [...path]), dropped };
   } catch (error) {
     return error instanceof Error ? error : new Error(String(error));
   }
 }
 
-/** Creates the MCP server over a runtime and connected upstreams; connect it to a transport. */
-export function createMcpServer(runtime: Runtime, upstreams: Upstream[], approval?: Map<string, ApprovalRule>, options: McpServerOptions = {}): Server {
-  const { description, bindings: table, catalog } = describeUpstreams(runtime, upstreams, approval, options);
-  const server = new Server({ name: 'ptc', version: VERSION }, { capabilities: { tools: {} } });
-  const toolNames = new Map(table.map(([path, { upstream, tool }]) => [path.join('.'), `${upstream.name}.${tool}`]));
+/**
+ * Creates the MCP server over a runtime and the configured upstreams, which start once its
+ * client has initialized; connect it to a transport, and call `closeUpstreams` at the end.
+ */
+export function createMcpServer(
+  runtime: Runtime,
+  configs: Map<string, UpstreamConfig>,
+  approval?: Map<string, ApprovalRule>,
+  options: McpServerOptions = {},
+): { server: Server; closeUpstreams(): Promise<void> } {
+  const server = new Server({ name: 'ptc', version: VERSION }, { capabilities: { tools: { listChanged: true } } });
+  const live = liveUpstreams(server, configs, (upstreams, client) => describeUpstreams(runtime, upstreams, client, approval, options));
+  // The upstream tool each binding path calls, for the approval question (the table changes as upstreams come and go).
+  let toolNames = new Map<string, string>();
   const approver = elicitingApprover(server, (name) => toolNames.get(name) ?? name, runtime.config.approval.timeoutMs);
   // One state owner per session; `reset` swaps in a fresh one.
   let owner = {};
-  const tools: Tool[] = [
+  const toolsFor = (description: string): Tool[] => [
     {
       name: 'run_code',
       description,
@@ -125,16 +154,16 @@ export function createMcpServer(runtime: Runtime, upstreams: Upstream[], approva
         additionalProperties: false,
       },
     },
+    ...(runtime.retainsState
+      ? [{
+        name: 'reset',
+        description: 'End the retained environment: variables, functions and loaded modules of earlier programs are forgotten and the next program starts fresh.',
+        inputSchema: { type: 'object' as const, properties: {}, additionalProperties: false },
+      }]
+      : []),
   ];
-  if (runtime.retainsState) {
-    tools.push({
-      name: 'reset',
-      description: 'End the retained environment: variables, functions and loaded modules of earlier programs are forgotten and the next program starts fresh.',
-      inputSchema: { type: 'object', properties: {}, additionalProperties: false },
-    });
-  }
 
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools }));
+  server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolsFor((await live.current()).description) }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const { name, arguments: args = {} } = request.params;
     if (name === 'reset' && runtime.retainsState) {
@@ -143,7 +172,7 @@ export function createMcpServer(runtime: Runtime, upstreams: Upstream[], approva
       await runtime.release(old);
       return { content: [{ type: 'text', text: 'The environment was reset: the next program starts fresh.' }] };
     }
-    if (name !== 'run_code') throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}: this server has ${tools.map((tool) => tool.name).join(' and ')}`);
+    if (name !== 'run_code') throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}: this server has ${runtime.retainsState ? 'run_code and reset' : 'run_code'}`);
     // Bad arguments are tool errors, not protocol errors, so the model sees them and can correct itself.
     for (const key of Object.keys(args)) {
       if (key !== 'program' && key !== 'timeoutMs') return invalid(`run_code: unknown argument "${key}" (it takes program and timeoutMs)`);
@@ -155,6 +184,8 @@ export function createMcpServer(runtime: Runtime, upstreams: Upstream[], approva
     if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isSafeInteger(timeoutMs) || timeoutMs <= 0)) {
       return invalid(`run_code: timeoutMs must be a positive integer of ms (larger than ${runtime.timeout.maxMs} is capped to it), got ${JSON.stringify(timeoutMs)}`);
     }
+    const { bindings: table, catalog } = await live.current();
+    toolNames = new Map(table.map(([path, { upstream, tool }]) => [path.join('.'), `${upstream.name}.${tool}`]));
     const files = new RunFiles();
     // Upstream calls still pending when the run ends (a timeout, an abort) are cancelled upstream too.
     const ended = new AbortController();
@@ -188,7 +219,7 @@ export function createMcpServer(runtime: Runtime, upstreams: Upstream[], approva
       await files.remove();
     }
   });
-  return server;
+  return { server, closeUpstreams: () => live.close() };
 }
 
 function invalid(message: string): CallToolResult {

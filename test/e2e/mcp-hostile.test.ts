@@ -14,6 +14,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { repoRoot } from '../helpers/runtime.ts';
 import { declared, type Declared } from '../helpers/declared.ts';
+import { PROGRAM_GLOBALS } from '../../host/index.ts';
 
 const BIN = join(repoRoot, 'dist', 'ptc');
 const TRACKER = join(repoRoot, 'test', 'fixtures', 'mcp', 'upstream.mjs');
@@ -39,8 +40,9 @@ async function start(hostile: Array<[string, Hostile]>): Promise<Session> {
   const dir = mkdtempSync(join(work, 'session-'));
   // From entries, so an upstream named "__proto__" is a member, as JSON.parse makes it.
   const mcpServers = Object.fromEntries([
-    ['tracker', { command: process.execPath, args: [TRACKER] }],
-    ...hostile.map(([name, { tools = [], mode = '' }]) => [name, { command: process.execPath, args: [HOSTILE], env: { HOSTILE_TOOLS: JSON.stringify(tools), HOSTILE_MODE: mode } }]),
+    // Dozens of upstreams start at once on a loaded machine: no start bound may cut one short here.
+    ['tracker', { command: process.execPath, args: [TRACKER], startTimeoutMs: 60_000 }],
+    ...hostile.map(([name, { tools = [], mode = '' }]) => [name, { command: process.execPath, args: [HOSTILE], env: { HOSTILE_TOOLS: JSON.stringify(tools), HOSTILE_MODE: mode }, startTimeoutMs: 60_000 }]),
   ]);
   writeFileSync(join(dir, 'servers.json'), JSON.stringify({ mcpServers, ptc: { timeoutMs: 30_000 } }));
   assert.ok(existsSync(BIN), `${BIN} is missing: run "npm run build" first`);
@@ -74,7 +76,9 @@ function code(description: string): string {
   const body = rest.slice(0, -fence.length - 1);
   // CommonMark: a closing fence is a line of at least as many backticks; the body has no such line.
   assert.not.match(body, new RegExp(`^ {0,3}${fence}`, 'm'));
-  return body;
+  // The runtime's globals come first, as ptc wrote them; what follows is the upstreams'.
+  assert.ok(body.startsWith(`${PROGRAM_GLOBALS}\n`), 'the declarations begin with the runtime globals');
+  return body.slice(PROGRAM_GLOBALS.length + 1);
 }
 
 async function runCode(session: Session, program: string, timeoutMs = 30_000): Promise<CallToolResult> {
@@ -182,9 +186,9 @@ test('an upstream whose failure to start writes declarations, whose tools/list n
     const { found, description } = session;
     assertClean(found);
     assert.equal([...found.namespaces.keys()], ['tracker']);
-    assert.match(description, /^\/\/ liar: unavailable \(it could not be started: MCP error -32000: no \*\/ \} declare namespace tracker \{ .*\); its tools cannot be called\.$/m);
-    assert.match(description, /^\/\/ endless: unavailable \(it could not be started: its tools\/list went on past 100 pages\); its tools cannot be called\.$/m);
-    assert.match(description, /^\/\/ strict: unavailable \(it could not be started: can't resolve reference https:\/\/example\.com\/\*\/ declare function pwn\(\): void; .*\); its tools cannot be called\.$/m);
+    assert.match(description, /^\/\/ liar: unavailable \(it could not be started: MCP error -32000: no \*\/ \} declare namespace tracker \{ .*; ptc keeps reconnecting\); its tools cannot be called\.$/m);
+    assert.match(description, /^\/\/ endless: unavailable \(it could not be started: its tools\/list went on past 100 pages; ptc keeps reconnecting\); its tools cannot be called\.$/m);
+    assert.match(description, /^\/\/ strict: unavailable \(it could not be started: can't resolve reference https:\/\/example\.com\/\*\/ declare function pwn\(\): void; .*; ptc keeps reconnecting\); its tools cannot be called\.$/m);
     const down = await value(session, 'try { await liar.login({}) } catch (error) { return String(error) }');
     assert.match(String(down), /liar is not defined/);
     await trackerAnswers(session);
@@ -220,7 +224,10 @@ test('an upstream that writes garbage, floods notifications, asks the client, an
     await trackerAnswers(session);
     const exited = await value(session, attempt('exits')) as { code: string; message: string };
     assert.ok(['UPSTREAM_DOWN', 'MCP_-32000'].includes(exited.code), exited.code);
-    assert.equal(await value(session, attempt('exits')), { code: 'UPSTREAM_DOWN', message: `upstream MCP server "exits" (command ${JSON.stringify(process.execPath)}) is down: its connection closed` });
+    // ptc reconnects it, so the next call finds it down or back (and then it exits again).
+    const again = await value(session, attempt('exits')) as { code: string; message: string };
+    assert.is(again.code, 'UPSTREAM_DOWN');
+    assert.match(again.message, /^upstream MCP server "exits" \(command ".*"\) (is down: it exited with code 7 \(no stderr\); ptc keeps reconnecting \(.*\)|failed t: it went down \(it exited with code 7 \(no stderr\)\))$/);
     await trackerAnswers(session);
   } finally {
     await session.close();

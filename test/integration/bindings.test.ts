@@ -127,28 +127,44 @@ test('an uncaught BindingError is an exception failure with name, binding and co
   });
 });
 
-test('maxPendingCalls: a call beyond the limit rejects with PTC_PENDING_LIMIT, the others succeed', async () => {
+test('maxPendingCalls: calls past the limit wait for a slot, in order, and the host never sees more than the limit', async () => {
   const started: number[] = [];
-  let open!: () => void;
-  const gate = new Promise<void>((resolve) => {
-    open = resolve;
-  });
+  let inFlight = 0;
+  let most = 0;
+  // Calls are held until three are in flight (or all 200 have come), so the limit is reached
+  // whatever the transport's timing, and a fourth call in flight would fail the run.
+  const held: Array<() => void> = [];
   const bindings: Bindings = {
     slow: async (n: number) => {
       started.push(n);
-      if (started.length === 2) open();
-      if (n <= 2) await gate;
+      most = Math.max(most, ++inFlight);
+      await new Promise<void>((resolve) => {
+        held.push(resolve);
+        if (inFlight === 3 || started.length === 200) for (const release of held.splice(0)) release();
+      });
+      inFlight--;
       return n * 10;
     },
   };
-  const program = [
-    'const settled = await Promise.allSettled([slow(1), slow(2), slow(3)]);',
-    'const shapes = settled.map((s) => s.status === "fulfilled" ? s.value : [s.reason.name, s.reason.binding, s.reason.code]);',
-    'return [...shapes, await slow(4)];',
-  ].join('\n');
-  const value = valueOf(await runProgram(program, { bindings }, { maxPendingCalls: 2 }));
-  assert.equal(value, [10, 20, ['BindingError', 'slow', 'PTC_PENDING_LIMIT'], 40]);
-  assert.equal(started, [1, 2, 4]);
+  const program = 'const all = await Promise.all(Array.from({ length: 200 }, (_, i) => slow(i)));\nreturn [all.length, all[0], all[199]];';
+  const value = valueOf(await runProgram(program, { bindings }, { maxPendingCalls: 3 }));
+  assert.equal(value, [200, 0, 1990]);
+  assert.is(most, 3);
+  assert.equal(started, Array.from({ length: 200 }, (_, i) => i));
+});
+
+test('maxMessageBytes: calls whose arguments together pass the limit wait for room, and each arrives', async () => {
+  const received: number[] = [];
+  const bindings: Bindings = {
+    store: async (text: string) => {
+      received.push(text.length);
+      await new Promise((resolve) => setImmediate(resolve));
+      return text.length;
+    },
+  };
+  const program = 'return await Promise.all([store("x".repeat(3000)), store("y".repeat(3000)), store("z".repeat(3000))]);';
+  assert.equal(valueOf(await runProgram(program, { bindings }, { maxMessageBytes: 4096 })), [3000, 3000, 3000]);
+  assert.equal(received, [3000, 3000, 3000]);
 });
 
 test('maxMessageBytes: a call whose argument text exceeds the limit rejects with PTC_MESSAGE_LIMIT', async () => {
