@@ -131,7 +131,7 @@ for (const node of NODES) {
     assert.is(run.code, 0);
     const sandbox = { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false };
     assert.equal(run.stdout.trim().split('\n').map((line) => JSON.parse(line)), [
-      { status: 'ok', value: { id: '12345678901234567890n', node: node.version }, output: [{ type: 'text', text: 'Ada\n' }], sandbox: { ...sandbox, denied: false, memory: 'none', disk: 'watchdog' } },
+      { status: 'ok', value: { id: '12345678901234567890n', node: node.version }, output: [{ type: 'text', text: 'Ada\n' }], sandbox: { ...sandbox, denied: false, memory: 'none', disk: 'watchdog' }, warm: 'boolean' },
       {
         status: 'failed',
         kind: 'exception',

@@ -541,7 +541,7 @@ for (const [label, file, args] of LAUNCHES) {
     assert.is(cwd.result.value, '/tmp');
     assert.is(cwd.result.sandbox.mode, 'read-only');
     const discarded = await client.request('run', { program: 'return 5', discardCompletion: true });
-    assert.equal(Object.keys(discarded.result), ['status', 'output', 'sandbox']);
+    assert.equal(Object.keys(discarded.result), ['status', 'output', 'sandbox', 'warm']);
     assert.equal(await client.close(), { code: 0, signal: null });
   });
 }

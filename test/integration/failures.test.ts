@@ -122,7 +122,8 @@ test('abort: an already-aborted signal fails without starting a process', async 
     const launch = { kind: 'node-script' as const, executable: join(fixtures, 'record-start.sh'), bootstrapPath: marker };
     // No spare either: a runtime that boots one ahead of its runs would start the launch itself.
     const result = await runProgram('return 1', {}, { launch, prestartCarrier: false }, { signal: AbortSignal.abort() });
-    assert.equal(result, { status: 'failed', failure: { kind: 'abort', message: 'execution aborted' }, output: [], sandbox: LOCAL_SANDBOX, warm: false });
+    // No process was started, so nothing was watched: disk 'none'.
+    assert.equal(result, { status: 'failed', failure: { kind: 'abort', message: 'execution aborted' }, output: [], sandbox: { ...LOCAL_SANDBOX, disk: 'none' }, warm: false });
     assert.not.ok(existsSync(marker), 'the launch executable was started');
 
     // The control: without the abort, the same launch is started (and fails, as it never speaks).
