@@ -5,7 +5,7 @@
 // Everything is written here, with no build backend, index or network: a wheel is a zip with
 // METADATA, WHEEL and RECORD (PEP 427, PEP 491).
 //
-//   node release/wheels.ts [--out DIR]     # the pure wheel and this machine's, from dist/ptc
+//   node release/wheels.ts [--out DIR] [--binary FILE]   # the pure wheel and this machine's, from dist/ptc (or FILE)
 //
 // The platform tag comes from the binary itself: the highest glibc symbol version it needs
 // (manylinux_2_N), the macOS version its LC_BUILD_VERSION names (rounded up to a major release,
@@ -143,12 +143,12 @@ export function writePlatformWheel(out: string, binary: string, version: string)
 }
 
 if (process.argv[1] && realpathSync(process.argv[1]) === realpathSync(import.meta.filename)) {
-  const { values } = parseArgs({ options: { out: { type: 'string' } } });
+  const { values } = parseArgs({ options: { out: { type: 'string' }, binary: { type: 'string' } } });
   const out = resolve(values.out ?? join(ROOT, 'dist', 'wheels'));
   try {
     const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
     mkdirSync(out, { recursive: true });
-    for (const path of [writeClientWheel(out), writePlatformWheel(out, join(ROOT, 'dist', 'ptc'), version)]) console.log(path);
+    for (const path of [writeClientWheel(out), writePlatformWheel(out, resolve(values.binary ?? join(ROOT, 'dist', 'ptc')), version)]) console.log(path);
   } catch (err) {
     console.error(`wheels failed: ${err instanceof BuildError ? err.message : ((err as Error).stack ?? String(err))}`);
     process.exitCode = 1;

@@ -168,7 +168,8 @@ test('PtcClient() with no ptc installed and none on PATH says what to do', () =>
 test('node release/wheels.ts (no registry, no network) writes the same bytes as the release', () => {
   const out = mkdtempSync(join(tmpdir(), 'ptc-wheels-'));
   scratch.push(out);
-  const result = run([...offline, process.execPath, join(repoRoot, 'release', 'wheels.ts'), '--out', out], { cwd: repoRoot });
+  // From the release's own binary: dist/ptc may have been rebuilt since (V8's code cache differs per build).
+  const result = run([...offline, process.execPath, join(repoRoot, 'release', 'wheels.ts'), '--out', out, '--binary', file('linux-x64')], { cwd: repoRoot });
   assert.is(result.code, 0, result.stderr);
   const written = result.stdout.trim().split('\n');
   assert.equal(written, [join(out, `ptc_client-${VERSION}-py3-none-any.whl`), join(out, `ptc-${VERSION}-py3-none-${WHEEL_TAGS['linux-x64']}.whl`)]);
