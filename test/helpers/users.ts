@@ -94,6 +94,9 @@ export function runAs(user: TestUser, command: string[], options: { cwd?: string
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
     });
+    // A command that exits without reading its input (a refusal, a kill) is judged by its exit
+    // and output; the EPIPE of the input it never read is not the test's failure.
+    child.stdin.on('error', () => {});
     child.stdin.end(options.input ?? '');
   });
 }
