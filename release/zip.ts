@@ -54,29 +54,25 @@ export function writeZip(path: string, entries: readonly ZipEntry[]): void {
       const name = Buffer.from(entry.name, 'utf8');
       const crc = crc32(entry.data) >>> 0;
       if (offset > LIMIT) throw new ZipError(`${path} passes 4 GiB at ${entry.name}`);
+      // The fields both headers share, from "version needed" to the name's length.
+      const common = (header: Buffer, at: number): void => {
+        header.writeUInt16LE(VERSION, at);
+        header.writeUInt16LE(UTF8_NAMES, at + 2);
+        header.writeUInt16LE(method, at + 4);
+        header.writeUInt16LE(DOS_TIME, at + 6);
+        header.writeUInt16LE(DOS_DATE, at + 8);
+        header.writeUInt32LE(crc, at + 10);
+        header.writeUInt32LE(body.length, at + 14);
+        header.writeUInt32LE(entry.data.length, at + 18);
+        header.writeUInt16LE(name.length, at + 22);
+      };
       const local = Buffer.alloc(30);
       local.writeUInt32LE(LOCAL_HEADER, 0);
-      local.writeUInt16LE(VERSION, 4);
-      local.writeUInt16LE(UTF8_NAMES, 6);
-      local.writeUInt16LE(method, 8);
-      local.writeUInt16LE(DOS_TIME, 10);
-      local.writeUInt16LE(DOS_DATE, 12);
-      local.writeUInt32LE(crc, 14);
-      local.writeUInt32LE(body.length, 18);
-      local.writeUInt32LE(entry.data.length, 22);
-      local.writeUInt16LE(name.length, 26);
+      common(local, 4);
       const header = Buffer.alloc(46);
       header.writeUInt32LE(CENTRAL_HEADER, 0);
       header.writeUInt16LE(MADE_BY, 4);
-      header.writeUInt16LE(VERSION, 6);
-      header.writeUInt16LE(UTF8_NAMES, 8);
-      header.writeUInt16LE(method, 10);
-      header.writeUInt16LE(DOS_TIME, 12);
-      header.writeUInt16LE(DOS_DATE, 14);
-      header.writeUInt32LE(crc, 16);
-      header.writeUInt32LE(body.length, 20);
-      header.writeUInt32LE(entry.data.length, 24);
-      header.writeUInt16LE(name.length, 28);
+      common(header, 6);
       // Regular file (S_IFREG) with its permission bits, in the high half of the external attributes.
       header.writeUInt32LE(((0o100000 | (entry.mode & 0o777)) << 16) >>> 0, 38);
       header.writeUInt32LE(offset, 42);
