@@ -9,7 +9,7 @@ import sys
 import uuid
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
 
-from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, approval_decision, declarations_params, decode,
+from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, approval_reply, declarations_params, decode,
                         describe_tools, reply_error, request, run_params,
                         tool_error, tool_result, tool_table, unknown_tool)
 
@@ -216,14 +216,13 @@ class AsyncPtcClient:
             value = run.on_approval(dict(params))
             if inspect.isawaitable(value):
                 value = await value
-            decision = approval_decision(value)
-        except Exception as error:  # a broken callback rejects: nobody approved the call
-            decision = {"method": "reject", "reason": f"on_approval raised {error!r}"}
-        if decision is None:
+            reply = approval_reply(params, value)
+        except Exception as error:
+            reply = approval_reply(params, error=error)
+        if reply is None:
             return
-        method = decision.pop("method")
         try:
-            await self._call(method, {"runId": params.get("runId"), "sequence": params.get("sequence"), **decision})
+            await self._call(*reply)
         except PtcError:
             pass  # the server went away; the run ends with it
 

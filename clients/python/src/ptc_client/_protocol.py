@@ -11,7 +11,7 @@ import shutil
 import sys
 import sysconfig
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Union
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Union, Tuple
 
 #: The revision of the `ptc serve` protocol this client speaks.
 PROTOCOL_VERSION = 1
@@ -164,6 +164,25 @@ def approval_decision(decision: Any) -> Optional[Dict[str, Any]]:
     if isinstance(decision, str):
         return {"method": "reject", "reason": decision}
     raise TypeError(f"on_approval must return True, False, a rejection reason or None, got {decision!r}")
+
+
+def approval_reply(params: Mapping[str, Any], value: Any = None,
+                   error: Optional[BaseException] = None) -> Optional[Tuple[str, Dict[str, Any]]]:
+    """The approve or reject call (method, params) for an approval notification, from what
+    ``on_approval`` returned or raised; None when the callback left the decision for later. A
+    callback that raised, or returned something else, rejects: nobody approved the call."""
+    decision: Optional[Dict[str, Any]] = None
+    if error is None:
+        try:
+            decision = approval_decision(value)
+        except TypeError as bad:
+            error = bad
+    if error is not None:
+        decision = {"method": "reject", "reason": f"on_approval raised {error!r}"}
+    if decision is None:
+        return None
+    method = decision.pop("method")
+    return method, {"runId": params.get("runId"), "sequence": params.get("sequence"), **decision}
 
 
 def encode(message: Mapping[str, Any]) -> bytes:

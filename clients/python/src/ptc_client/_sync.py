@@ -16,7 +16,7 @@ import uuid
 from concurrent.futures import Future
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
 
-from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, approval_decision, declarations_params, decode,
+from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, approval_reply, declarations_params, decode,
                         describe_tools, reply_error, request, run_params,
                         tool_error, tool_result, tool_table, unknown_tool)
 
@@ -264,14 +264,13 @@ class PtcClient:
         if run is None or run.on_approval is None:
             return
         try:
-            decision = approval_decision(run.on_approval(dict(params)))
-        except Exception as error:  # a broken callback rejects: nobody approved the call
-            decision = {"method": "reject", "reason": f"on_approval raised {error!r}"}
-        if decision is None:
+            reply = approval_reply(params, run.on_approval(dict(params)))
+        except Exception as error:
+            reply = approval_reply(params, error=error)
+        if reply is None:
             return
-        method = decision.pop("method")
         try:
-            self._call(method, {"runId": params.get("runId"), "sequence": params.get("sequence"), **decision})
+            self._call(*reply)
         except PtcError:
             pass  # the server went away; the run ends with it
 
