@@ -7,8 +7,8 @@ import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { hostname, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { createRuntime, PROTOCOL_REVISION, type RunResult, type RuntimeConfig } from '../../host/index.ts';
 import { childrenOf, liveProcesses, repoRoot, sshLaunch, sshServer, waitUntil, withoutWarm } from '../helpers/runtime.ts';
 
@@ -44,6 +44,17 @@ function ownChildrenWith(text: string): number[] {
 /** The ssh clients of this process that carry a relay's channel. */
 function relayClients(): number[] {
   return ownChildrenWith('--relay').filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('ssh'));
+}
+
+/** This process's ssh master connections (ssh -M, their control socket in a ptc-ssh- directory). */
+function sshMasters(): number[] {
+  return ownChildrenWith('ptc-ssh-').filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('-M'));
+}
+
+/** The control socket an ssh process of this host names (-S). */
+function controlSocket(pid: number): string | undefined {
+  const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+  return args[args.indexOf('-S') + 1];
 }
 
 /** How messages name the test server's launch. */
@@ -317,6 +328,49 @@ if (server === undefined) {
       assert.ok(await waitUntil(() => !alive(pids!.carrier) && !alive(pids!.sleeper), SETTLE_MS), `left on the far side: ${JSON.stringify(pids)}`);
     } finally {
       await runtime.dispose();
+    }
+  });
+
+  test('a relay that fails to start leaves the shared connection alone: the run in flight on it, a pooled carrier and the next runs all complete', async () => {
+    // Both runtimes use one target, so one master connection. The second one's relay refuses to
+    // start (its workspace does not exist over there), which makes the next carrier check the far
+    // side again: over that same master, not a new one whose connect killed it (and, as the killed
+    // master cleared what the new one prepared, the next connect killed that one mid-handshake:
+    // "could not connect (ssh signal SIGKILL)").
+    const missing = join(mkdtempSync(join(tmpdir(), 'ptc-remote-gone-')), 'missing');
+    const pooled = createRuntime({ launch: sshLaunch(), policy: { mode: 'full-access' }, pool: { min: 1, max: 1 } });
+    const elsewhere = createRuntime({ launch: sshLaunch(), policy: { mode: 'workspace-write', workspaceRoot: missing }, prestartCarrier: false });
+    let release!: () => void;
+    let called!: () => void;
+    const calledOnce = new Promise<void>((resolve) => (called = resolve));
+    const held = new Promise<void>((resolve) => (release = resolve));
+    try {
+      const holding = pooled.run(pooled.resolve({ program: 'await hold(); return "held"', bindings: { hold: () => (called(), held) }, timeoutMs: 30_000 }));
+      await calledOnce;
+      // The run took the pool's carrier; its replacement boots over the same master.
+      await pooled.warmUp();
+      const sockets = new Set(relayClients().map(controlSocket));
+      assert.is(sockets.size, 1, `the relays use sockets ${JSON.stringify([...sockets])}`);
+      const [socket] = sockets;
+      const [master, ...others] = sshMasters().filter((pid) => controlSocket(pid) === socket);
+      assert.ok(master !== undefined && others.length === 0, `expected one ssh master on ${socket}, got ${JSON.stringify(sshMasters().map((pid) => [pid, controlSocket(pid)]))}`);
+      const refused = failure(await elsewhere.run(elsewhere.resolve({ program: 'return 1', timeoutMs: 30_000 })));
+      assert.is(refused.kind, 'worker-exit', JSON.stringify(refused));
+      assert.is(refused.message, `${describeServer()}: the working directory ${missing} does not exist on ${hostname()}: ENOENT: no such file or directory, lstat '${missing}'`);
+      const [warm, fresh] = await Promise.all([
+        pooled.run(pooled.resolve({ program: 'return "warm"', timeoutMs: 30_000 })),
+        elsewhere.run(elsewhere.resolve({ program: 'return 1', policy: { mode: 'full-access' }, timeoutMs: 30_000 })),
+      ]);
+      assert.equal([warm.status, (warm as { value?: unknown }).value, warm.warm], ['ok', 'warm', true], JSON.stringify(warm));
+      assert.equal([fresh.status, (fresh as { value?: unknown }).value], ['ok', 1], JSON.stringify(fresh));
+      release();
+      const first = await holding;
+      assert.equal([first.status, (first as { value?: unknown }).value], ['ok', 'held'], JSON.stringify(first));
+      assert.ok(alive(master), `the master connection ${master} was ended`);
+    } finally {
+      release();
+      await Promise.all([pooled.dispose(), elsewhere.dispose()]);
+      rmSync(dirname(missing), { recursive: true, force: true });
     }
   });
 

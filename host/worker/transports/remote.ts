@@ -24,7 +24,8 @@ export interface RemoteTarget {
   close(): Promise<void>;
   /** The same, synchronously, for a host that is exiting. */
   closeNow(): void;
-  /** Drops what preparing learned (a relay failed to start): the next carrier prepares again. */
+  /** Drops what preparing learned (a relay failed to start): the next carrier prepares again, over
+   * the connection there is while it lasts (it carries the carriers in use: it is not replaced). */
   forget(): void;
 }
 

@@ -1,6 +1,7 @@
-// A far machine over OpenSSH. One master connection per runtime (ControlMaster, its socket in a
-// private temp directory removed at close) carries every command and relay, so a run pays for a
-// channel, not a handshake. Preparing checks the remote Node and delivers the bootstrap: it is
+// A far machine over OpenSSH. One master connection per target (ControlMaster, its socket in a
+// private temp directory removed when it ends) carries every command and relay, so a run pays for a
+// channel, not a handshake. A new master is started only when there is none (the first use, or the
+// last one ended): never beside or over a live one, whose channels are carriers in use. Preparing checks the remote Node and delivers the bootstrap: it is
 // content-addressed in the remote cache, uploaded through the same connection when missing,
 // written atomically (temp file, then rename), and run only from bytes read once and hashed.
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -43,7 +44,19 @@ process.once('exit', () => {
   for (const close of open) close();
 });
 
+/** One master connection. */
+interface Master {
+  readonly child: ChildProcess;
+  /** Its control socket, in a private directory of its own. */
+  readonly socket: string;
+  readonly dir: string;
+  /** Resolves once it is connected; rejects with what ssh said when it could not connect. */
+  readonly ready: Promise<void>;
+}
+
 interface Prepared {
+  /** The master it was prepared over, which carries its relays. */
+  master: Master;
   facts: RemoteFacts;
   /** The bootstrap's absolute path over there. */
   bootstrap: string;
@@ -74,9 +87,10 @@ let bootstrapText: Promise<{ text: string; sha256: string }> | undefined;
 export function sshTarget(launch: SshLaunch): RemoteTarget {
   const describe = `ssh ${launch.destination}${launch.port !== undefined ? ` (port ${launch.port})` : ''}`;
   const node = launch.node ?? 'node';
-  let socketDir: string | undefined;
-  let master: ChildProcess | undefined;
-  let prepared: Promise<Prepared> | undefined;
+  /** The master connecting or connected; undefined once it has ended. */
+  let master: Master | undefined;
+  /** The current preparation and the master it runs over: when that master ends, it is stale. */
+  let prepared: { over: Master; attempt: Promise<Prepared> } | undefined;
 
   const baseArgs = (): string[] => [
     ...(launch.sshArgs ?? []),
@@ -88,46 +102,56 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
     '-o', 'ServerAliveCountMax=3',
     '-T',
   ];
-  const channelArgs = (): string[] => [...baseArgs(), '-S', join(socketDir!, 'control'), '-o', 'ControlMaster=no'];
+  const channelArgs = (over: Master): string[] => [...baseArgs(), '-S', over.socket, '-o', 'ControlMaster=no'];
 
-  const connect = (): Promise<void> => new Promise((resolve, reject) => {
-    closeNow();
+  /** Starts a master; only when there is none (see ensure()). */
+  const connect = (): Master => {
     sweepStaleSocketDirs();
-    socketDir = mkdtempSync(join(tmpdir(), SOCKET_DIR_PREFIX));
+    const dir = mkdtempSync(join(tmpdir(), SOCKET_DIR_PREFIX));
+    const socket = join(dir, 'control');
     // The master's own session prints a mark and then waits on its stdin, which is ours: when
     // this process goes, the session ends, and the master with it once its channels have closed.
-    const child = spawn('ssh', [...baseArgs(), '-M', '-S', join(socketDir, 'control'), '-o', 'ControlPersist=no', launch.destination, `echo ${MARK}ready; exec cat >/dev/null`], {
+    const child = spawn('ssh', [...baseArgs(), '-M', '-S', socket, '-o', 'ControlPersist=no', launch.destination, `echo ${MARK}ready; exec cat >/dev/null`], {
       stdio: ['pipe', 'pipe', 'pipe'],
       windowsHide: true,
     });
-    master = child;
+    let connected!: () => void;
+    let failed!: (error: Error) => void;
+    const ready = new Promise<void>((resolve, reject) => {
+      connected = resolve;
+      failed = reject;
+    });
+    const started: Master = { child, socket, dir, ready };
     let stdout = '';
     let stderr = '';
-    let ready = false;
+    let isReady = false;
     child.stdin.on('error', () => {});
     child.stderr.setEncoding('utf8').on('data', (text: string) => {
       stderr = (stderr + text).slice(-TAIL_BYTES);
     });
     child.stdout.setEncoding('utf8').on('data', (text: string) => {
-      if (ready) return;
+      if (isReady) return;
       stdout += text;
       if (stdout.includes(`${MARK}ready`)) {
-        ready = true;
+        isReady = true;
         unref(child);
-        resolve();
+        connected();
       }
     });
-    child.once('error', (error) => reject(new Error(`${describe}: could not start ssh: ${error.message}`, { cause: error })));
+    child.once('error', (error) => failed(new Error(`${describe}: could not start ssh: ${error.message}`, { cause: error })));
     child.once('close', (code, signal) => {
-      if (master === child) master = undefined;
-      // A master lost after it was ready (the network went): the next carrier connects again.
-      if (ready) prepared = undefined;
-      if (!ready) reject(new Error(`${describe}: could not connect (ssh ${code !== null ? `exit code ${code}` : `signal ${signal}`}): ${stderr.trim() || 'no message from ssh'}`));
+      rmSync(dir, { recursive: true, force: true });
+      if (master === started) master = undefined;
+      // What was prepared over it is stale (the network went, or it never connected): the next
+      // carrier connects again. A preparation over a newer master is that one's, and is kept.
+      if (prepared?.over === started) prepared = undefined;
+      if (!isReady) failed(new Error(`${describe}: could not connect (ssh ${code !== null ? `exit code ${code}` : `signal ${signal}`}): ${stderr.trim() || 'no message from ssh'}`));
     });
-  });
+    return started;
+  };
 
-  const run = (command: string, input?: Buffer): Promise<{ code: number | null; stdout: string; stderr: string }> => new Promise((resolve, reject) => {
-    const child = spawn('ssh', [...channelArgs(), launch.destination, command], { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+  const run = (over: Master, command: string, input?: Buffer): Promise<{ code: number | null; stdout: string; stderr: string }> => new Promise((resolve, reject) => {
+    const child = spawn('ssh', [...channelArgs(over), launch.destination, command], { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (text: string) => void (stdout += text));
@@ -146,7 +170,7 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
     });
   });
 
-  const check = async (bootstrap: string, sha256: string | undefined) => {
+  const check = async (over: Master, bootstrap: string, sha256: string | undefined) => {
     // One round trip: the remote Node's version and the bootstrap's hash, then (when both are
     // right) what the far side offers a carrier, from the bootstrap itself.
     const script = [
@@ -157,7 +181,7 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
       'process.exitCode=(want==="-"?/^[0-9a-f]{64}$/.test(hash):hash===want)?0:3;',
     ].join('');
     const command = `command -v ${shellQuote(node)} >/dev/null 2>&1 || { echo ${MARK}no-node; exit 0; }; ${shellLine([node, '-e', script])} ${bootstrap} ${sha256 ?? '-'} && exec ${shellLine([node, '-e', VERIFY_AND_RUN])} ${bootstrap} ${sha256 ?? '-'} --probe`;
-    const result = await run(command);
+    const result = await run(over, command);
     const lines = result.stdout.split('\n');
     if (lines.includes(`${MARK}no-node`)) throw new Error(`${describe}: there is no Node at ${JSON.stringify(node)} on the remote PATH (install Node >= 20.12 there, or set launch.node / --remote-node)`);
     const status = lines.find((line) => line.startsWith(`${MARK}{`));
@@ -175,70 +199,77 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
     return { found, facts };
   };
 
-  const upload = async (file: string, text: string): Promise<void> => {
+  const upload = async (over: Master, file: string, text: string): Promise<void> => {
     const path = shellQuote(file);
     const command = `set -e; d=$(dirname ${path}); mkdir -p "$d"; t=$(mktemp "$d/.bootstrap-XXXXXX"); trap 'rm -f "$t"' EXIT; cat > "$t"; chmod 0644 "$t"; mv -f "$t" ${path}; trap - EXIT`;
-    const result = await run(command, Buffer.from(text));
+    const result = await run(over, command, Buffer.from(text));
     if (result.code !== 0) throw new Error(`${describe}: could not write the bootstrap to ${file} (exit code ${result.code}): ${result.stderr || 'no message'}`);
   };
 
-  const prepare = async (): Promise<Prepared> => {
-    await connect();
+  const prepare = async (over: Master): Promise<Prepared> => {
+    await over.ready;
     if (launch.bootstrapPath !== undefined) {
-      const { facts, found } = await check(shellQuote(launch.bootstrapPath), undefined);
+      const { facts, found } = await check(over, shellQuote(launch.bootstrapPath), undefined);
       if (facts === undefined) throw new Error(`${describe}: cannot read the bootstrap at ${launch.bootstrapPath}: ${found.hash}`);
-      return { facts, bootstrap: found.file };
+      return { master: over, facts, bootstrap: found.file };
     }
     bootstrapText ??= readBootstrap().then((text) => ({ text, sha256: createHash('sha256').update(text).digest('hex') }));
     const { text, sha256 } = await bootstrapText;
     const cached = `"\${XDG_CACHE_HOME:-$HOME/.cache}"/ptc/bootstrap-${sha256}.mjs`;
-    const first = await check(cached, sha256);
-    if (first.facts !== undefined) return { facts: first.facts, bootstrap: first.found.file, sha256 };
-    await upload(first.found.file, text);
-    const second = await check(shellQuote(first.found.file), sha256);
+    const first = await check(over, cached, sha256);
+    if (first.facts !== undefined) return { master: over, facts: first.facts, bootstrap: first.found.file, sha256 };
+    await upload(over, first.found.file, text);
+    const second = await check(over, shellQuote(first.found.file), sha256);
     if (second.facts === undefined) throw new Error(`${describe}: the uploaded bootstrap ${first.found.file} does not match its hash (got ${second.found.hash}, want ${sha256})`);
-    return { facts: second.facts, bootstrap: second.found.file, sha256 };
+    return { master: over, facts: second.facts, bootstrap: second.found.file, sha256 };
   };
 
   const closeNow = (): void => {
-    master?.kill('SIGKILL');
+    prepared = undefined;
+    if (master === undefined) return;
+    master.child.kill('SIGKILL');
+    rmSync(master.dir, { recursive: true, force: true });
     master = undefined;
-    if (socketDir !== undefined) rmSync(socketDir, { recursive: true, force: true });
-    socketDir = undefined;
   };
   const ensure = (): Promise<Prepared> => {
     if (prepared === undefined) {
-      const attempt = prepare();
-      prepared = attempt;
-      // A failed preparation is not kept: the next run tries again (the host may be back).
+      // Preparing again (forget(): a relay did not start) checks over the master there is: it
+      // carries the channels of carriers in use, and a second master beside it would be a
+      // handshake for nothing. A master that could not connect has ended, and so is not reused.
+      master ??= connect();
+      const over = master;
+      const attempt = prepare(over);
+      prepared = { over, attempt };
+      // A failed preparation is not kept: the next run tries again (the host may be back). The
+      // master is not ended for it: one that failed to connect has ended already, and a connected
+      // one carries other carriers.
       attempt.catch(() => {
-        if (prepared === attempt) prepared = undefined;
-        closeNow();
+        if (prepared?.attempt === attempt) prepared = undefined;
       });
     }
-    return prepared;
+    return prepared.attempt;
   };
   open.add(closeNow);
 
   return {
     describe,
     async prepare(bwrapPath?: string) {
-      const { facts, bootstrap, sha256 } = await ensure();
+      const { master: over, facts, bootstrap, sha256 } = await ensure();
       if (bwrapPath === undefined || bwrapPath === facts.bwrapPath) return facts;
-      const result = await run(`exec ${shellLine([node, '-e', VERIFY_AND_RUN, bootstrap, sha256 ?? '-', '--probe', bwrapPath])}`);
+      const result = await run(over, `exec ${shellLine([node, '-e', VERIFY_AND_RUN, bootstrap, sha256 ?? '-', '--probe', bwrapPath])}`);
       const line = result.stdout.split('\n').find((text) => text.startsWith('{'));
       if (result.code !== 0 || line === undefined) throw new Error(`${describe}: the bootstrap's probe failed (exit code ${result.code}): ${result.stderr || 'no output'}`);
       const report = JSON.parse(line) as { bwrapPath: string; bwrapUnavailable?: string };
       return { node: facts.node, bwrapPath: report.bwrapPath, bwrapUnavailable: report.bwrapUnavailable };
     },
     async relay(start: RelayStart) {
-      const { bootstrap, sha256 } = await ensure();
+      const { master: over, bootstrap, sha256 } = await ensure();
       // The file is hashed again by the Node that is about to run it, so a bootstrap changed since
       // preparing never runs; a preinstalled one has no hash to hold it to, but is still read once.
       const command = shellLine([node, '-e', VERIFY_AND_RUN, bootstrap, sha256 ?? '-', '--relay']);
       return {
         executable: 'ssh',
-        args: [...channelArgs(), launch.destination, `exec ${command}`],
+        args: [...channelArgs(over), launch.destination, `exec ${command}`],
         env: { ...process.env } as Record<string, string>,
         describe,
         start,
@@ -246,7 +277,8 @@ export function sshTarget(launch: SshLaunch): RemoteTarget {
     },
     async close() {
       open.delete(closeNow);
-      const child = master;
+      prepared = undefined;
+      const child = master?.child;
       if (child !== undefined) {
         const closed = new Promise((resolve) => child.once('close', resolve));
         child.stdin?.end();
