@@ -116,10 +116,7 @@ for (const backend of ['bwrap', 'node-permission'] as const) {
   test(`never settles and keeps waiting under the ${backend} sandbox`, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ptc-stall-ws-'));
     try {
-      // No warm pool here: over ssh, the node-permission run after the bwrap one met a carrier whose
-      // ssh was killed while it connected ("could not connect (ssh signal SIGKILL)"), a pool-over-ssh
-      // fault still open (issue 19's note); this test is about the stall, which holds either way.
-      const runtime = runtimeWith({ sandbox: { backend, require: 'partial' }, policy: { mode: 'workspace-write', workspaceRoot: dir }, prestartCarrier: false });
+      const runtime = runtimeWith({ sandbox: { backend, require: 'partial' }, policy: { mode: 'workspace-write', workspaceRoot: dir } });
       const run = (program: string) => guarded(backend, runtime.run(runtime.resolve({ program, cwd: dir, bindings: echo })));
       const failed = await run('await echo(1); await new Promise(() => {});');
       stalled(backend, failed);
