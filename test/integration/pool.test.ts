@@ -143,6 +143,31 @@ test('runtimes whose carriers would be the same share one pool; it drains when t
   assert.ok(await waitUntil(() => liveChildren().length === 0, 10_000), `dispose() left ${children()}`);
 });
 
+test('disposing one of the runtimes that share a pool leaves alone the carrier another took from it, mid-run', async () => {
+  const one = createTestRuntime({ timeoutMs: 20_000, pool: { min: 1, max: 1 } });
+  const two = createTestRuntime({ timeoutMs: 20_000, pool: { min: 1, max: 1 } });
+  let release!: () => void;
+  let called!: () => void;
+  const calledOnce = new Promise<void>((resolve) => (called = resolve));
+  const held = new Promise<void>((resolve) => (release = resolve));
+  try {
+    await Promise.all([one.warmUp(), two.warmUp()]);
+    const [pooled, ...others] = liveChildren();
+    assert.ok(pooled !== undefined && others.length === 0, children());
+    const holding = two.run(two.resolve({ program: 'await hold(); return process.pid', bindings: { hold: () => (called(), held) } }));
+    await calledOnce;
+    await one.dispose();
+    assert.ok(liveChildren().includes(pooled), `the taken carrier ${pooled} was ended: ${children()}`);
+    release();
+    const result = await holding;
+    assert.equal([result.status, (result as { value?: number }).value, result.warm], ['ok', pooled, true], JSON.stringify(result));
+  } finally {
+    release();
+    await Promise.all([one.dispose(), two.dispose()]);
+  }
+  assert.ok(await waitUntil(() => liveChildren().length === 0, 10_000), `dispose() left ${children()}`);
+});
+
 test('without a pool every run boots its own carrier and says so', async () => {
   const runtime = createTestRuntime({ prestartCarrier: false });
   const retained = createTestRuntime({ prestartCarrier: false, executionMode: 'persistent-in-memory' });
