@@ -279,7 +279,7 @@ function evaluate(request: RunRequest, host: HostLink): Promise<RunOutcome> {
 
 /** Inside the run's scope: the initializer when there is one, then the program. */
 function execute(run: Run, evaluator: Evaluator, request: RunRequest, host: HostLink): void {
-  host.started();
+  if (request.announceStart !== false) host.started();
   run.initializing = request.initializer !== undefined;
   const started = request.initializer === undefined ? resolved(true) : initialize(evaluator, request, host);
   then(

@@ -14,7 +14,7 @@
 //     they hold) and at least one page each (an empty file still holds an inode), hard links once.
 import { lstatSync, readdirSync, readFileSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
-import { processTree } from './process-tree.ts';
+import { processTree, readProcFile } from './process-tree.ts';
 
 /** statfs f_type of file systems whose files live in RAM (linux/magic.h): writes to them are no storage writes. */
 const RAM_FILE_SYSTEMS = new Set([0x01021994 /* TMPFS_MAGIC */, 0x858458f6 /* RAMFS_MAGIC */]);
@@ -58,7 +58,7 @@ export function treeStorageWrites(root: number): number | undefined {
   for (const pid of processTree(root)) {
     let io: number | undefined;
     try {
-      io = parseIo(readFileSync(`/proc/${pid}/io`, 'latin1'));
+      io = parseIo(readProcFile(`/proc/${pid}/io`));
     } catch {
       continue; // exited between the walk and the read
     }

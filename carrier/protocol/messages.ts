@@ -36,6 +36,12 @@ export interface RunRequest {
   maxPendingCalls: number;
   maxMessageBytes: number;
   maxOutputBytes: number;
+  /**
+   * False: the host counts no CPU budget from the carrier's `started` notice (none is set, or the
+   * relay counts it on the far side), so the carrier sends none and the run costs one frame less.
+   * Absent: the notice is sent.
+   */
+  announceStart?: boolean;
   /** The host's import policy and the runner's import handler; absent, programs import through Node's loader unchecked. */
   imports?: ImportPolicy;
 }

@@ -52,7 +52,7 @@ export function relayLimits(pid: number, maxMemoryMb: number | null, send: (type
       }
       watch = guard.watch(cpuTimeMs, overrun);
       // The carrier's own `started` notice goes to the host unread, so the budget counts from the run's start here.
-      watch.started();
+      watch.started?.();
     },
     end() {
       watch?.stop();

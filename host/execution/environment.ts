@@ -22,6 +22,10 @@ import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
 import { cpuMessage, type CpuOverrun, type DiskEnforcement, type MemoryEnforcement, type ResourceLimits } from '../worker/resources/index.ts';
 
+
+/** The reason a run's `ended` signal is aborted with: nothing reads it. */
+const RUN_ENDED = 'the run ended';
+
 /** The confinement a run had, and whether the program met a denial (independent of its outcome). */
 export interface SandboxReport extends SandboxSetup {
   denied: boolean;
@@ -232,12 +236,13 @@ export class Environment {
     const stopped = new Promise<void>((resolve) => {
       stopRun = resolve;
     });
-    // Fires when the run ends, so a call waiting for approval stops waiting.
+    // Fires when the run ends, so a call waiting for approval stops waiting. Aborted with a reason
+    // of its own: without one, abort() builds a DOMException (and its stack) on every run.
     const ended = new AbortController();
     const stop = (reason: Failure): void => {
       failure ??= reason;
       settled = true;
-      ended.abort();
+      ended.abort(RUN_ENDED);
       stopRun();
     };
 
@@ -393,7 +398,7 @@ export class Environment {
         if (!settled) stop({ kind: 'worker-exit', message, exitCode: code, signal });
       },
       protocol: (message) => stop(message === CONTROL_LOST ? { kind: 'worker-exit', message, exitCode: null, signal: null } : protocolFailure(message)),
-      started: () => resources?.started(),
+      started: () => resources?.started?.(),
     };
     if (this.lost !== undefined) stop({ kind: 'worker-exit', message: `the environment is gone: ${this.lost}`, exitCode: this.#exit?.code ?? null, signal: this.#exit?.signal ?? null });
 
@@ -433,6 +438,7 @@ export class Environment {
         maxPendingCalls: config.maxPendingCalls,
         maxMessageBytes: config.maxMessageBytes,
         maxOutputBytes: config.maxOutputBytes,
+        announceStart: resources.started !== undefined,
         ...(config.imports !== undefined ? { imports: config.imports } : {}),
       });
       outcome = result;
@@ -453,7 +459,7 @@ export class Environment {
     }
     resources?.stop();
     deadline.clear();
-    ended.abort();
+    ended.abort(RUN_ENDED);
     execution.signal?.removeEventListener('abort', onAbort);
     // Read before a per-call carrier is terminated, which stops its proxy.
     if (this.carrier.network !== undefined) {

@@ -334,7 +334,8 @@ export class Carrier {
     }
     // Raw bytes a child process wrote before the carrier sent this frame are already in the stdio
     // pipes; take them first so they keep their place before the carrier's own output and reply.
-    if (frame.t !== 'q' || frame.m !== 'invoke') this.connection.drainStdio((chunk, stream) => this.#accept[stream](chunk));
+    // Not for a binding call or the started notice, which show nothing: the next frame takes them.
+    if (frame.t !== 'q' || (frame.m !== 'invoke' && frame.m !== 'started')) this.connection.drainStdio((chunk, stream) => this.#accept[stream](chunk));
     // Output is one-way and hot: handle it synchronously so it stays ordered before the reply.
     if (frame.t === 'q' && frame.m === 'output' && frame.i === undefined) {
       this.#handlers?.output(frame.a![0] as OutputMessage);

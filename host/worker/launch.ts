@@ -84,13 +84,28 @@ export function launchCommand(launch: LocalLaunch | undefined, maxOldGenerationS
         kind: 'source',
         executable: process.execPath,
         args: [heap, vmModules, carrierSourcePath()],
-        env: makePrivateDirectory(cache) ? { ...env, NODE_COMPILE_CACHE: cache } : env,
+        env: privateCompileCache(cache) ? { ...env, NODE_COMPILE_CACHE: cache } : env,
         // The carrier imports its sibling modules and node_modules from the checkout (the
         // installed package's carrier is one file, which the sandbox exposes as an argument).
         readable: typeof PTC_PACKAGE_CARRIER === 'string' ? readable : [fileURLToPath(new URL('../..', import.meta.url)), ...readable],
       };
     }
   }
+}
+
+/**
+ * Compile-cache directories found private in this process. Once this user's directory is private,
+ * only this user or root can change that, so it is checked once rather than on every run (the
+ * check stats each component of the path; a retained environment's run asks for a launch each
+ * time). A directory that is not private is asked again: it may have been made since.
+ */
+const privateCaches = new Set<string>();
+
+function privateCompileCache(dir: string): boolean {
+  if (privateCaches.has(dir)) return true;
+  if (!makePrivateDirectory(dir)) return false;
+  privateCaches.add(dir);
+  return true;
 }
 
 /** The bootstrap shipped next to the binary (dist/bootstrap.mjs), or the carrier source. */
@@ -105,7 +120,9 @@ export function defaultBootstrapPath(): string {
  */
 declare const PTC_PACKAGE_CARRIER: string | undefined;
 
+let sourcePath: string | undefined;
+
 function carrierSourcePath(): string {
   const entry = typeof PTC_PACKAGE_CARRIER === 'string' ? PTC_PACKAGE_CARRIER : '../../carrier/main.ts';
-  return fileURLToPath(new URL(entry, import.meta.url));
+  return (sourcePath ??= fileURLToPath(new URL(entry, import.meta.url)));
 }

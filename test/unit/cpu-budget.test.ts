@@ -24,7 +24,7 @@ async function watchBurner(before: number, after: number, budget: number, notice
   let text = '';
   child.stdout.setEncoding('utf8');
   child.stdout.on('data', (chunk: string) => {
-    if (!text.includes('started') && (text + chunk).includes('started') && notice) watch.started();
+    if (!text.includes('started') && (text + chunk).includes('started') && notice) watch.started!();
     text += chunk;
   });
   try {

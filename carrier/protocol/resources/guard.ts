@@ -45,6 +45,13 @@ const MAX_CPU_SAMPLE_MS = 100;
  */
 export const SET_UP_ALLOWANCE_MS = 500;
 
+/** One run's watch: see ResourceLimits.watch. */
+export interface RunWatch {
+  started?(): void;
+  stop(): void;
+  check(): CpuOverrun | undefined;
+}
+
 export interface CpuOverrun {
   usedMs: number;
   budgetMs: number;
@@ -55,8 +62,9 @@ export interface CpuOverrun {
 export interface ResourceLimits {
   readonly memory: MemoryEnforcement;
   readonly disk: DiskEnforcement;
-  /** started(): the program's own code began (the CPU budget counts from there). */
-  watch(cpuTimeMs: number | null, onOverrun: (overrun: CpuOverrun) => void): { started(): void; stop(): void; check(): CpuOverrun | undefined };
+  /** started(): the program's own code began (the CPU budget counts from there); absent when
+   * nothing here counts from it, so the carrier need not send its notice. */
+  watch(cpuTimeMs: number | null, onOverrun: (overrun: CpuOverrun) => void): RunWatch;
   /** Why the tree died, when it died for a limit measured here. */
   overLimit(): { message: string; maxMemoryMb?: number; maxDiskMb?: number } | undefined;
   /** A last look at the disk use at the end of a run: true when it is over the limit. */
@@ -139,7 +147,7 @@ export class ResourceGuard implements ResourceLimits {
    * less SET_UP_ALLOWANCE_MS, whichever is more. `onOverrun` is called once, then sampling of CPU
    * stops; check() takes a last look when the run has ended.
    */
-  watch(cpuTimeMs: number | null, onOverrun: (overrun: CpuOverrun) => void): { started(): void; stop(): void; check(): CpuOverrun | undefined } {
+  watch(cpuTimeMs: number | null, onOverrun: (overrun: CpuOverrun) => void): RunWatch {
     const pid = this.#pid;
     this.#busy = true;
     // From the idle pace to the busy one at once.
@@ -147,7 +155,7 @@ export class ResourceGuard implements ResourceLimits {
     const stopBusy = (): void => {
       this.#busy = false;
     };
-    if (pid === undefined || cpuTimeMs === null) return { started: () => {}, stop: stopBusy, check: () => undefined };
+    if (pid === undefined || cpuTimeMs === null) return { stop: stopBusy, check: () => undefined };
     const start = treeUsage(pid).cpuMs;
     // A process that leaves the tree takes its time along; the highest total seen stands.
     let highest = start;

@@ -5,6 +5,7 @@
 // /proc, as it does RSS: the carrier cannot be trusted to report it.
 import { readdirSync, readFileSync, readlinkSync, statfsSync, statSync } from 'node:fs';
 import { residentBytes, treeOf } from './proc.ts';
+import { readProcFile } from '../process-tree.ts';
 
 export interface MemoryUsage {
   /** VmRSS summed over the tree (proc.ts). */
@@ -19,7 +20,7 @@ export function treeMemory(root: number): MemoryUsage | undefined {
   let rssBytes = 0;
   for (const pid of treeOf(root)) {
     try {
-      rssBytes += residentBytes(readFileSync(`/proc/${pid}/status`, 'latin1'));
+      rssBytes += residentBytes(readProcFile(`/proc/${pid}/status`));
       pids.push(pid);
     } catch {
       // exited between the walk and the read

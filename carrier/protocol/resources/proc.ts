@@ -1,7 +1,7 @@
 // What a carrier's process tree is using, read from Linux's /proc by the host: the carrier cannot
 // be trusted to report its own. One walk of the tree gives CPU time and resident memory.
 import { readFileSync } from 'node:fs';
-import { processTree } from '../process-tree.ts';
+import { processTree, readProcFile } from '../process-tree.ts';
 
 /**
  * /proc/<pid>/stat counts CPU time in clock ticks of USER_HZ, which the kernel fixes at 100 for
@@ -39,8 +39,8 @@ export function treeUsage(root: number): TreeUsage {
     let stat: ReturnType<typeof parseStat>;
     let status: string;
     try {
-      stat = parseStat(readFileSync(`/proc/${pid}/stat`, 'latin1'));
-      status = readFileSync(`/proc/${pid}/status`, 'latin1');
+      stat = parseStat(readProcFile(`/proc/${pid}/stat`));
+      status = readProcFile(`/proc/${pid}/status`);
     } catch {
       continue; // exited between the walk and the read
     }

@@ -199,7 +199,7 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
     },
     limits({ maxMemoryMb }, kill): ResourceLimits {
       onMemoryOver = kill;
-      const idle = { started() {}, stop() {}, check: () => undefined };
+      const idle = { stop() {}, check: () => undefined };
       return {
         get memory() {
           return hello?.memory ?? 'none';
@@ -211,9 +211,8 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
           if (cpuTimeMs === null && maxMemoryMb === null) return idle;
           onCpuOverrun = onOverrun;
           send(muxFrame('W', Buffer.from(JSON.stringify({ cpuTimeMs }))));
+          // No started(): the relay counts from its W frame, so the carrier need not send its notice.
           return {
-            // The relay counts from its W frame: the carrier's notice passes through it unread.
-            started() {},
             stop() {
               onCpuOverrun = undefined;
               send(muxFrame('D'));
