@@ -78,7 +78,8 @@ for (const which of WHICH) {
     const command = launch.command;
     assert.equal(containerProcesses(command), [], 'the container was busy before the test');
     assert.equal(containerTmp(command), [], 'the container\'s /tmp was not empty before the test');
-    // A host of its own, with a TMPDIR of its own, running a program that started a child and waits.
+    // A host of its own, with a TMPDIR of its own, running a program that started a child and waits;
+    // its cwd is /, which the rootless user's podman (run through setpriv) can enter.
     const hostTmp = realpathSync(mkdtempSync(join(tmpdir(), 'ptc-podman-host-')));
     const host = `
       import { createRuntime } from ${JSON.stringify(`${repoRoot}host/index.ts`)};
@@ -87,7 +88,7 @@ for (const which of WHICH) {
       const result = await runtime.run(runtime.resolve({ program, cwd: '/workspace' }));
       process.stdout.write(JSON.stringify(result));
     `;
-    const child = spawn(process.execPath, ['--input-type=module', '-e', host], { cwd: hostTmp, env: { ...process.env, TMPDIR: hostTmp }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--input-type=module', '-e', host], { cwd: '/', env: { ...process.env, TMPDIR: hostTmp }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (text: string) => (stderr += text));
     const closed = new Promise((resolve) => child.once('close', resolve));
@@ -175,7 +176,8 @@ if (process.env.PTC_TEST_PODMAN_PLAIN_COMMAND) {
     } finally {
       await required.dispose();
     }
-    const auto = createRuntime({ launch, prestartCarrier: false });
+    // Node 20's permission model cannot refuse the network, so the policy opens it for the fallback.
+    const auto = createRuntime({ launch, policy: { mode: 'workspace-write', network: true }, prestartCarrier: false });
     try {
       const result = await auto.run(auto.resolve({ program: "try { (await import('node:fs')).writeFileSync('/opt/outside', 'x'); return 'written' } catch (error) { return error.code }", cwd: '/workspace' }));
       assert.is(result.status, 'ok', JSON.stringify(result));
