@@ -43,8 +43,11 @@ const failedSuites: string[] = [];
 // Node over SSH (when test/helpers/sshd.sh's server is configured, as .ci/run always does).
 /** Folders whose suites run again per launch when they use the test runtime helper. */
 const RELAUNCHED = ['test/integration/', 'test/attack/'];
-const LAUNCHES = [undefined, 'embedded', 'node-script', ...(process.env.PTC_TEST_SSH_DESTINATION ? ['ssh'] : [])];
+// Suites marked "launch: podman" run once more through `podman exec -i` into the container that
+// test/helpers/podman.sh starts (as .ci/run always does).
+const LAUNCHES = [undefined, 'embedded', 'node-script', ...(process.env.PTC_TEST_SSH_DESTINATION ? ['ssh'] : []), ...(process.env.PTC_TEST_PODMAN_ROOTLESS_COMMAND ? ['podman'] : [])];
 if (!LAUNCHES.includes('ssh')) process.stdout.write('# no PTC_TEST_SSH_DESTINATION: the ssh launch is skipped (eval "$(bash test/helpers/sshd.sh start)" to run it)\n');
+if (!LAUNCHES.includes('podman')) process.stdout.write('# no PTC_TEST_PODMAN_ROOTLESS_COMMAND: the podman launch and test/integration/podman.test.ts are skipped (eval "$(bash test/helpers/podman.sh start)" to run them)\n');
 const all = await suites(join(root, 'test'));
 for (const launch of LAUNCHES) {
   for (const file of all) {
@@ -61,10 +64,12 @@ for (const launch of LAUNCHES) {
 }
 
 /** Whether a suite runs again under `launch`: it must use the test runtime helper, and may opt out
- * with a marker comment ("launch: source only", or "launch: local only" to skip the ssh launch). */
+ * with a marker comment ("launch: source only", or "launch: local only" to skip the ssh launch).
+ * The podman launch takes only suites that opt in ("launch: podman"). */
 async function usesTestLaunch(file: string, launch: string): Promise<boolean> {
   const source = await readFile(file, 'utf8');
   if (launch === 'ssh' && source.includes('launch: local only')) return false;
+  if (launch === 'podman' && !source.includes('launch: podman')) return false;
   return /\b(runProgram|createTestRuntime)\(/.test(source) && !source.includes('launch: source only');
 }
 if (failedSuites.length > 0) process.stdout.write(`\nfailed suites:\n${failedSuites.map((s) => `  ${s}`).join('\n')}\n`);

@@ -1,5 +1,7 @@
 // Shared test helpers: a runtime per test with short limits, and process inspection.
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants, readdirSync, readFileSync } from 'node:fs';
+import type { CgroupFiles } from '../../carrier/protocol/resources/cgroup.ts';
 import { createRuntime, type RuntimeConfig, type RunResult } from '../../host/index.ts';
 
 export const repoRoot = new URL('../..', import.meta.url).pathname;
@@ -9,6 +11,9 @@ export const repoRoot = new URL('../..', import.meta.url).pathname;
  * again with PTC_TEST_LAUNCH=embedded (dist/ptc), PTC_TEST_LAUNCH=node-script (the machine's
  * /usr/bin/node running dist/bootstrap.mjs) and PTC_TEST_LAUNCH=ssh (the same Node on the far
  * side of the loopback sshd that test/helpers/sshd.sh starts, with the bootstrap delivered).
+ * Suites that opt in run again with PTC_TEST_LAUNCH=podman: a command launch through `podman exec
+ * -i` into the root container that test/helpers/podman.sh starts (its own file system, the host's
+ * /usr, no network), whose bootstrap is installed there.
  */
 export function launchUnderTest(): RuntimeConfig['launch'] {
   switch (process.env.PTC_TEST_LAUNCH) {
@@ -22,8 +27,10 @@ export function launchUnderTest(): RuntimeConfig['launch'] {
       return { kind: 'node-script', executable: '/usr/bin/node', bootstrapPath: `${repoRoot}dist/bootstrap.mjs` };
     case 'ssh':
       return sshLaunch();
+    case 'podman':
+      return podmanLaunch();
     default:
-      throw new Error(`PTC_TEST_LAUNCH must be source, embedded, node-script or ssh, got ${process.env.PTC_TEST_LAUNCH}`);
+      throw new Error(`PTC_TEST_LAUNCH must be source, embedded, node-script, ssh or podman, got ${process.env.PTC_TEST_LAUNCH}`);
   }
 }
 
@@ -152,6 +159,76 @@ export function sshLaunch(overrides: Record<string, unknown> = {}): NonNullable<
   return { kind: 'ssh', destination: server.destination, port: server.port, sshArgs: ['-F', server.config], node: '/usr/bin/node', ...overrides } as NonNullable<RuntimeConfig['launch']>;
 }
 
+/** The containers of test/helpers/podman.sh, as exported into the environment; undefined without them. */
+export function podmanContainers(): { command: string[]; rootlessCommand: string[]; bootstrapPath: string } | undefined {
+  const { PTC_TEST_PODMAN_COMMAND: command, PTC_TEST_PODMAN_ROOTLESS_COMMAND: rootless, PTC_TEST_PODMAN_BOOTSTRAP: bootstrapPath } = process.env;
+  if (!rootless || !bootstrapPath) return undefined;
+  // Started by an ordinary user, there is only that user's rootless container.
+  return { command: JSON.parse(command || rootless) as string[], rootlessCommand: JSON.parse(rootless) as string[], bootstrapPath };
+}
+
+/** The command launch into the root container (`podman exec -i <container>`), or the rootless one. */
+export function podmanLaunch(which: 'root' | 'rootless' = 'root'): NonNullable<RuntimeConfig['launch']> {
+  const containers = podmanContainers();
+  if (containers === undefined) throw new Error('PTC_TEST_LAUNCH=podman needs the containers of test/helpers/podman.sh: eval "$(bash test/helpers/podman.sh start)"');
+  return { kind: 'command', command: which === 'root' ? containers.command : containers.rootlessCommand, node: '/usr/bin/node', bootstrapPath: containers.bootstrapPath };
+}
+
+/**
+ * Runs `script` with the Node on the side where the launch under test runs its carriers (this
+ * machine, or the container through the launch's own command prefix) and returns its stdout.
+ */
+export function onCarrierSide(script: string): string {
+  const launch = launchUnderTest();
+  const argv = launch?.kind === 'command' ? [...launch.command, launch.node ?? 'node', '-e', script] : [process.execPath, '-e', script];
+  const result = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: 30_000 });
+  if (result.status !== 0) throw new Error(`${argv.join(' ')} failed (${result.error?.message ?? `exit code ${result.status}`}): ${result.stderr}`);
+  return result.stdout;
+}
+
+/** liveProcesses() where the launch under test runs its carriers: there, pids are the ones a program sees. */
+export function carrierSideProcesses(): Array<{ pid: number; pgid: number; command: string }> {
+  if (launchUnderTest()?.kind !== 'command') return liveProcesses();
+  // The same reading of /proc as liveProcesses(), in plain JavaScript for the Node over there.
+  const script = `const fs = require('node:fs'); const found = [];
+    for (const entry of fs.readdirSync('/proc')) {
+      if (!/^\\d+$/.test(entry)) continue;
+      try {
+        const stat = fs.readFileSync('/proc/' + entry + '/stat', 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        if (fields[0] !== 'Z') found.push({ pid: Number(entry), pgid: Number(fields[2]), command: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) });
+      } catch {}
+    }
+    process.stdout.write(JSON.stringify(found));`;
+  return JSON.parse(onCarrierSide(script)) as Array<{ pid: number; pgid: number; command: string }>;
+}
+
+/** The files cgroup detection reads (carrier/protocol/resources/cgroup.ts), as the relay or host that makes a carrier's cgroup sees them. */
+export function carrierSideCgroupFiles(): CgroupFiles {
+  const local: CgroupFiles = {
+    read: (path) => {
+      try {
+        return readFileSync(path, 'utf8');
+      } catch {
+        return undefined;
+      }
+    },
+    writable: (path) => {
+      try {
+        accessSync(path, constants.W_OK);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+  if (launchUnderTest()?.kind !== 'command') return local;
+  return {
+    read: (path) => JSON.parse(onCarrierSide(`try { process.stdout.write(JSON.stringify(require('node:fs').readFileSync(${JSON.stringify(path)}, 'utf8'))) } catch { process.stdout.write('null') }`)) ?? undefined,
+    writable: (path) => onCarrierSide(`const fs = require('node:fs'); try { fs.accessSync(${JSON.stringify(path)}, fs.constants.W_OK); process.stdout.write('yes') } catch { process.stdout.write('no') }`) === 'yes',
+  };
+}
+
 /** What a sandbox report adds for the launch under test: a remote launch says where it was enforced. */
 export function reportLocation(): { location?: 'remote' } {
   const launch = launchUnderTest();
@@ -161,6 +238,7 @@ export function reportLocation(): { location?: 'remote' } {
 /** How a sandbox-unavailable message starts for the launch under test: a remote one names the far side. */
 export function unavailablePrefix(): string {
   const launch = launchUnderTest();
+  if (launch?.kind === 'command') return `on the far side (command ${launch.command.join(' ')}): `;
   if (launch?.kind !== 'ssh') return '';
   return `on the far side (ssh ${launch.destination}${launch.port !== undefined ? ` (port ${launch.port})` : ''}): `;
 }

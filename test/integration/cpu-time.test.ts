@@ -2,11 +2,13 @@
 // one run, sampled by the host. A hot loop is stopped as a timeout that names the budget, also
 // behind a pending binding call and in a child process; waiting is free; retained runs count
 // from their own start, and a CPU timeout ends the environment. Through the ssh launch the relay
-// measures and kills on the far side, with the same expectations.
+// measures and kills on the far side, with the same expectations; so through `podman exec -i` into
+// a container (launch: podman), where a child's pid is the container's, looked up there.
+// launch: podman (test/run.ts runs this suite again through the container of test/helpers/podman.sh)
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
-import { createTestRuntime, liveProcesses, reportLocation, waitUntil, withoutWarm } from '../helpers/runtime.ts';
+import { carrierSideProcesses, createTestRuntime, reportLocation, waitUntil, withoutWarm } from '../helpers/runtime.ts';
 
 /** Time for the kernel to finish a death the host has already caused; not a speed assertion. */
 const SETTLE_MS = 2_000;
@@ -97,7 +99,7 @@ test('per-call: CPU burnt by a child process counts, and the child is killed wit
   const first = result.output[0];
   assert.ok(first?.type === 'text');
   const child = Number(first.text);
-  const gone = await waitUntil(() => !liveProcesses().some((entry) => entry.pid === child), SETTLE_MS);
+  const gone = await waitUntil(() => !carrierSideProcesses().some((entry) => entry.pid === child), SETTLE_MS);
   assert.ok(gone, `the CPU-burning child ${child} survived`);
 });
 

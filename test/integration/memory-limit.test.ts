@@ -3,14 +3,16 @@
 // is worker-exit naming it; every result says what enforced it (sandbox.memory). On this kind of
 // machine that is a cgroup where the host can make one, else the /proc watchdog; the expectation
 // follows the same detection. Through the ssh launch the relay enforces it on the far side, which
-// here is this machine again, so the same detection holds there.
-import { accessSync, constants, readFileSync } from 'node:fs';
+// here is this machine again, so the same detection holds there. Through `podman exec -i` into a
+// container (launch: podman) the detection reads the container's files, and a program's pids are
+// the container's, looked up there.
+// launch: podman (test/run.ts runs this suite again through the container of test/helpers/podman.sh)
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
 import { createRuntime } from '../../host/index.ts';
 import { findCgroupBase } from '../../carrier/protocol/resources/cgroup.ts';
-import { createTestRuntime, liveProcesses, reportLocation, waitUntil, withoutWarm } from '../helpers/runtime.ts';
+import { carrierSideCgroupFiles, carrierSideProcesses, createTestRuntime, reportLocation, waitUntil, withoutWarm } from '../helpers/runtime.ts';
 
 /** Time for the kernel to finish a death the host has already caused; not a speed assertion. */
 const SETTLE_MS = 2_000;
@@ -27,24 +29,8 @@ function runtimeWith(config: RuntimeConfig = {}): Runtime {
 }
 
 const LIMIT = 200;
-/** What this machine offers, found the way the host finds it. */
-const MECHANISM = 'directory' in findCgroupBase({
-  read: (path) => {
-    try {
-      return readFileSync(path, 'utf8');
-    } catch {
-      return undefined;
-    }
-  },
-  writable: (path) => {
-    try {
-      accessSync(path, constants.W_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  },
-}) ? 'cgroup' : 'watchdog';
+/** What the carrier's side offers (this machine, or the container), found the way the host or relay finds it. */
+const MECHANISM = 'directory' in findCgroupBase(carrierSideCgroupFiles()) ? 'cgroup' : 'watchdog';
 
 function failure(result: RunResult) {
   assert.is(result.status, 'failed', JSON.stringify(result).slice(0, 1000));
@@ -96,7 +82,7 @@ test('per-call: memory of a child process counts, and the child is killed with t
   const first = result.output[0];
   assert.ok(first?.type === 'text', JSON.stringify(result.output));
   const child = Number(first.text);
-  const gone = await waitUntil(() => !liveProcesses().some((entry) => entry.pid === child), SETTLE_MS);
+  const gone = await waitUntil(() => !carrierSideProcesses().some((entry) => entry.pid === child), SETTLE_MS);
   assert.ok(gone, `the growing child ${child} survived`);
 });
 
@@ -146,7 +132,7 @@ test('scoped REPL: memory a timer grows between runs ends the idle environment, 
   const run = (program: string) => runtime.run(runtime.resolve({ program, stateOwner: owner }));
   // The run returns at once; its timer keeps growing native memory after it (to 640 MiB, then stops).
   const carrier = value(await run("const kept = []; const grow = setInterval(() => { kept.push(Buffer.alloc(16 * 1024 * 1024, 1)); if (kept.length === 40) clearInterval(grow); }, 20); process.pid")) as number;
-  const gone = await waitUntil(() => !liveProcesses().some((entry) => entry.pid === carrier), 30_000);
+  const gone = await waitUntil(() => !carrierSideProcesses().some((entry) => entry.pid === carrier), 30_000);
   assert.ok(gone, `the idle carrier ${carrier} grew past the limit and was not killed`);
   const next = await run('typeof kept');
   assert.is(value(next), 'undefined');

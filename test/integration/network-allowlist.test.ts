@@ -3,7 +3,9 @@
 // result reports what was allowed and denied. Every server listens on the host's loopback, which
 // the sandbox can reach only through the proxy. Through the ssh launch (and a command prefix, the
 // last test) the proxy stays on the host and the relay carries the far sandbox's connections to it,
-// so the same servers, rules, counts and messages hold.
+// so the same servers, rules, counts and messages hold; so through `podman exec -i` into a
+// container without a network of its own (launch: podman), whose bubblewrap confines the carrier.
+// launch: podman (test/run.ts runs this suite again through the container of test/helpers/podman.sh)
 import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
@@ -14,7 +16,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig, SandboxPolicy } from '../../host/index.ts';
-import { createTestRuntime, launchUnderTest, reportLocation, repoRoot, withoutWarm } from '../helpers/runtime.ts';
+import { createTestRuntime, launchUnderTest, reportLocation, repoRoot, unavailablePrefix, withoutWarm } from '../helpers/runtime.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/network');
 const workspace = realpathSync(mkdtempSync(join('/var/tmp', 'ptc-network-')));
@@ -85,10 +87,7 @@ const loopbackDenied = (port: number) => `blocked by ptc network policy: 127.0.0
 const notListed = (host: string, port: number) => `blocked by ptc network policy: ${host}:${port} is not allowed (default: not in allowlist)`;
 const bwrapReport = (network: unknown, denied: boolean) => ({ mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network, ...reportLocation(), denied, memory: 'none', disk: 'watchdog' });
 /** How a refusal of the far side's plan reads: prefixed with where it was made. */
-const farSide = (message: string): string => {
-  const launch = launchUnderTest();
-  return launch?.kind === 'ssh' ? `on the far side (ssh ${launch.destination} (port ${launch.port})): ${message}` : message;
-};
+const farSide = (message: string): string => `${unavailablePrefix()}${message}`;
 
 /** A program that fetches each URL and returns its body, or the error message it failed with. */
 const fetchAll = (urls: string[]) => `
