@@ -30,7 +30,10 @@ export function limitsUnavailable(field: 'cpuTimeMs' | 'maxMemoryMb'): string | 
 export function relayLimits(pid: number, maxMemoryMb: number | null, send: (type: 'T' | 'M', payload: Buffer) => void, kill: () => void): RelayLimits {
   // The disk is the relay's own watch (relay.ts), so this guard measures CPU and memory only.
   const guard = new ResourceGuard(pid, { maxMemoryMb, maxDiskMb: null, writable: [] }, () => {
-    send('M', Buffer.from(guard.overLimit()?.message ?? `the carrier's process tree went over its maxMemoryMb limit of ${maxMemoryMb} MiB`));
+    const message = guard.overLimit()?.message ?? `the carrier's process tree went over its maxMemoryMb limit of ${maxMemoryMb} MiB`;
+    // `idle`: no run had begun here (the host sends W ahead of a run's request), so a request the
+    // host has sent since never reached the carrier, and the host may run it in a fresh one.
+    send('M', Buffer.from(JSON.stringify({ message, idle: watch === undefined })));
     kill();
   });
   let watch: ReturnType<ResourceGuard['watch']> | undefined;

@@ -109,6 +109,8 @@ export class Environment {
   #exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   #lost: string | undefined;
   #terminated: Promise<void> | undefined;
+  /** Whether a run was sent to a carrier that its relay had already killed while idle (see limits). */
+  #unreached = false;
   /** Whether the environment initializer has run (retained environments only). */
   initialized = false;
   /** Whether the next run waits for no boot: a booted carrier from the pool, or one that has served a run. */
@@ -128,9 +130,15 @@ export class Environment {
     // A remote carrier's tree is on its machine: its relay watches the disk (and the rest) there.
     const remote = report.location === 'remote';
     const limits = { maxMemoryMb: config.maxMemoryMb, maxDiskMb: remote ? null : config.maxDiskMb, writable: carrier.writable };
-    this.#resources = carrier.connection.limits(limits, () => {
-      if (this.#hooks) carrier.connection.kill();
-      else this.#loseIdle(`${this.#resources.overLimit()!.message} while idle`);
+    // A relay far away may find the tree over its limit while idle after this host has sent the
+    // next run (beforeRun): that run never reached the carrier, and its owner runs it in a fresh one.
+    this.#resources = carrier.connection.limits(limits, (beforeRun) => {
+      if (!this.#hooks) return this.#loseIdle(`${this.#resources.overLimit()!.message} while idle`);
+      if (beforeRun === true) {
+        this.#lost ??= `${this.#resources.overLimit()!.message} while idle`;
+        this.#unreached = true;
+      }
+      carrier.connection.kill();
     });
     this.#disk = remote ? (config.maxDiskMb === null ? 'none' : 'watchdog') : this.#resources.disk;
     carrier.attach({
@@ -206,7 +214,9 @@ export class Environment {
    * Runs one program. Resolves with the result and whether the environment can serve another run;
    * a temporary environment is terminated before this resolves, a lost retained one too.
    */
-  async run(execution: Execution, initializer?: string): Promise<{ result: RunResult; usable: boolean }> {
+  /** `unreached`: the run never reached the carrier, which was lost while idle (`lost` says why);
+   * the caller may run it again in a fresh environment. */
+  async run(execution: Execution, initializer?: string): Promise<{ result: RunResult; usable: boolean; unreached?: true }> {
     const config = this.#config;
     const ledger = new OutputLedger(config.maxOutputBytes);
     const sandbox: SandboxReport = { ...this.report, denied: false, memory: this.#resources.memory, disk: this.#disk };
@@ -519,7 +529,7 @@ export class Environment {
         await this.terminate();
       }
     }
-    return { result, usable };
+    return this.#unreached ? { result, usable: false, unreached: true } : { result, usable };
   }
 
   /** Why the tree died for a limit: this host's watch, or the relay's for a remote carrier. */

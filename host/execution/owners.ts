@@ -219,9 +219,17 @@ export class Executor {
       await this.#evictOverLimit(owned);
     }
     const environment = (owned.environment ??= this.#newEnvironment(recipe, true));
-    const { result, usable } = fresh && !environment.initialized
+    const { result, usable, unreached } = fresh && !environment.initialized
       ? await this.#initializing((initializer) => environment.run(execution, initializer))
       : await environment.run(execution);
+    if (unreached && !fresh) {
+      // Lost while idle before the run reached it (a remote relay's memory watchdog): as if the
+      // loss had been seen before the run, it runs in a fresh environment that says why.
+      owned.environment = undefined;
+      owned.replaced = `the previous environment was lost: ${environment.lost}`;
+      await environment.terminate();
+      return this.#runRetained(owned, execution, recipe, []);
+    }
     if (fresh) replenish(recipe);
     result.environment = { fresh, ...(owned.replaced !== undefined && fresh ? { replaced: owned.replaced } : {}) };
     if (fresh) owned.replaced = undefined;

@@ -31,7 +31,9 @@ export interface CarrierConnection {
   readonly settled: Promise<void>;
   /** The CPU budget and memory limit of the carrier's tree, measured where the tree is; call once,
    * before its first run. Over the memory limit the tree is killed and `kill` is called. */
-  limits(limits: TreeLimits, kill: () => void): ResourceLimits;
+  /** `kill` is called when the tree is over its memory limit; `beforeRun` says a relay found it so
+   * before the run the host had just sent reached the carrier (the request was still on its way). */
+  limits(limits: TreeLimits, kill: (beforeRun?: boolean) => void): ResourceLimits;
   /** Kills the carrier and everything it started; idempotent, synchronous, safe after exit. */
   kill(): void;
   /** Hands over, synchronously, bytes already written to stdout/stderr but not yet read. Where

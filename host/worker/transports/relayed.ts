@@ -67,7 +67,7 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
   const queued: Buffer[] = [];
   // The limits are measured by the relay (carrier/relay/limits.ts); these hear what it found.
   let overMemory: string | undefined;
-  let onMemoryOver: (() => void) | undefined;
+  let onMemoryOver: ((beforeRun: boolean) => void) | undefined;
   let onCpuOverrun: ((overrun: CpuOverrun) => void) | undefined;
   const streams = createMuxStreams((type, payload) => send(muxFrame(type, payload)));
 
@@ -123,8 +123,12 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
             onCpuOverrun = undefined;
             if (Number.isSafeInteger(overrun.usedMs) && Number.isSafeInteger(overrun.budgetMs)) listener?.({ usedMs: overrun.usedMs, budgetMs: overrun.budgetMs });
           } else if (type === 'M') {
-            overMemory ??= payload.toString('utf8');
-            onMemoryOver?.();
+            // The message, and whether the relay had been told of no run yet (a run request the host
+            // sent may still be on its way, and never reached the carrier).
+            const { message, idle } = parseJson(payload) as { message?: unknown; idle?: unknown };
+            if (typeof message !== 'string') return broken('the relay sent an "M" frame without a message');
+            overMemory ??= message.slice(0, TRANSPORT_TAIL_BYTES);
+            onMemoryOver?.(idle === true);
           } else if (type === 'N' && options.connectProxy !== undefined && payload.length === 4) {
             if (!streams.add(payload.readUInt32BE(0), options.connectProxy())) broken(`the relay opened network stream ${payload.readUInt32BE(0)} twice`);
           } else if ((type === 'B' || type === 'A' || type === 'Z') && options.connectProxy !== undefined) {
