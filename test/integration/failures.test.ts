@@ -212,12 +212,12 @@ test('worker-exit: a missing launch executable is named in the failure', async (
 
 // ---------------------------------------------------------------- protocol
 
-// Frame 0 is the carrier's `started` notice; a program's own bytes start at frame 1.
+// A run without a CPU budget sends no `started` notice: a program's own bytes are frame 0.
 const FORGED = (frame: number) => `forged control message: frame ${frame} does not carry the carrier's authentication code (a program wrote to the control channel, or a frame was replayed, dropped or corrupted)`;
 
 test('protocol: garbage on the control channel', async () => {
   const result = await runProgram(`(await import('node:fs')).writeSync(3, 'garbage\\n'); ${WAIT_FOREVER}`);
-  assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(0) }, output: [], sandbox: SANDBOX });
 });
 
 test('protocol: a frame longer than maxMessageBytes and its envelope', async () => {
@@ -235,7 +235,7 @@ test('protocol: a frame longer than maxMessageBytes and its envelope', async () 
 test('protocol: a well-formed frame calling an unknown method is forged', async () => {
   const frame = JSON.stringify({ t: 'q', i: 'forged-1', m: 'shell', a: ['rm -rf /'] });
   const result = await runProgram(`(await import('node:fs')).writeSync(3, ${JSON.stringify(`${frame}\n`)}); ${WAIT_FOREVER}`);
-  assert.equal(failure(result), { kind: 'protocol', message: FORGED(1) });
+  assert.equal(failure(result), { kind: 'protocol', message: FORGED(0) });
 });
 
 test('protocol: a handshake with another revision names both revisions', async () => {

@@ -114,9 +114,9 @@ for (const [name, line] of FORGERIES) {
     let calls = 0;
     const program = `inspect('working'); ${writeFd3(line)} await new Promise((resolve) => setTimeout(resolve, 100)); return 42;`;
     const result = await runProgram(program, { timeoutMs: 10_000, bindings: { count: async () => ++calls } });
-    // Frame 0 is the carrier's `started` notice and frame 1 the genuine output; the forged bytes
-    // start frame 2 (half a frame swallows the genuine reply that follows it into the same line).
-    assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(2) }, output: [{ type: 'text', text: 'working\n' }], sandbox: SANDBOX });
+    // Frame 0 is the genuine output (no `started` notice without a CPU budget); the forged bytes
+    // start frame 1 (half a frame swallows the genuine reply that follows it into the same line).
+    assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [{ type: 'text', text: 'working\n' }], sandbox: SANDBOX });
     assert.is(calls, 0, 'a forged invoke reached the binding');
   });
 }
@@ -128,8 +128,8 @@ test('forged frames: fifty forged invokes never reach the binding', async () => 
     timeoutMs: 10_000,
     bindings: { count: async () => ++calls },
   });
-  // Frame 0 is the carrier's `started` notice.
-  assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [], sandbox: SANDBOX });
+  // No `started` notice without a CPU budget: the forged bytes are frame 0.
+  assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(0) }, output: [], sandbox: SANDBOX });
   assert.is(calls, 0);
 });
 
@@ -170,7 +170,7 @@ inspect('once');
 await new Promise((resolve) => setTimeout(resolve, 100));
 return seen.length;`;
   const result = await runProgram(program, { timeoutMs: 10_000, bindings: HOLD });
-  assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(3) }, output: [{ type: 'text', text: 'once\n' }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(2) }, output: [{ type: 'text', text: 'once\n' }], sandbox: SANDBOX });
 });
 
 // ---------------------------------------------------------------- late binding replies
