@@ -7,6 +7,7 @@
 // is; a busy one never is. When every one is busy, a new owner's environment starts anyway and
 // the excess is released as runs end (the least recently used idle one each time). An owner's
 // sandbox policy is fixed while its environment lives (owner-policy.ts).
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProgramFormat } from '../../carrier/protocol/messages.ts';
 import type { ResolvedConfig } from './settings.ts';
 import { confine, type CarrierRecipe } from '../worker/confinement.ts';
@@ -15,6 +16,9 @@ import { ownerPolicy, policyChangeRefused, policyChangeReplaced, policyDifferenc
 import { abortedBeforeStart, Environment, sandboxUnavailable, type Execution, type RunResult } from './environment.ts';
 import type { SandboxPolicy } from '../sandbox/index.ts';
 import { replenish, runBegins, takeCarrier } from '../worker/pool.ts';
+
+/** How long a run waits for an exited transport's last bytes (its exit frame) before going on. */
+const TRANSPORT_END_WAIT_MS = 2_000;
 
 export type { Execution, RunResult, SandboxReport, EnvironmentReport } from './environment.ts';
 
@@ -123,6 +127,10 @@ export class Executor {
     owned.idleTimer = undefined;
     owned.used = ++this.#clock;
     try {
+      // A transport whose process has exited (an SSH connection that dropped while idle) is read
+      // to its end first, so this run finds the environment lost, and why, instead of sending into it.
+      const connection = owned.environment?.carrier.connection;
+      if (connection?.ending === true) await Promise.race([connection.settled, sleep(TRANSPORT_END_WAIT_MS, undefined, { ref: false })]);
       // A live environment keeps its policy; a lost one is replaced anyway, under the run's own.
       const live = owned.environment !== undefined && owned.environment.lost === undefined ? owned.recipe : undefined;
       const elsewhere = isRemoteLaunch(this.#config.launch);

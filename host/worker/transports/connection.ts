@@ -29,10 +29,13 @@ export interface CarrierConnection {
   onStartFailure(listener: (message: string) => void): void;
   /** Resolves once the carrier has exited (or never started) and its stdio has closed. */
   readonly settled: Promise<void>;
+  /** The transport's own process has exited (ssh, a command prefix; seen even before this host
+   * reaps it) while its end may still be unread: `settled` soon says how it ended. Absent for a
+   * local child. */
+  readonly ending?: boolean;
   /** The CPU budget and memory limit of the carrier's tree, measured where the tree is; call once,
-   * before its first run. Over the memory limit the tree is killed and `kill` is called. */
-  /** `kill` is called when the tree is over its memory limit; `beforeRun` says a relay found it so
-   * before the run the host had just sent reached the carrier (the request was still on its way). */
+   * before its first run. Over the memory limit the tree is killed and `kill` is called; `beforeRun`
+   * says a relay found it so before the run the host had just sent reached the carrier. */
   limits(limits: TreeLimits, kill: (beforeRun?: boolean) => void): ResourceLimits;
   /** Kills the carrier and everything it started; idempotent, synchronous, safe after exit. */
   kill(): void;

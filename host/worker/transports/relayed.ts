@@ -5,6 +5,7 @@
 // above cannot tell the difference. The transport's own stderr (ssh's diagnostics) is kept apart
 // as a bounded tail for failures.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { Duplex, PassThrough } from 'node:stream';
 import { createMuxReader, muxChunks, muxFrame, type RelayHello, type RelayStart } from '../../../carrier/protocol/mux.ts';
@@ -68,6 +69,7 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
   // The limits are measured by the relay (carrier/relay/limits.ts); these hear what it found.
   let overMemory: string | undefined;
   let onMemoryOver: ((beforeRun: boolean) => void) | undefined;
+  let transportExited = false;
   let onCpuOverrun: ((overrun: CpuOverrun) => void) | undefined;
   const streams = createMuxStreams((type, payload) => send(muxFrame(type, payload)));
 
@@ -154,6 +156,9 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
           resolveSettled();
         }
       });
+      child.once('exit', () => {
+        transportExited = true;
+      });
       child.once('close', (code, signal) => {
         clearInterval(keepalive);
         if (hello === undefined) {
@@ -190,6 +195,9 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
     overLimit: () => limitReason,
     get lost() {
       return lost;
+    },
+    get ending() {
+      return transportExited || (transport?.pid !== undefined && exitedUnreaped(transport.pid));
     },
     onExit: (listener) => void exitListeners.push(listener),
     onStartFailure: (listener) => void failureListeners.push(listener),
@@ -249,6 +257,18 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
 
 function unrefChild(child: ChildProcess): void {
   for (const handle of [child, child.stdin, child.stdout, child.stderr]) (handle as { unref?: () => void } | null)?.unref?.();
+}
+
+/** Whether process `pid` has exited but is not reaped yet (a zombie: this host has not yet
+ * handled its SIGCHLD). False where /proc cannot tell. */
+function exitedUnreaped(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    // The state follows the command name, which is in parentheses and may contain any byte.
+    return stat.charAt(stat.lastIndexOf(')') + 2) === 'Z';
+  } catch {
+    return false;
+  }
 }
 
 function parseJson(payload: Buffer): unknown {
