@@ -42,6 +42,10 @@ export interface Channel {
   host: HostLink;
   /** Notices a run that nothing can settle any more (stall.ts). */
   stalls: StallWatch;
+  /** Whether any frame from the host has arrived. */
+  requested(): boolean;
+  /** Encodes and signs the reply a run with this outcome would send, and sends nothing (carrier.ts' rehearsal). */
+  rehearse(outcome: unknown): void;
 }
 
 /** Adopts the inherited control socket, sends the handshake and starts RPC. */
@@ -101,7 +105,9 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
     },
   );
   const stalls = createStallWatch(socket, () => rpc.inFlight());
+  let requested = false;
   deliver = (line) => {
+    requested = true;
     rpc.receive(decodeHostFrame(line));
     stalls.update();
   };
@@ -118,8 +124,16 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
     invoke: (name, args) => call('invoke', [name, args]) as ReturnType<HostLink['invoke']>,
     registerImage: (path, identity, pixels) => call('registerImage', [path, identity, pixels]) as ReturnType<HostLink['registerImage']>,
   } as HostLink;
-  return { host, stalls };
+  const rehearse = (outcome: unknown): void => {
+    decodeHostFrame(REHEARSED_REQUEST);
+    const body = serialize({ __proto__: null, t: 's', i: '0', r: outcome } as Record<string, unknown>);
+    mac.sign(seq, body);
+  };
+  return { host, stalls, requested: () => requested, rehearse };
 }
+
+/** A run request's frame as the host writes one, for the rehearsal's decoding. */
+const REHEARSED_REQUEST = new TextEncoder().encode('{"t":"q","i":"0","m":"run","a":[{"format":"async-function","retain":false,"program":"return 1","filename":"[rehearsal]"}]}');
 
 /** A host frame: the envelope, and the JSON text of a binding result after the separator. */
 function decodeHostFrame(line: Uint8Array): unknown {

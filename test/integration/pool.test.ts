@@ -4,6 +4,7 @@
 // says whether its run took a booted carrier (`warm`).
 // launch: source only (the pool is the host's; the carriers must be this host's children, as the
 // program sees its pid, and the launch does not change what is pooled).
+import { execFileSync } from 'node:child_process';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createRuntime } from '../../host/index.ts';
@@ -181,6 +182,43 @@ test('without a pool every run boots its own carrier and says so', async () => {
     assert.is((await run(retained, { stateOwner: owner })).warm, true);
   } finally {
     await Promise.all([runtime.dispose(), retained.dispose()]);
+  }
+});
+
+test("a pooled carrier's rehearsal leaves nothing its first run can see: globals, cwd, output, stack, denials", async () => {
+  const runtime = createTestRuntime({ timeoutMs: 20_000 });
+  try {
+    await runtime.warmUp();
+    // The rehearsal runs in the turn after the handshake; by now it is long over.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    {
+      const spec = runtime.resolve({
+        program: `return { names: Object.getOwnPropertyNames(globalThis), cwd: process.cwd(), stack: new Error('here').stack, exitListeners: process.listenerCount('exit') }`,
+      });
+      const result = await runtime.run(spec);
+      assert.is(result.status, 'ok', JSON.stringify(result));
+      if (result.status !== 'ok') return;
+      assert.is(result.warm, true);
+      assert.equal(result.output, []);
+      assert.is(result.sandbox.denied, false);
+      const seen = result.value as { names: string[]; cwd: string; stack: string; exitListeners: number };
+      assert.is(seen.cwd, spec.cwd);
+      assert.not.match(seen.stack, /rehearsal/);
+      // The same Node's own globals, plus exactly the three ptc defines.
+      const own = JSON.parse(execFileSync(process.execPath, ['-e', 'process.stdout.write(JSON.stringify(Object.getOwnPropertyNames(globalThis)))'], { encoding: 'utf8' })) as string[];
+      assert.equal(seen.names.filter((name) => !own.includes(name)).sort(), ['BindingError', 'Image', 'inspect']);
+      // A cold carrier's first run (no spare: the request may come before or after its rehearsal) sees the same.
+      const cold = createTestRuntime({ timeoutMs: 20_000, prestartCarrier: false });
+      try {
+        const coldResult = await cold.run(cold.resolve({ program: `return { names: Object.getOwnPropertyNames(globalThis), exitListeners: process.listenerCount('exit') }` }));
+        assert.is(coldResult.status, 'ok', JSON.stringify(coldResult));
+        assert.equal((coldResult as { value: unknown }).value, { names: seen.names, exitListeners: seen.exitListeners });
+      } finally {
+        await cold.dispose();
+      }
+    }
+  } finally {
+    await runtime.dispose();
   }
 });
 
