@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createRuntime, type Runtime, type RuntimeConfig } from '../../host/index.ts';
+import { DEFAULT_POOL } from '../../host/runtime/config.ts';
 import { bareNode, rawPingRate, rawPipe } from './floors.ts';
 import { interleave, median, SETTLE_MS } from './stats.ts';
 
@@ -218,7 +219,7 @@ export async function poolRows(): Promise<PoolRow[]> {
   const sized = await burst({ min: 1, max: 20 });
   rows.push(row(`burst of 20 back-to-back run(), warm pool (pool.max 20), ${CARRIER}: runs that booted`, `${sized} of 20`, '20 runs', sized / 20, { max: 0 }));
   const defaults = await burst(undefined);
-  rows.push(row(`the same with the default pool (max 4): runs that booted`, `${defaults} of 20`, '20 runs', defaults / 20, { max: 0 }));
+  rows.push(row(`the same with the default pool (max ${DEFAULT_POOL.max}): runs that booted`, `${defaults} of 20`, '20 runs', defaults / 20, { max: 0 }));
   rows.push(...(await perCall()));
   rows.push(await bindingCalls());
   rows.push(await roundTrip());
