@@ -132,7 +132,7 @@ const UNHEARD: HostLink = unthenable({
  * request that arrived first is not held, and none can arrive while it runs.
  */
 function rehearse(channel: ReturnType<typeof openChannel>): void {
-  if (active !== undefined || channel.requested()) return;
+  if (channel.requested()) return;
   let cwd: string;
   try {
     cwd = process.cwd();

@@ -125,7 +125,7 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
     registerImage: (path, identity, pixels) => call('registerImage', [path, identity, pixels]) as ReturnType<HostLink['registerImage']>,
   } as HostLink;
   const rehearse = (outcome: unknown): void => {
-    decodeHostFrame(REHEARSED_REQUEST);
+    decodeHostFrame(new TextEncoder().encode(REHEARSED_REQUEST));
     const body = serialize({ __proto__: null, t: 's', i: '0', r: outcome } as Record<string, unknown>);
     mac.sign(seq, body);
   };
@@ -133,7 +133,7 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
 }
 
 /** A run request's frame as the host writes one, for the rehearsal's decoding. */
-const REHEARSED_REQUEST = new TextEncoder().encode('{"t":"q","i":"0","m":"run","a":[{"format":"async-function","retain":false,"program":"return 1","filename":"[rehearsal]"}]}');
+const REHEARSED_REQUEST = '{"t":"q","i":"0","m":"run","a":[{"format":"async-function","retain":false,"program":"return 1","filename":"[rehearsal]"}]}';
 
 /** A host frame: the envelope, and the JSON text of a binding result after the separator. */
 function decodeHostFrame(line: Uint8Array): unknown {
