@@ -37,6 +37,26 @@ const textDecode = TextDecoder.prototype.decode;
 const decode = (bytes: Uint8Array): string => apply(textDecode, textDecoder, [bytes]) as string;
 const mathMax = Math.max;
 const isNativeError = types.isNativeError;
+// Captured at load: a program may replace Atomics.wait or process.reallyExit in its realm.
+const atomicsWait = Atomics.wait;
+const exitNow = (process as unknown as { reallyExit: (code: number) => never }).reallyExit;
+/**
+ * How long a per-call carrier that has sent its result waits for the host's kill before it exits
+ * by itself: past this the host is gone or stuck, and the carrier must not outlive it.
+ */
+export const HALT_MS = 60_000;
+
+/**
+ * Stops this thread for good once a per-call run's reply is written: no timer, I/O callback or
+ * microtask of the program runs after the result it sent, and the host's kill finds the carrier's
+ * tree intact (every child still linked to it, so the walk of /proc reaches them). The host kills
+ * the process after it has delivered the result (host/worker/carrier.ts); a host that never does
+ * is gone, and the carrier then exits rather than wait on.
+ */
+function halt(): never {
+  atomicsWait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, HALT_MS);
+  exitNow(0);
+}
 
 export interface Channel {
   host: HostLink;
@@ -59,6 +79,8 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
   let seq = 0;
   // The run in progress says how large one control message may be; nothing big is sent before it.
   let maxMessageBytes = Infinity;
+  // Whether the run in progress is a per-call one: its reply is the last thing this carrier does.
+  let lastRun = false;
 
   const hello: Handshake = { t: 'hello', revision: PROTOCOL_REVISION, node: process.version, capabilities, key };
   write(`${encodeJson(hello, 'handshake')}\n`);
@@ -95,6 +117,7 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
       __proto__: null,
       run: (request: RunRequest) => {
         maxMessageBytes = request.maxMessageBytes;
+        lastRun = request.retain !== true;
         return methods.run(request);
       },
       revoke: methods.revoke,
@@ -102,6 +125,8 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
     (message) => {
       const body = serialize(message);
       write(`${mac.sign(seq++, body)} ${body}\n`);
+      // The carrier replies to nothing but `run` (`revoke` is one-way), so this is the run's reply.
+      if (message.t === 's' && lastRun) halt();
     },
   );
   const stalls = createStallWatch(socket, () => rpc.inFlight());

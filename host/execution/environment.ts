@@ -164,9 +164,9 @@ export class Environment {
     return this.#lost ?? (this.#exit !== undefined ? `its process ${describeHow(this.#exit.code, this.#exit.signal)}` : undefined);
   }
 
-  /** Kills the process group and waits for the pipes (idempotent). */
-  terminate(): Promise<void> {
-    this.#terminated ??= this.carrier.terminate(this.#config.graceMs).then(() => this.#resources.release());
+  /** Kills the process group and waits for the pipes (idempotent); `afterResult`: see Carrier.terminate. */
+  terminate(afterResult = false): Promise<void> {
+    this.#terminated ??= this.carrier.terminate(this.#config.graceMs, afterResult).then(() => this.#resources.release());
     return this.#terminated;
   }
 
@@ -489,10 +489,11 @@ export class Environment {
     if (!usable || outcome?.status === 'exception' && outcome.initializer) {
       usable = false;
       // A temporary run that completed needs nothing more from its process: what it and its
-      // children wrote before the completion was taken from the pipes with it, and the kill goes
-      // out now. The wait for the exit, the pipes and the cleanup stays off the result's path;
-      // dispose() waits for it. Any other end waits here: its exit status may be the diagnostic.
-      if (!this.retained && failure === undefined) void this.terminate();
+      // children wrote before the completion was taken from the pipes with it, and the carrier
+      // halted when it replied. The kill goes out once the caller has the result; it, the wait for
+      // the exit, the pipes and the cleanup stay off the result's path, and dispose() waits for
+      // them. Any other end waits here: its exit status may be the diagnostic.
+      if (!this.retained && failure === undefined) void this.terminate(true);
       else await this.terminate();
     }
 

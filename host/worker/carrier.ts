@@ -283,14 +283,22 @@ export class Carrier {
     this.#control.destroy();
   }
 
-  /** Kills the carrier's process group and waits (up to graceMs) for the process and its pipes to close. */
-  async terminate(graceMs: number): Promise<void> {
-    // Kill before closing the channel: a closed channel makes the carrier exit by itself, and its
-    // children would be orphaned (out of reach of the tree walk) before the kill could find them.
-    this.connection.kill();
-    this.close();
+  /**
+   * Kills the carrier's process group and waits (up to graceMs) for the process and its pipes to
+   * close. `afterResult`: the kill goes out in the host's next turn, after the caller has had the
+   * result of a per-call run. That carrier halted when it sent its reply (carrier/channel.ts), so
+   * it runs nothing meanwhile; the kill's walk of /proc and the dying process's teardown, which
+   * takes the CPU from the host for about a millisecond, are then off the path the caller waits on.
+   * A host that exits first kills it on its way out, as it does any carrier being terminated.
+   */
+  async terminate(graceMs: number, afterResult = false): Promise<void> {
     ending.add(this);
     try {
+      if (afterResult) await new Promise((resolve) => setImmediate(resolve));
+      // Kill before closing the channel: a closed channel makes the carrier exit by itself, and its
+      // children would be orphaned (out of reach of the tree walk) before the kill could find them.
+      this.connection.kill();
+      this.close();
       await this.#awaitEnd(graceMs);
     } finally {
       ending.delete(this);

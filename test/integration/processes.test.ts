@@ -80,6 +80,46 @@ test('completion kills a descendant that holds the carrier stdout and stderr', a
   await assertNoZombieChildren();
 });
 
+test('a per-call program runs nothing after its result: its immediates, timers and I/O callbacks never fire', async () => {
+  // Before the carrier halted at its reply, setImmediate ran in the turn the reply was written,
+  // before the host had even read it, let alone killed the carrier.
+  const dir = mkdtempSync(join(tmpdir(), 'ptc-late-'));
+  try {
+    for (let round = 0; round < 5; round++) {
+      const result = await runProgram(`
+        const fs = await import('node:fs');
+        const mark = (how) => fs.writeFileSync(${JSON.stringify(dir)} + '/' + how + '-${round}', '');
+        setImmediate(() => mark('immediate'));
+        setTimeout(() => mark('timeout'), 0);
+        fs.stat('.', () => mark('io'));
+        Promise.resolve().then(() => setImmediate(() => mark('chained')));
+        return 'done';
+      `);
+      assert.equal(result.status, 'ok', JSON.stringify(result));
+      assert.is((result as Extract<RunResult, { status: 'ok' }>).value, 'done');
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(readdirSync(dir), [], 'callbacks ran after the result');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a retained program goes on running between runs (only a per-call carrier halts at its result)', async () => {
+  const runtime = createTestRuntime({ executionMode: 'persistent-in-memory', timeoutMs: 20_000 });
+  const owner = {};
+  try {
+    const first = await runtime.run(runtime.resolve({ program: 'var ticks = 0; setInterval(() => ticks++, 5); 1', stateOwner: owner }));
+    assert.is(first.status, 'ok', JSON.stringify(first));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const second = await runtime.run(runtime.resolve({ program: 'ticks', stateOwner: owner }));
+    assert.is(second.status, 'ok', JSON.stringify(second));
+    assert.ok(((second as Extract<RunResult, { status: 'ok' }>).value as number) > 0, JSON.stringify(second));
+  } finally {
+    await runtime.dispose();
+  }
+});
+
 test('timeout kills the group while the program loops forever', async () => {
   const result = await runProgram(`${SPAWN_SLEEP} while (true) {}`, { timeoutMs: 1_000 });
   assert.equal(result.status, 'failed');
