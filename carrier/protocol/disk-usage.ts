@@ -158,12 +158,18 @@ export class DiskWatch {
   #stopped = false;
   #over = false;
 
-  constructor(root: number, limitBytes: number, ramDirectories: readonly string[], onOver: (usage: DiskUsage) => void) {
+  /**
+   * `storageBase`: the tree's storage writes as counted earlier, while it had run no program (a
+   * pooled carrier's, taken at its handshake), so the run that takes it does not wait for a walk of
+   * /proc. A count from earlier can only be lower than one taken now: what the carrier itself
+   * wrote in between is charged to the program, never the reverse.
+   */
+  constructor(root: number, limitBytes: number, ramDirectories: readonly string[], onOver: (usage: DiskUsage) => void, storageBase?: number) {
     this.#root = root;
     this.#limitBytes = limitBytes;
     this.#directories = [...ramDirectories];
     this.#onOver = onOver;
-    this.#storageBase = treeStorageWrites(root) ?? 0;
+    this.#storageBase = storageBase ?? treeStorageWrites(root) ?? 0;
     this.#fileSystemsAtWalk = fileSystemBytes(this.#directories);
     this.#ramBase = this.#directories.length === 0 ? 0 : directoryBytes(this.#directories);
     this.#lastAt = performance.now();

@@ -151,6 +151,9 @@ function boot(pool: Pool): Carrier {
   carrier.handshake().then(
     () => {
       booted.add(carrier);
+      // The run that takes this carrier starts its disk count from here rather than walk /proc
+      // itself. Not while a run awaits its reply: its result would wait for the walk.
+      if (running === 0) carrier.connection.countIdle?.();
     },
     () => {
       // Its failure is the next run's to report (it boots its own carrier); the pool stops trying.

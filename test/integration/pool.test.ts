@@ -5,6 +5,8 @@
 // launch: source only (the pool is the host's; the carriers must be this host's children, as the
 // program sees its pid, and the launch does not change what is pooled).
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createRuntime } from '../../host/index.ts';
@@ -182,6 +184,30 @@ test('without a pool every run boots its own carrier and says so', async () => {
     assert.is((await run(retained, { stateOwner: owner })).warm, true);
   } finally {
     await Promise.all([runtime.dispose(), retained.dispose()]);
+  }
+});
+
+test("a pooled carrier's disk count starts while it idles: a warm run's write past maxDiskMb fails, one under it does not", async () => {
+  // The count a pooled carrier starts from is taken at its handshake (off the run's path); a run
+  // that takes it must still be measured from no later than its program's first write.
+  const workspace = mkdtempSync(join('/var/tmp', 'ptc-pool-disk-'));
+  const runtime = createTestRuntime({ timeoutMs: 20_000, maxDiskMb: 8, policy: { mode: 'full-access', workspaceRoot: workspace } });
+  const write = (mib: number) => `(await import('node:fs')).writeFileSync('f', Buffer.alloc(${mib} << 20)); return 'wrote';`;
+  try {
+    for (let round = 0; round < 2; round++) {
+      await runtime.warmUp();
+      const under = await runtime.run(runtime.resolve({ program: write(4), cwd: workspace }));
+      assert.is(under.status, 'ok', JSON.stringify(under));
+      assert.is(under.warm, true);
+      await runtime.warmUp();
+      const over = await runtime.run(runtime.resolve({ program: write(16), cwd: workspace }));
+      assert.is(over.status, 'failed', JSON.stringify(over));
+      assert.is(over.warm, true);
+      assert.is((over as { failure: { maxDiskMb?: number } }).failure.maxDiskMb, 8, JSON.stringify(over));
+    }
+  } finally {
+    await runtime.dispose();
+    rmSync(workspace, { recursive: true, force: true });
   }
 });
 

@@ -23,6 +23,8 @@ export interface TreeLimits {
   maxDiskMb: number | null;
   /** The directories the program may write on this machine (those on a RAM file system are walked for maxDiskMb). */
   writable: readonly string[];
+  /** The tree's storage writes, taken while it was idle and had run no program (see DiskWatch). */
+  storageBase?: number;
 }
 
 /** The memory watchdog samples this often while a run is in progress; a burst between two samples can overshoot the limit. */
@@ -94,7 +96,7 @@ export class ResourceGuard implements ResourceLimits {
    * The carrier must be idle (no program started yet). Over a limit the watchdog calls `kill`;
    * the exit that follows is explained by overLimit().
    */
-  constructor(pid: number | undefined, { maxMemoryMb, maxDiskMb, writable }: TreeLimits, kill: () => void) {
+  constructor(pid: number | undefined, { maxMemoryMb, maxDiskMb, writable, storageBase }: TreeLimits, kill: () => void) {
     this.#pid = pid;
     this.#limitMb = maxMemoryMb;
     this.#diskMb = maxDiskMb;
@@ -104,7 +106,7 @@ export class ResourceGuard implements ResourceLimits {
       this.#disk = new DiskWatch(pid, maxDiskMb * 1024 * 1024, ramBackedDirectories(writable), (usage) => {
         this.#overDisk = usage;
         kill();
-      });
+      }, storageBase);
     }
     if (maxMemoryMb === null || pid === undefined) {
       this.memory = 'none';

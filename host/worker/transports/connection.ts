@@ -37,6 +37,10 @@ export interface CarrierConnection {
    * before its first run. Over the memory limit the tree is killed and `kill` is called; `beforeRun`
    * says a relay found it so before the run the host had just sent reached the carrier. */
   limits(limits: TreeLimits, kill: (beforeRun?: boolean) => void): ResourceLimits;
+  /** Counts, while the carrier is idle and has run no program, what limits() would count at its
+   * start (the tree's storage writes), so a run that takes a pooled carrier does not. Where the
+   * tree is measured elsewhere (a relay) it is absent. */
+  countIdle?(): void;
   /** Kills the carrier and everything it started; idempotent, synchronous, safe after exit. */
   kill(): void;
   /** Hands over, synchronously, bytes already written to stdout/stderr but not yet read. Where

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { killChildTree, treeSpawnOptions } from '../../../carrier/protocol/process-tree.ts';
 import { pipeDrainer } from '../../../carrier/protocol/pipe-drain.ts';
+import { treeStorageWrites } from '../../../carrier/protocol/disk-usage.ts';
 import { filterStdio, sendFilter } from '../../../carrier/protocol/seccomp-fd.ts';
 import type { LaunchCommand } from '../../sandbox/index.ts';
 import { ResourceGuard } from '../resources/index.ts';
@@ -40,6 +41,7 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
     for (const listener of exitListeners) listener(code, signal);
   });
   const drains = { stdout: pipeDrainer(stdout), stderr: pipeDrainer(stderr) };
+  let storageBase: number | undefined;
   return {
     control,
     stdout,
@@ -50,7 +52,10 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
     onExit: (listener) => void exitListeners.push(listener),
     onStartFailure: (listener) => void failureListeners.push(listener),
     settled,
-    limits: (limits, kill) => new ResourceGuard(child.pid, limits, kill),
+    limits: (limits, kill) => new ResourceGuard(child.pid, storageBase === undefined ? limits : { ...limits, storageBase }, kill),
+    countIdle() {
+      if (child.pid !== undefined) storageBase = treeStorageWrites(child.pid);
+    },
     kill: () => killChildTree(child),
     drainStdio(accept) {
       for (const stream of ['stdout', 'stderr'] as const) drains[stream]((chunk) => accept(chunk, stream));
