@@ -39,7 +39,7 @@ const mathMax = Math.max;
 const isNativeError = types.isNativeError;
 // Captured at load: a program may replace Atomics.wait or process.reallyExit in its realm.
 const atomicsWait = Atomics.wait;
-const exitNow = (process as unknown as { reallyExit: (code: number) => never }).reallyExit;
+const exitNow: (code: number) => never = (process as unknown as { reallyExit: (code: number) => never }).reallyExit;
 /**
  * How long a per-call carrier that has sent its result waits for the host's kill before it exits
  * by itself: past this the host is gone or stuck, and the carrier must not outlive it.
