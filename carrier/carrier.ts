@@ -32,6 +32,7 @@ import { fitOutcome, REPLY_ENVELOPE } from './outcome-fit.ts';
 import { cancelTrim, trimWhenIdle } from './idle-trim.ts';
 import { holdWaitAsync, STALL_MESSAGE, type StallWatch } from './stall.ts';
 import type { InvokeResult, RunOutcome, RunRequest } from './protocol/messages.ts';
+import { bootMark } from './protocol/boot-mark.ts';
 
 /** One run: settles once; a revoke rejects its pending binding calls and silences it. */
 interface Run {
@@ -66,7 +67,7 @@ let forwarding: Promise<void> = resolved(undefined);
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
-  performance.mark('ptc:carrier');
+  bootMark('ptc:carrier');
   // stdin, stdout, stderr and the control channel are ptc's; anything else open is inherited.
   closeInheritedDescriptors([0, 1, 2, CONTROL_FD]);
   forwarding = startNetwork();
@@ -85,7 +86,7 @@ export function runCarrier(): void {
     ['async-function', 'vm-script', 'scoped-repl', 'repl', 'images', 'revoke'],
   );
   stalls = channel.stalls;
-  performance.mark('ptc:hello');
+  bootMark('ptc:hello');
   setImmediate(() => rehearse(channel));
   holdWaitAsync(globalThis);
   saveCompileCache();

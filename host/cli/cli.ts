@@ -3,6 +3,7 @@
 import { readFile, writeFile, chmod } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import yargs, { type Argv } from 'yargs';
+import { bootMark } from '../../carrier/protocol/boot-mark.ts';
 import { limitOptions, loadBindings, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
 import type { ReplArgs } from './repl.ts';
 
@@ -22,7 +23,7 @@ const frontEnds = () => Promise.all([import('./repl.ts'), import('./mcp.ts'), im
 
 /** Runs the CLI with the given arguments; resolves with the process exit code. */
 export async function main(argv: string[]): Promise<number> {
-  performance.mark('ptc:cli');
+  bootMark('ptc:cli');
   let exitCode = 0;
   // A reader that stops early (`ptc version | head -1`) closes the pipe: that ends the command
   // quietly, as it does for other Unix tools, instead of an unhandled EPIPE stack.
@@ -164,7 +165,7 @@ function runOptions(command: Argv): Argv {
 }
 
 async function runCommand(args: RunArgs): Promise<number> {
-  performance.mark('ptc:parsed');
+  bootMark('ptc:parsed');
   const [{ createRuntime }, { HumanPrinter, resultJson }] = await Promise.all([library(), import('./print.ts')]);
   const config = await loadConfig(args);
   const bindings = args.bindings === undefined ? undefined : await loadBindings(args.bindings);
@@ -188,22 +189,22 @@ async function runCommand(args: RunArgs): Promise<number> {
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
   const printer = new HumanPrinter(process.stdout, process.stderr);
-  performance.mark('ptc:run');
+  bootMark('ptc:run');
   try {
     const result = await runtime.run(spec, {
       signal: controller.signal,
       ...(args.json ? {} : { onOutput: printer.entry }),
     });
-    performance.mark('ptc:result');
+    bootMark('ptc:result');
     if (args.json) process.stdout.write(`${resultJson(result)}\n`);
     else printer.outcome(result);
-    performance.mark('ptc:printed');
+    bootMark('ptc:printed');
     return result.status === 'ok' ? 0 : 1;
   } finally {
     process.off('SIGINT', interrupt);
     process.off('SIGTERM', interrupt);
     await runtime.dispose();
-    performance.mark('ptc:disposed');
+    bootMark('ptc:disposed');
   }
 }
 

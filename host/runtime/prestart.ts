@@ -1,5 +1,7 @@
 // The process entry's head start: a carrier booting while the CLI's own modules load. Imports
 // are dynamic so that this module costs nothing before the spawn.
+import { bootMark } from '../../carrier/protocol/boot-mark.ts';
+
 /**
  * For `ptc run`: boots the default carrier before the CLI's own modules load, so the two start-ups
  * overlap. A run whose flags change the launch, limits or policy simply starts its own carrier.
@@ -10,7 +12,7 @@ export async function prestartForCli(argv: string[]): Promise<void> {
   if (argv[0] !== 'run' || argv.some((arg) => reshaping.some((flag) => arg === flag || arg.startsWith(`${flag}=`)))) return;
   const [{ confine, DEFAULT_POLICY }, { prestart }, { resolveConfig }] = await Promise.all([import('../worker/confinement.ts'), import('../worker/pool.ts'), import('./config.ts')]);
   const confinement = await confine(resolveConfig({}), DEFAULT_POLICY, process.cwd()).catch(() => undefined);
-  performance.mark('ptc:sandbox');
+  bootMark('ptc:sandbox');
   if (confinement !== undefined && 'recipe' in confinement) prestart(confinement.recipe);
-  performance.mark('ptc:spawned');
+  bootMark('ptc:spawned');
 }
