@@ -146,8 +146,9 @@ export async function build(opts: { node?: string; entry?: string; bootstrapEntr
     outfile: cjs,
     format: 'cjs',
     target: 'node24',
-    // See build/shims/string-width.ts: the real package costs ~50 ms at every start.
-    alias: { 'string-width': join(ROOT, 'build/shims/string-width.ts') },
+    // See build/shims/: the real string-width costs ~50 ms at every start, Node's assert (which
+    // only yargs imports, by its bare name) ~3 ms and the creation of the stderr stream.
+    alias: { 'string-width': join(ROOT, 'build/shims/string-width.ts'), assert: join(ROOT, 'build/shims/assert.ts') },
     define: {
       'import.meta.url': '__ptc_import_meta_url',
       'import.meta.filename': '__filename',

@@ -1,6 +1,5 @@
 // The ptc command line: a thin layer over the library. It parses flags, calls the library, prints,
 // and turns outcomes into exit codes: 0 ok, 1 the program failed, 2 usage or configuration error.
-import { readFile, writeFile, chmod } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import yargs, { type Argv } from 'yargs';
 import { bootMark } from '../../carrier/protocol/boot-mark.ts';
@@ -19,6 +18,8 @@ declare const PTC_BUILD: { version: string; node: string } | undefined;
  * server's or MCP front end's modules.
  */
 const library = () => import('../index.ts');
+// Loaded by the commands that read or write files: `ptc --version` and `--help` need none of it.
+const files = () => import('node:fs/promises');
 const frontEnds = () => Promise.all([import('./repl.ts'), import('./mcp.ts'), import('./serve.ts'), import('./runs.ts')]);
 
 /** Runs the CLI with the given arguments; resolves with the process exit code. */
@@ -116,6 +117,7 @@ export async function main(argv: string[]): Promise<number> {
         const out = resolvePath(String(args.out));
         const source = await (await library()).readBootstrap();
         try {
+          const { writeFile, chmod } = await files();
           await writeFile(out, source);
           await chmod(out, 0o644);
         } catch (error) {
@@ -216,7 +218,7 @@ async function readProgram(file: string | undefined): Promise<{ source: string; 
     return { source: Buffer.concat(chunks).toString('utf8'), filename: '[stdin]' };
   }
   try {
-    return { source: await readFile(file, 'utf8'), filename: resolvePath(file) };
+    return { source: await (await files()).readFile(file, 'utf8'), filename: resolvePath(file) };
   } catch (error) {
     throw new UsageError(`cannot read program ${JSON.stringify(file)}: ${(error as Error).message}`);
   }

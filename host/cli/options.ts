@@ -1,7 +1,6 @@
 // Flags and inputs that `run` and `repl` share: limits, confinement, launch, config file and
 // bindings module, turned into a RuntimeConfig and Bindings. Problems are UsageErrors (exit 2).
 import { constants as fsConstants } from 'node:fs';
-import { access, readFile, stat } from 'node:fs/promises';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Argv } from 'yargs';
@@ -10,6 +9,9 @@ import { importFile } from './import-file.ts';
 
 import { UsageError } from './usage-error.ts';
 import { applyImportFlags, importOptions } from './import-flags.ts';
+
+// Loaded by the flags that read files: `ptc --version` and `--help` need none of it.
+const files = () => import('node:fs/promises');
 
 export { UsageError };
 
@@ -113,7 +115,7 @@ export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
   if (args.config !== undefined) {
     let text: string;
     try {
-      text = await readFile(args.config, 'utf8');
+      text = await (await files()).readFile(args.config, 'utf8');
     } catch (error) {
       throw new UsageError(`cannot read --config ${JSON.stringify(args.config)}: ${(error as Error).message}`);
     }
@@ -213,7 +215,7 @@ async function checkExecutable(executable: string): Promise<void> {
 
 // The cwd also becomes the sandbox's workspace root, whose own message would not name --cwd.
 async function checkDirectory(dir: string): Promise<void> {
-  const info = await stat(dir).catch(() => undefined);
+  const info = await (await files()).stat(dir).catch(() => undefined);
   if (info === undefined) throw new UsageError(`--cwd ${JSON.stringify(dir)}: no such directory`);
   if (!info.isDirectory()) throw new UsageError(`--cwd ${JSON.stringify(dir)}: not a directory`);
 }
@@ -225,11 +227,11 @@ async function checkBootstrap(path: string, given: boolean): Promise<void> {
 }
 
 async function isFile(path: string): Promise<boolean> {
-  return stat(path).then((info) => info.isFile(), () => false);
+  return (await files()).stat(path).then((info) => info.isFile(), () => false);
 }
 
 async function accessible(path: string, mode: number): Promise<boolean> {
-  return access(path, mode).then(() => true, () => false);
+  return (await files()).access(path, mode).then(() => true, () => false);
 }
 
 export async function loadBindings(path: string): Promise<Bindings> {

@@ -159,7 +159,7 @@ function missNotes(rows: TargetRow[], floor: number, run: Phases, version: Phase
   }
   if (versionRow?.pass === false) {
     notes.push(
-      `ptc --version loads no library; what is left is yargs' own cost: its modules (with node:assert, which its platform shim loads) ${times(phase(version, 'CLI modules (yargs)'), floor)}, ` +
+      `ptc --version loads no library; what is left is yargs' own cost: its modules (node:assert, which its platform shim imports, is a shim of ptc's: build/shims/assert.ts) ${times(phase(version, 'CLI modules (yargs)'), floor)}, ` +
         `its parse and print ${times(phase(version, 'parse and print'), floor)}, on top of the bundle's load ${times(phase(version, 'bundle load'), floor)}.`,
     );
   }

@@ -1,6 +1,7 @@
 // What a CLI start loads: only the modules on the path the command takes (issue 19). A module's
 // cost is paid by every start that loads it, so the test names built-ins that only other paths
 // need: the library's (child_process, for carriers) are not loaded by `--version` or `--help`,
+// nor Node's assert, fs/promises or perf_hooks,
 // and the network proxy's node:http is not loaded by a run without an allowlist. Checked through
 // the binary and from source, with a preload that lists the built-ins at exit.
 import { spawnSync } from 'node:child_process';
@@ -39,6 +40,10 @@ test('ptc --version and --help load no library (dist/ptc)', () => {
     const { stdout, builtins } = start(launches[0]![1], args);
     assert.match(stdout, args[0] === '--version' ? /^ptc \d+\.\d+\.\d+\n$/ : /ptc run \[file\]/);
     assert.equal(builtins.filter((builtin) => ['child_process', 'http', 'crypto'].includes(builtin)), [], `${args[0]} loaded ${builtins.join(' ')}`);
+    // Node's assert (yargs' platform shim imports it; the bundle has build/shims/assert.ts in its
+    // place), fs/promises (only the commands that read files load it) and perf_hooks (boot marks
+    // record only under the bench's probe) each cost milliseconds of every start.
+    assert.equal(builtins.filter((builtin) => ['assert', 'fs/promises', 'perf_hooks'].includes(builtin)), [], `${args[0]} loaded ${builtins.join(' ')}`);
   }
 });
 
