@@ -44,7 +44,7 @@ const exitNow: (code: number) => never = (process as unknown as { reallyExit: (c
  * How long a per-call carrier that has sent its result waits for the host's kill before it exits
  * by itself: past this the host is gone or stuck, and the carrier must not outlive it.
  */
-export const HALT_MS = 60_000;
+const HALT_MS = 60_000;
 
 /**
  * Stops this thread for good once a per-call run's reply is written: no timer, I/O callback or
