@@ -210,7 +210,7 @@ try {
     notes.push(...measured.notes);
   }
   if (wanted(17)) targets.push(...(await peers()));
-  if (wanted(18)) targets.push(...(await poolRows()));
+  if (wanted(18)) targets.push(...(await poolRows(notes)));
   const skipped: Array<[string, string]> = [];
   const rows = measuredRows();
   for (const [row, section] of [['a', 2], ['b', 6], ['c', 5], ['d', 3], ['e', 13], ['f', 7], ['g', 1]] as const) {
