@@ -4,7 +4,7 @@
 //
 // Steps (all outputs go to dist/; sea-config.json also embeds dist/bootstrap.mjs as asset "bootstrap.mjs"):
 //   1. esbuild build/sea-entry.ts  -> dist/ptc.cjs      (cjs, node24, all deps bundled)
-//   2. esbuild carrier/main.ts     -> dist/bootstrap.mjs (esm, node20.12, all deps bundled)
+//   2. esbuild bootstrap/main.ts     -> dist/bootstrap.mjs (esm, node20.12, all deps bundled)
 //   3. <pinned node> --experimental-sea-config sea-config.json -> dist/ptc.blob (build/sea-blob.ts)
 //   4. copy the pinned node binary to dist/ptc and inject the blob (build/inject.ts)
 //
@@ -118,7 +118,7 @@ export async function build(opts: { node?: string; entry?: string; bootstrapEntr
   if (declared !== pkg.version) throw new BuildError(`host/runtime/version.ts says VERSION = ${JSON.stringify(declared)}, package.json says version ${JSON.stringify(pkg.version)}: make them the same`);
   const node = pinnedNode(pkg, opts.node);
   const entry = resolve(opts.entry ?? join(ROOT, 'build', 'sea-entry.ts'));
-  const bootstrapEntry = resolve(opts.bootstrapEntry ?? join(ROOT, 'carrier', 'main.ts'));
+  const bootstrapEntry = resolve(opts.bootstrapEntry ?? join(ROOT, 'bootstrap', 'main.ts'));
   for (const f of [entry, bootstrapEntry]) {
     if (!existsSync(f)) throw new BuildError(`entry point ${rel(f)} does not exist`);
   }

@@ -7,7 +7,7 @@
 //                             which imports the user's `ai`), bundled by esbuild as ESM for
 //                             node22 with every dependency inside (code shared by both entries
 //                             and the lazily loaded parts, `ptc mcp` among them, are chunks in lib/)
-//   lib/bootstrap.mjs         carrier/main.ts bundled alone, as dist/bootstrap.mjs is: the
+//   lib/bootstrap.mjs         bootstrap/main.ts bundled alone, as dist/bootstrap.mjs is: the
 //                             library's carrier, run by the user's Node
 //   types/                    .d.ts from `tsc --emitDeclarationOnly` (tsconfig.package.json)
 //   package.json              made here from the root's: exports, types, bin, engines
@@ -121,7 +121,7 @@ export async function buildPackage(opts: { out?: string; packDestination?: strin
     define: { PTC_PACKAGE_CARRIER: JSON.stringify(`./${CARRIER_FILE}`) },
   });
   // The same bundle as dist/bootstrap.mjs: it is also what `ptc bootstrap` writes and ssh uploads.
-  await bundle({ entryPoints: [join(ROOT, 'carrier/main.ts')], outfile: join(lib, CARRIER_FILE), target: 'node20.12' });
+  await bundle({ entryPoints: [join(ROOT, 'bootstrap/main.ts')], outfile: join(lib, CARRIER_FILE), target: 'node20.12' });
 
   const tsc = join(ROOT, 'node_modules/typescript/bin/tsc');
   run(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.package.json'), '--outDir', join(dir, 'types')], 'tsc (declarations)');

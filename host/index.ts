@@ -14,8 +14,8 @@ export type { OutputEntry } from './execution/output-ledger.ts';
 export { binding, type BindingOptions, type BindingCall, type PendingAction, type ApprovalOutcome, type ApprovalDecision, type ApprovalHandler } from './execution/approval.ts';
 export type { ApprovalConfig } from './runtime/approval-config.ts';
 export { image, type Bindings, type BindingFunction, type ImageRef } from './execution/bindings.ts';
-export type { JsonValue } from '../carrier/protocol/json.ts';
-export { PROTOCOL_REVISION } from '../carrier/protocol/revision.ts';
+export type { JsonValue } from '../wire/json.ts';
+export { PROTOCOL_REVISION } from '../wire/revision.ts';
 // For the front ends: version, sandbox backends on this machine, the bootstrap file, type stripping.
 export { VERSION, versionReport, type VersionReport } from './runtime/version.ts';
 export { availableBackends } from './sandbox/index.ts';

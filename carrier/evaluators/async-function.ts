@@ -2,7 +2,7 @@
 // wrapped in a strict async function and compiled as a vm.Script whose line offset cancels the
 // wrapper's first line, so stack lines and columns are those of the program source.
 import vm from 'node:vm';
-import { rejected, then } from '../intrinsics.ts';
+import { rejected, then } from '../hardening/intrinsics.ts';
 import { createScriptImports, type ScriptImports } from '../imports/vm-imports.ts';
 import type { Completion, Evaluator, ImportSetup } from './types.ts';
 

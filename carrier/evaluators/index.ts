@@ -1,6 +1,6 @@
 // The four evaluators behind one factory; the run request names the format. Each loads on first
 // use, so a per-call carrier never pays for the REPL machinery or the await lowering.
-import type { ProgramFormat } from '../protocol/messages.ts';
+import type { ProgramFormat } from '../../wire/messages.ts';
 import { createAsyncFunctionEvaluator } from './async-function.ts';
 import type { Evaluator, ImportSetup } from './types.ts';
 

@@ -3,7 +3,7 @@
 // context that copied every descriptor at creation would load ~135 modules and carry ~19 MB more
 // RSS in every idle retained carrier, for globals most programs never touch. So each copied
 // global starts as a forwarding accessor, and its first read puts the real descriptor in place.
-import { apply, defineProperty, getOwnPropertyDescriptor } from '../intrinsics.ts';
+import { apply, defineProperty, getOwnPropertyDescriptor } from '../hardening/intrinsics.ts';
 
 const propertyIsEnumerable = Object.prototype.propertyIsEnumerable;
 

@@ -10,7 +10,7 @@ import { RESERVED_PREFIX, scanDeclarations, type Declarations } from './scoped-r
 import { ScopeChain, type CallPlan } from './scoped-repl/scope.ts';
 import { generateCallSource } from './scoped-repl/source.ts';
 import { acornSyntaxError, engineSyntaxError, programSyntaxError, withoutFrames } from './scoped-repl/syntax-errors.ts';
-import { append, withPristineBuiltins } from '../intrinsics.ts';
+import { append, withPristineBuiltins } from '../hardening/intrinsics.ts';
 import { createScriptImports } from '../imports/vm-imports.ts';
 import type { Completion, EvaluationOptions, Evaluator, ImportSetup } from './types.ts';
 

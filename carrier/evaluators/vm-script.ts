@@ -7,7 +7,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { Parser, type AnyNode } from 'acorn';
 import { recursive, type RecursiveVisitors } from 'acorn-walk';
 import { lowerTopLevelAwait, syntaxErrorPosition, unsupportedUsing, withPosition } from './await-lowering.ts';
-import { apply, defineProperty, withPristineBuiltins } from '../intrinsics.ts';
+import { apply, defineProperty, withPristineBuiltins } from '../hardening/intrinsics.ts';
 import { defineLazyGlobal } from './lazy-global.ts';
 import { createScriptImports, type ScriptImports } from '../imports/vm-imports.ts';
 import type { Completion, EvaluationOptions, Evaluator, ImportSetup } from './types.ts';

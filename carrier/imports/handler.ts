@@ -4,7 +4,7 @@
 // can return runner-local objects (closures, private fields) that a serialized value could not carry.
 import { pathToFileURL } from 'node:url';
 import vm from 'node:vm';
-import { decideByRules, type ImportPolicy } from '../protocol/imports.ts';
+import { decideByRules, type ImportPolicy } from '../../wire/import-policy.ts';
 
 /** One import a program (or, in vm-script, a module it loaded) asks for. */
 export interface ProgramImportRequest {

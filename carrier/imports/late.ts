@@ -2,7 +2,7 @@
 // retained evaluation ended rejects; in a temporary environment it stays pending until the process
 // exits. The evaluation an import belongs to is the one its calling code runs in (the carrier's
 // AsyncLocalStorage scope), so a saved function that a later active evaluation calls imports normally.
-import { NativePromise, rejected, SafeWeakSet, then } from '../intrinsics.ts';
+import { NativePromise, rejected, SafeWeakSet, then } from '../hardening/intrinsics.ts';
 import type { ImportSetup } from '../evaluators/types.ts';
 
 const ended = new SafeWeakSet<object>();

@@ -1,7 +1,7 @@
 // The carrier's side of a run's import policy: the handler in force for the environment's
 // evaluator, rebuilt at each run (a run's bindings are its own), and the checks that make an
 // unenforceable policy fail the run instead of being ignored.
-import type { ImportPolicy } from '../protocol/imports.ts';
+import type { ImportPolicy } from '../../wire/import-policy.ts';
 import type { ImportSetup } from '../evaluators/types.ts';
 import { loadRunnerHandler, policyHandler, type ProgramImportHandler } from './handler.ts';
 import { canInterceptScriptImports } from './vm-imports.ts';

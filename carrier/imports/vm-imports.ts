@@ -11,7 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import vm from 'node:vm';
 import { checkDecision, isThenable, type ProgramImportDecision } from './handler.ts';
 import { failedByEnd, guardImport, importAfterEnd, NEVER } from './late.ts';
-import { rejected } from '../intrinsics.ts';
+import { rejected } from '../hardening/intrinsics.ts';
 import type { ImportSetup } from '../evaluators/types.ts';
 
 type DefaultImport = (specifier: string, attributes: Record<string, string>) => Promise<object>;

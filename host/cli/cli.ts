@@ -2,7 +2,7 @@
 // and turns outcomes into exit codes: 0 ok, 1 the program failed, 2 usage or configuration error.
 import { resolve as resolvePath } from 'node:path';
 import yargs, { type Argv } from 'yargs';
-import { bootMark } from '../../carrier/protocol/boot-mark.ts';
+import { bootMark } from '../../wire/boot-mark.ts';
 import { limitOptions, loadBindings, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
 import type { ReplArgs } from './repl.ts';
 

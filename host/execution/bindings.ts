@@ -2,9 +2,9 @@
 // `{ github: { listIssues } }` is called as `github.listIssues(...)` in the program. Arguments and
 // results are lossless JSON checked here, on the host; a result may carry images made by `image()`.
 import { inspect, types } from 'node:util';
-import { encodeJson, LossyValueError, isPlainObject } from '../../carrier/protocol/json.ts';
-import { decodeJsonAsync } from '../../carrier/protocol/decode.ts';
-import type { ImageDescriptor, ImagePlacement, InvokeResult } from '../../carrier/protocol/messages.ts';
+import { encodeJson, LossyValueError, isPlainObject } from '../../wire/json.ts';
+import { decodeJsonAsync } from '../../wire/decode.ts';
+import type { ImageDescriptor, ImagePlacement, InvokeResult } from '../../wire/messages.ts';
 import { show } from './show.ts';
 
 export type BindingFunction = (...args: any[]) => unknown;

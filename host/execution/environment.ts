@@ -4,20 +4,20 @@
 // reason to stop is kept, so a timeout stays a timeout even when the kill that follows ends the
 // process. Stopping a retained run is cooperative first (revoke, then stopGraceMs), a kill after.
 import { resolve as resolvePath } from 'node:path';
-import type { JsonValue } from '../../carrier/protocol/json.ts';
-import { decodeJsonAsync } from '../../carrier/protocol/decode.ts';
-import type { FileIdentity, ImageDescriptor, InvokeResult, OutputMessage, ProgramFormat, RunOutcome } from '../../carrier/protocol/messages.ts';
+import type { JsonValue } from '../../wire/json.ts';
+import { decodeJsonAsync } from '../../wire/decode.ts';
+import type { FileIdentity, ImageDescriptor, InvokeResult, OutputMessage, ProgramFormat, RunOutcome } from '../../wire/messages.ts';
 import { bindingFailure, decodeArguments, encodeResult, type BindingFunction } from './bindings.ts';
 import type { ResolvedConfig } from './settings.ts';
 import { abortFailure, exceptionFailure, protocolFailure, timeoutFailure, type Failure } from './failures.ts';
-import { readImageSize } from '../../carrier/protocol/image-size.ts';
+import { readImageSize } from '../../wire/image-size.ts';
 import { OutputLedger, fittingPrefix, type OutputEntry } from './output-ledger.ts';
 import { stripTypes } from './typescript.ts';
 import { discardedExpressionHint } from './completion-hint.ts';
 import { awaitApproval, isGated, type ApprovalSetup } from './approval.ts';
 import { startDeadline } from './deadline.ts';
 import { STEP, type RunJournal } from './journal/replay.ts';
-import { encodeJson } from '../../carrier/protocol/json.ts';
+import { encodeJson } from '../../wire/json.ts';
 import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
 import { cpuMessage, type CpuOverrun, type DiskEnforcement, type MemoryEnforcement, type ResourceLimits } from '../worker/resources/index.ts';

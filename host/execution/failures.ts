@@ -1,6 +1,6 @@
 // Failures are data with a kind. These constructors keep the messages consistent wherever the
 // same kind of failure is detected.
-import type { ErrorInfo, SourceLocation } from '../../carrier/protocol/messages.ts';
+import type { ErrorInfo, SourceLocation } from '../../wire/messages.ts';
 
 export type FailureKind =
   | 'exception'

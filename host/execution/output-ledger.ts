@@ -1,7 +1,7 @@
 // The outer result's byte budget. Text costs its UTF-8 bytes, an image its JSON descriptor and the
 // completion its JSON text. When something does not fit, the ledger keeps the exact prefix that
 // does (text cut on a character boundary) and refuses everything after.
-import type { ImageDescriptor } from '../../carrier/protocol/messages.ts';
+import type { ImageDescriptor } from '../../wire/messages.ts';
 
 export type OutputEntry =
   | { type: 'text'; text: string }

@@ -9,7 +9,7 @@
 import { realpathSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { inspect } from 'node:util';
-import { within } from '../../carrier/protocol/bwrap.ts';
+import { within } from '../../supervision/bwrap.ts';
 import type { ResolvedPolicy, SandboxPolicy } from '../sandbox/index.ts';
 
 /** What a retained run does when its policy differs from its environment's: throw, or end the environment and start one under the new policy. */

@@ -8,7 +8,7 @@
 // the excess is released as runs end (the least recently used idle one each time). An owner's
 // sandbox policy is fixed while its environment lives (owner-policy.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ProgramFormat } from '../../carrier/protocol/messages.ts';
+import type { ProgramFormat } from '../../wire/messages.ts';
 import type { ResolvedConfig } from './settings.ts';
 import { confine, type CarrierRecipe } from '../worker/confinement.ts';
 import { isRemoteLaunch } from '../worker/launch.ts';

@@ -2,7 +2,7 @@
 // validates user input into this shape.
 import type { SandboxOptions, SandboxPolicy } from '../sandbox/index.ts';
 import type { LaunchConfig } from '../worker/launch.ts';
-import type { ImportPolicy } from '../../carrier/protocol/imports.ts';
+import type { ImportPolicy } from '../../wire/import-policy.ts';
 
 export type ExecutionMode = 'per-call' | 'vm-script' | 'persistent-in-memory';
 

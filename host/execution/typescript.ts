@@ -6,7 +6,7 @@
 import { stripTypeScriptTypes } from 'node:module';
 import { parse, type Node, type Options } from 'acorn';
 import { simple as walkSimple } from 'acorn-walk';
-import type { ErrorInfo, ProgramFormat } from '../../carrier/protocol/messages.ts';
+import type { ErrorInfo, ProgramFormat } from '../../wire/messages.ts';
 
 const PREFIX = 'async function __ptc_program__() {';
 const SUFFIX = '\n}';

@@ -4,7 +4,7 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamConfig } from './config.ts';
-import { relayedCapabilities } from './relay.ts';
+import { relayedCapabilities } from './client-requests.ts';
 import { startUpstreams, type Upstream } from './upstreams.ts';
 
 export interface Live<Catalog> {

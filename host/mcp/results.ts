@@ -3,12 +3,12 @@
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify as stringifyLossless } from 'lossless-json';
-import { decodeJson } from '../../carrier/protocol/decode.ts';
-import { encodeJson } from '../../carrier/protocol/json.ts';
+import { decodeJson } from '../../wire/decode.ts';
+import { encodeJson } from '../../wire/json.ts';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { failureText, image, imageMediaType, type ImageRef, type OutputEntry, type RunResult } from '../index.ts';
 import { UpstreamError } from './upstreams.ts';
-import { privateDirectory } from '../../carrier/protocol/host-temp.ts';
+import { privateDirectory } from '../../supervision/host-temp.ts';
 
 // A Map, so an upstream's mimeType "constructor" or "__proto__" finds nothing.
 const EXTENSIONS = new Map([['image/png', 'png'], ['image/jpeg', 'jpg'], ['image/gif', 'gif'], ['image/webp', 'webp']]);

@@ -7,7 +7,7 @@ import { binding, codeFence, lineComment, PROGRAM_GLOBALS, toolCatalog, VERSION,
 import type { Upstream } from './upstreams.ts';
 import type { UpstreamConfig } from './config.ts';
 import { liveUpstreams } from './live.ts';
-import { missingCapabilities } from './relay.ts';
+import { missingCapabilities } from './client-requests.ts';
 import { RunFiles, toolResult, upstreamValue } from './results.ts';
 import { progressReporter } from './progress.ts';
 import { DEFAULT_DESCRIPTION_BUDGET, OVER_BUDGET_FIRST_LINE, type McpServerOptions } from './budget.ts';

@@ -5,7 +5,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ReadBuffer, STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { ChildProcess } from 'node:child_process';
-import { decodeJson } from '../../carrier/protocol/decode.ts';
+import { decodeJson } from '../../wire/decode.ts';
 import type { UpstreamConfig } from './config.ts';
 
 /** Stderr kept per upstream for the report of its death: enough for a stack trace's head. */

@@ -10,7 +10,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolResultSchema, ToolListChangedNotificationSchema, type CallToolResult, type ClientCapabilities, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { VERSION } from '../index.ts';
 import type { UpstreamConfig } from './config.ts';
-import { relayRequests } from './relay.ts';
+import { relayRequests } from './client-requests.ts';
 import { stdioUpstream } from './stdio-upstream.ts';
 
 /** How long one connection attempt (spawn or HTTP, then initialize and tools/list) may take. */

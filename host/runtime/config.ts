@@ -46,7 +46,7 @@ export interface RuntimeConfig {
   stopGraceMs?: number;
   /** Termination and output-drain grace. @default 3000 */
   graceMs?: number;
-  /** How the carrier is started. @default the local carrier (this binary, or carrier/main.ts from source) */
+  /** How the carrier is started. @default the local carrier (this binary, or bootstrap/main.ts from source) */
   launch?: LaunchConfig;
   /** Keep fresh, never-used carriers booted ahead of the next runs (the warm pool, sized by `pool`). @default true */
   prestartCarrier?: boolean;

@@ -1,6 +1,6 @@
 // For callers that switch a profile to retained execution: the three settings to merge together.
 import type { ExecutionMode } from './config.ts';
-import type { ProgramFormat } from '../../carrier/protocol/messages.ts';
+import type { ProgramFormat } from '../../wire/messages.ts';
 
 export interface PersistentExecution {
   executionMode: ExecutionMode;

@@ -1,7 +1,7 @@
 // The `imports` field of the configuration: what programs may import, and what some specifiers
 // load instead. Validated here into the wire's ImportPolicy, which the carrier enforces.
 import { isAbsolute } from 'node:path';
-import type { ImportPolicy, ImportRule } from '../../carrier/protocol/imports.ts';
+import type { ImportPolicy, ImportRule } from '../../wire/import-policy.ts';
 import { show } from '../execution/show.ts';
 
 export interface ImportsConfig {

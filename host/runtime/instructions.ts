@@ -1,6 +1,6 @@
 // Model-facing guidance for each execution mode: what a program is, how to show output, what it
 // returns and what is retained between programs.
-import type { ProgramFormat } from '../../carrier/protocol/messages.ts';
+import type { ProgramFormat } from '../../wire/messages.ts';
 
 export type { ProgramFormat };
 

@@ -1,6 +1,6 @@
 // The process entry's head start: a carrier booting while the CLI's own modules load. Imports
 // are dynamic so that this module costs nothing before the spawn.
-import { bootMark } from '../../carrier/protocol/boot-mark.ts';
+import { bootMark } from '../../wire/boot-mark.ts';
 
 /**
  * For `ptc run`: boots the default carrier before the CLI's own modules load, so the two start-ups

@@ -1,4 +1,4 @@
-// The declarations of the globals every program has besides its bindings (carrier/carrier.ts
+// The declarations of the globals every program has besides its bindings (carrier/run/carrier.ts
 // defines them: inspect, Image, BindingError), so that declarations a model reads, or a
 // program is type-checked against, name everything the program may use. Node's own globals
 // (process, console, timers) are @types/node's to declare.

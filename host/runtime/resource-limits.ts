@@ -1,10 +1,10 @@
 // cpuTimeMs, maxMemoryMb and maxDiskMb: checked here for the configuration and for a request. All
 // are measured where the carrier's process tree is, from /proc (and a cgroup where there is one):
 // on this machine for a local carrier, which then needs Linux here, and by the relay on the far
-// side for a carrier behind ssh or a command prefix (carrier/relay/limits.ts and the relay's disk
+// side for a carrier behind ssh or a command prefix (relay/limits.ts and the relay's disk
 // watch), which checks there.
 import { procAvailable } from '../worker/resources/index.ts';
-import { ioAccountingAvailable } from '../../carrier/protocol/disk-usage.ts';
+import { ioAccountingAvailable } from '../../supervision/disk-usage.ts';
 import { isRemoteLaunch, type LaunchConfig } from '../worker/launch.ts';
 import { show } from '../execution/show.ts';
 

@@ -1,7 +1,7 @@
 // Snippets: a program that worked, saved by name, which later programs call with an input as
 // `snippets.<name>(input)`. The call runs the saved program as a run of its own (journaled like
 // any other), with `input` bound to the argument, and answers its value or throws its failure.
-import { encodeJson } from '../../carrier/protocol/json.ts';
+import { encodeJson } from '../../wire/json.ts';
 import type { BindingFunction } from '../execution/bindings.ts';
 import type { RunResult } from '../execution/owners.ts';
 import type { SnippetRecord } from './journal.ts';

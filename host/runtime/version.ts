@@ -1,6 +1,6 @@
 // The ptc version, kept in one place (the build checks it against package.json), and the report
 // `ptc version` prints: what this binary is and carries, and what it can enforce here.
-import { PROTOCOL_REVISION } from '../../carrier/protocol/revision.ts';
+import { PROTOCOL_REVISION } from '../../wire/revision.ts';
 import { bootstrapIdentity, type BootstrapIdentity } from '../worker/bootstrap-asset.ts';
 import { bwrapStatus, locateBwrap, permissionFlag, type BwrapStatus } from '../sandbox/index.ts';
 

@@ -4,7 +4,7 @@
 // keeps its rules; its counts are reset at the start of every run and reported at the end.
 import { closeSync, openSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { privateDirectory } from '../../carrier/protocol/host-temp.ts';
+import { privateDirectory } from '../../supervision/host-temp.ts';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseNetworkRules } from './network/rules.ts';

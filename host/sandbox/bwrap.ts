@@ -1,3 +1,3 @@
-// bubblewrap's argv lives in carrier/protocol/bwrap.ts, shared with the relay that confines carriers
+// bubblewrap's argv lives in supervision/bwrap.ts, shared with the relay that confines carriers
 // on the far side of SSH.
-export { bwrapArgs, within, type BwrapLayout } from '../../carrier/protocol/bwrap.ts';
+export { bwrapArgs, within, type BwrapLayout } from '../../supervision/bwrap.ts';

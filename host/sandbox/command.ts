@@ -7,6 +7,6 @@ export interface LaunchCommand {
   kind: 'embedded' | 'node-script' | 'source';
   /** Directories the launch reads besides its executable and arguments (a sandbox must expose them). */
   readable?: string[];
-  /** bubblewrap's seccomp filter, which the spawn hands over on SECCOMP_FD (carrier/protocol/seccomp-fd.ts). */
+  /** bubblewrap's seccomp filter, which the spawn hands over on SECCOMP_FD (supervision/seccomp-fd.ts). */
   seccompFilter?: Uint8Array;
 }

@@ -4,17 +4,17 @@
 // Windows has no bubblewrap: there the answer is known without looking.
 import { spawn } from 'node:child_process';
 import { statSync } from 'node:fs';
-import { bwrapProbeArgs, isExecutableFile, locateBwrap as locateOnDisk } from '../../carrier/protocol/bwrap-probe.ts';
-import { filterStdio, sendFilter } from '../../carrier/protocol/seccomp-fd.ts';
-import { seccompFilter, seccompUnavailable } from '../../carrier/protocol/seccomp.ts';
+import { bwrapProbeArgs, isExecutableFile, locateBwrap as locateOnDisk } from '../../supervision/bwrap-probe.ts';
+import { filterStdio, sendFilter } from '../../supervision/seccomp-fd.ts';
+import { seccompFilter, seccompUnavailable } from '../../supervision/seccomp.ts';
 import { cachedPass, probeCacheFile, probeKey, recordPass } from './probe-cache.ts';
 
 /** bwrap prints its error and exits at once; a probe this slow means something is wedged. */
 const PROBE_TIMEOUT_MS = 10_000;
 const STDERR_LIMIT = 2_000;
 
-export type { PermissionFlag } from '../../carrier/protocol/node-permission.ts';
-import type { PermissionFlag } from '../../carrier/protocol/node-permission.ts';
+export type { PermissionFlag } from '../../supervision/node-permission.ts';
+import type { PermissionFlag } from '../../supervision/node-permission.ts';
 
 /** Where an answer about bwrap came from: a test sandbox run now, the cache of an earlier one, or no probe at all (missing, or not Linux). */
 export type BwrapAnswerSource = 'probe' | 'cache' | 'none';

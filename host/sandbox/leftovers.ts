@@ -1,7 +1,7 @@
 // What hosts killed before they could clean up (kill -9, a crash, a reboot) left in the temp
-// directory: their host directories (carrier/protocol/host-temp.ts). Each process of this user
+// directory: their host directories (supervision/host-temp.ts). Each process of this user
 // sweeps them once, at its first runtime; the runtime's dispose() waits for the sweep to finish.
-import { sweepHostDirectories } from '../../carrier/protocol/host-temp.ts';
+import { sweepHostDirectories } from '../../supervision/host-temp.ts';
 
 let sweep: Promise<void> | undefined;
 

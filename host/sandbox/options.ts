@@ -12,7 +12,7 @@ export interface SandboxOptions {
   backend?: BackendChoice;
   /** The least enforcement a confined run accepts; less is a `sandbox-unavailable` failure. @default 'partial' */
   require?: Enforcement;
-  /** The bubblewrap executable. @default the first `bwrap` in PATH's absolute entries, else the first of the usual install places that exists (carrier/protocol/bwrap-probe.ts) */
+  /** The bubblewrap executable. @default the first `bwrap` in PATH's absolute entries, else the first of the usual install places that exists (supervision/bwrap-probe.ts) */
   bwrapPath?: string;
   /** Version of the Node that runs the carrier (`node --version`), for the permission flag's name. @default process.version */
   carrierNodeVersion?: string;

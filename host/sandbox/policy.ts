@@ -96,7 +96,7 @@ export function checkPolicyShape(input: unknown): { policy: Record<string, unkno
 }
 
 /** The directories a program may write besides its private temp directory (shared with the relay). */
-export { writablePaths } from '../../carrier/protocol/bwrap.ts';
+export { writablePaths } from '../../supervision/bwrap.ts';
 
 function resolveNetwork(value: unknown): boolean | ResolvedNetworkRules {
   if (typeof value === 'boolean') return value;

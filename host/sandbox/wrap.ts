@@ -1,22 +1,22 @@
 // Turns a carrier launch into the confined one for a plan: bwrap in front of the command, or
 // Node's permission flags in its argv or NODE_OPTIONS. Each confined carrier gets a private temp
-// directory (TMPDIR, TMP, TEMP) in this host's directory (carrier/protocol/host-temp.ts) that
+// directory (TMPDIR, TMP, TEMP) in this host's directory (supervision/host-temp.ts) that
 // cleanup() removes once the carrier has exited; the shared temp directories around it are hidden
 // from the program under both backends, so one run cannot read another's files there. Under a
 // network allowlist bwrap still unshares the network; the carrier gets the proxy's socket bound in
 // and the variables that route fetch, http/https and child processes through it (allowlist.ts).
 import { realpathSync } from 'node:fs';
-import { NETWORK_SOCKET_ENV, proxyEnvironment } from '../../carrier/protocol/network.ts';
+import { NETWORK_SOCKET_ENV, proxyEnvironment } from '../../wire/network.ts';
 import { tmpdir } from 'node:os';
 import { isAbsolute } from 'node:path';
 import type { LaunchCommand } from './command.ts';
 import { emptyNetworkReport, openAllowlist, SANDBOX_NETWORK_DIRECTORY, type NetworkSession } from './allowlist.ts';
 import type { NetworkReport } from './network/proxy.ts';
 import { bwrapArgs, within } from './bwrap.ts';
-import { removeTree, removeTreeSync } from '../../carrier/protocol/remove-tree.ts';
-import { seccompFilter, seccompUnavailable } from '../../carrier/protocol/seccomp.ts';
-import { resolverLayout } from '../../carrier/protocol/resolver.ts';
-import { privateDirectory, sharedTempPaths } from '../../carrier/protocol/host-temp.ts';
+import { removeTree, removeTreeSync } from '../../supervision/remove-tree.ts';
+import { seccompFilter, seccompUnavailable } from '../../supervision/seccomp.ts';
+import { resolverLayout } from '../../supervision/resolver.ts';
+import { privateDirectory, sharedTempPaths } from '../../supervision/host-temp.ts';
 import { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';
 import type { Enforcement, SandboxBackend } from './options.ts';
 import type { SandboxPlan } from './plan.ts';

@@ -5,10 +5,10 @@ import { constants } from 'node:os';
 import type { Duplex } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { createBirpc, type BirpcReturn } from 'birpc';
-import { encodeJson } from '../../carrier/protocol/json.ts';
-import { PAYLOAD_SEPARATOR, quickFrame, splitPayload } from '../../carrier/protocol/frame.ts';
-import { PROTOCOL_REVISION } from '../../carrier/protocol/revision.ts';
-import type { CarrierMethods, Handshake, HostMethods, OutputMessage, RunOutcome, RunRequest } from '../../carrier/protocol/messages.ts';
+import { encodeJson } from '../../wire/json.ts';
+import { PAYLOAD_SEPARATOR, quickFrame, splitPayload } from '../../wire/frame.ts';
+import { PROTOCOL_REVISION } from '../../wire/revision.ts';
+import type { CarrierMethods, Handshake, HostMethods, OutputMessage, RunOutcome, RunRequest } from '../../wire/messages.ts';
 import { createControlReader } from './control.ts';
 import { checkFrame, checkRunOutcome } from './validate.ts';
 import type { CarrierConnection } from './transports/connection.ts';
@@ -286,7 +286,7 @@ export class Carrier {
   /**
    * Kills the carrier's process group and waits (up to graceMs) for the process and its pipes to
    * close. `afterResult`: the kill goes out in the host's next turn, after the caller has had the
-   * result of a per-call run. That carrier halted when it sent its reply (carrier/channel.ts), so
+   * result of a per-call run. That carrier halted when it sent its reply (carrier/channel/channel.ts), so
    * it runs nothing meanwhile; the kill's walk of /proc and the dying process's teardown, which
    * takes the CPU from the host for about a millisecond, are then off the path the caller waits on.
    * A host that exits first kills it on its way out, as it does any carrier being terminated.

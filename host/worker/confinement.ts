@@ -4,9 +4,9 @@
 // A remote launch plans with what the far side reported and lets its relay apply the plan there.
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
-import type { RelayStart, RelaySandbox } from '../../carrier/protocol/mux.ts';
-import { importFiles, type ImportPolicy } from '../../carrier/protocol/imports.ts';
-import { writablePaths } from '../../carrier/protocol/bwrap.ts';
+import type { RelayStart, RelaySandbox } from '../../wire/mux.ts';
+import { importFiles, type ImportPolicy } from '../../wire/import-policy.ts';
+import { writablePaths } from '../../supervision/bwrap.ts';
 import { isRemoteLaunch, launchCommand, type LaunchCommand, type LaunchConfig, type RemoteLaunch } from './launch.ts';
 import {
   emptyNetworkReport, networkRules, openAllowlist, planSandbox, resolvePolicy, setupReport, wrapLaunch, type ResolvedPolicy, type SandboxOptions, type SandboxPlan, type SandboxPolicy, type SandboxSetup,

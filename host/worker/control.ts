@@ -1,14 +1,14 @@
 // The host's reading side of a carrier's control channel: the handshake line, then frames whose
 // authentication code, sequence and size are checked before anything acts on them (the format is
-// in carrier/protocol/frame.ts). Work is done as bytes arrive: each chunk is hashed and decoded
+// in wire/frame.ts). Work is done as bytes arrive: each chunk is hashed and decoded
 // when it comes, so a frame near maxMessageBytes costs no single long step at its end. Nothing
 // here recurses on what the carrier sent, and an envelope of more than a few hundred values is
 // refused without being built.
 import { timingSafeEqual } from 'node:crypto';
 import { TextDecoder } from 'node:util';
-import { decodeEnvelope } from '../../carrier/protocol/decode.ts';
-import { createFrameMac, FRAME_ENVELOPE_BYTES, joinPayload, MAC_LENGTH, PAYLOAD_SEPARATOR, type FrameHash, type FrameMac } from '../../carrier/protocol/frame.ts';
-import type { Handshake } from '../../carrier/protocol/messages.ts';
+import { decodeEnvelope } from '../../wire/decode.ts';
+import { createFrameMac, FRAME_ENVELOPE_BYTES, joinPayload, MAC_LENGTH, PAYLOAD_SEPARATOR, type FrameHash, type FrameMac } from '../../wire/frame.ts';
+import type { Handshake } from '../../wire/messages.ts';
 import { checkHandshake } from './validate.ts';
 
 export interface ControlReaderOptions {

@@ -1,11 +1,11 @@
 // How a carrier process is started: the embedded binary re-executing itself, a Node running the
-// bootstrap file, or (from source) this Node running carrier/main.ts; or on another machine, over
+// bootstrap file, or (from source) this Node running bootstrap/main.ts; or on another machine, over
 // ssh or a command prefix, through the relay (transports/). For a local launch the environment is
 // built from scratch: PATH and temp paths only, plus the selector and heap flag the launch needs.
 import { isSea } from 'node:sea';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CARRIER_SELECTOR } from '../../carrier/protocol/revision.ts';
+import { CARRIER_SELECTOR } from '../../wire/revision.ts';
 import { cacheDirectory, makePrivateDirectory, type LaunchCommand } from '../sandbox/index.ts';
 import type { SshLaunch } from './transports/ssh.ts';
 import type { CommandLaunch } from './transports/command.ts';
@@ -39,7 +39,7 @@ export function keptEnvironment(platform: NodeJS.Platform = process.platform): s
   return platform === 'win32' ? [...KEPT_ENV, ...KEPT_ENV_WINDOWS] : KEPT_ENV;
 }
 
-/** The launch used when the configuration names none: this binary, or carrier/main.ts from source. */
+/** The launch used when the configuration names none: this binary, or bootstrap/main.ts from source. */
 export function defaultLaunch(): LocalLaunch | { kind: 'source' } {
   return isSea() ? { kind: 'embedded', executable: process.execPath } : { kind: 'source' };
 }
@@ -116,13 +116,13 @@ export function defaultBootstrapPath(): string {
 /**
  * Defined by build/library.ts in the installed package: its carrier, the bundled bootstrap, as a
  * path relative to the bundled library. Node strips no types under node_modules, so there the
- * carrier cannot be carrier/main.ts.
+ * carrier cannot be bootstrap/main.ts.
  */
 declare const PTC_PACKAGE_CARRIER: string | undefined;
 
 let sourcePath: string | undefined;
 
 function carrierSourcePath(): string {
-  const entry = typeof PTC_PACKAGE_CARRIER === 'string' ? PTC_PACKAGE_CARRIER : '../../carrier/main.ts';
+  const entry = typeof PTC_PACKAGE_CARRIER === 'string' ? PTC_PACKAGE_CARRIER : '../../bootstrap/main.ts';
   return (sourcePath ??= fileURLToPath(new URL(entry, import.meta.url)));
 }

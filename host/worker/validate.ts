@@ -1,6 +1,6 @@
 // Shape checks for everything the carrier sends. Each returns a description of the first problem,
 // or undefined when the message is well formed.
-import type { RunOutcome } from '../../carrier/protocol/messages.ts';
+import type { RunOutcome } from '../../wire/messages.ts';
 
 type Check = string | undefined;
 

@@ -3,7 +3,7 @@
 // ~/.ssh (a temp HOME outside every writable root), on each launch: embedded (the pinned Node 26,
 // flags in NODE_OPTIONS), node-script with /usr/bin/node (Node 20) and with Node 22, and over ssh
 // to the loopback sshd (test/helpers/sshd.sh; root only) with both. Each is tried as root and as
-// the victim. Before the carrier closed these (carrier/permission-gaps.ts) each one planted its
+// the victim. Before the carrier closed these (carrier/hardening/permission-gaps.ts) each one planted its
 // file on the Nodes listed in `opens`, and the run said denied: false; now nothing is planted and
 // the run says denied: true. Assumes `npm run build` has run.
 import { chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';

@@ -304,7 +304,7 @@ return 'held';`, DISK_FLAGS, 'node-permission', STORAGE));
 }
 
 // The relay's far side builds the same bwrap argv, so the same sizes bound what a program holds
-// there (maxMemoryMb, when set, is the relay's watchdog or cgroup over there: carrier/relay/limits.ts).
+// there (maxMemoryMb, when set, is the relay's watchdog or cgroup over there: relay/limits.ts).
 const server = sshServer();
 test(`over ssh (as ${server === undefined ? 'root: skipped, no sshd of test/helpers/sshd.sh' : server.destination}): the far side's /dev/shm and private temp directory are sized, /dev and /run read-only, no user namespace`, async () => {
   if (server === undefined) return;

@@ -30,7 +30,7 @@ for (const [name, original] of [['spawnSync', spawnSync], ['execFileSync', execF
   };
 }
 
-// ptc's boot marks come here (carrier/protocol/boot-mark.ts), on the clock of performance.now().
+// ptc's boot marks come here (wire/boot-mark.ts), on the clock of performance.now().
 const marks = {};
 globalThis[Symbol.for('ptc.boot-mark')] = (name) => {
   if (name.startsWith('ptc:')) marks[name.slice(4)] ??= performance.now();

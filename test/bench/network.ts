@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { FORWARD_CONNECTION } from '../../carrier/network-relay.ts';
+import { FORWARD_CONNECTION } from '../../carrier/network/byte-path.ts';
 import { parseNetworkRules, startNetworkProxy } from '../../host/sandbox/network/index.ts';
 import { interleave, median, ms, p90, pad, ratio } from './stats.ts';
 
@@ -21,7 +21,7 @@ const body = Buffer.alloc(${BODY_BYTES}, 'x');
 const server = require('node:http').createServer((req, res) => res.end(body));
 server.listen(0, '127.0.0.1', () => console.log(server.address().port));
 `;
-// The sandbox forwarder's own byte path (carrier/network-relay.ts), with its listener's options.
+// The sandbox forwarder's own byte path (carrier/network/byte-path.ts), with its listener's options.
 const FORWARDER = `
 const net = require('node:net');
 const { connect } = net;

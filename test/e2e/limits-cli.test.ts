@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decodeJson } from '../../carrier/protocol/json.ts';
+import { decodeJson } from '../../wire/json.ts';
 import { repoRoot, withoutWarm } from '../helpers/runtime.ts';
 
 const BIN = join(repoRoot, 'dist', 'ptc');

@@ -119,7 +119,7 @@ for (const launch of Object.keys(LAUNCHES)) {
       { type: 'image', data: PNG.toString('base64'), mimeType: 'image/png' },
       { type: 'text', text: '{"width":300,"height":7}' },
     ]);
-    // Written in the server's host directory (carrier/protocol/host-temp.ts), which lives as long as the server.
+    // Written in the server's host directory (supervision/host-temp.ts), which lives as long as the server.
     const tmp = join(session.dir, 'tmp');
     const hostDirectories = readdirSync(tmp).filter((name) => /^ptc-\d+-\d+-/.test(name));
     assert.equal(hostDirectories.length, 1, readdirSync(tmp).join(' '));

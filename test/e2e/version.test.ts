@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { withoutWarm } from '../helpers/runtime.ts';
-import { PROTOCOL_REVISION } from '../../carrier/protocol/revision.ts';
+import { PROTOCOL_REVISION } from '../../wire/revision.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'dist', 'ptc');

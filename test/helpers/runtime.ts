@@ -1,7 +1,7 @@
 // Shared test helpers: a runtime per test with short limits, and process inspection.
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, readdirSync, readFileSync } from 'node:fs';
-import type { CgroupFiles } from '../../carrier/protocol/resources/cgroup.ts';
+import type { CgroupFiles } from '../../supervision/resources/cgroup.ts';
 import { createRuntime, type RuntimeConfig, type RunResult } from '../../host/index.ts';
 
 export const repoRoot = new URL('../..', import.meta.url).pathname;
@@ -203,7 +203,7 @@ export function carrierSideProcesses(): Array<{ pid: number; pgid: number; comma
   return JSON.parse(onCarrierSide(script)) as Array<{ pid: number; pgid: number; command: string }>;
 }
 
-/** The files cgroup detection reads (carrier/protocol/resources/cgroup.ts), as the relay or host that makes a carrier's cgroup sees them. */
+/** The files cgroup detection reads (supervision/resources/cgroup.ts), as the relay or host that makes a carrier's cgroup sees them. */
 export function carrierSideCgroupFiles(): CgroupFiles {
   const local: CgroupFiles = {
     read: (path) => {

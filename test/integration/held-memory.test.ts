@@ -1,12 +1,12 @@
-// What the maxMemoryMb watchdog adds to VmRSS (carrier/protocol/resources/held.ts), read from a real
+// What the maxMemoryMb watchdog adds to VmRSS (supervision/resources/held.ts), read from a real
 // bubblewrap sandbox: the tmpfs mounts of its own (one hidden under another holds nothing and is
 // not counted as the one on top), memfd files open in it, and never the host's own mounts that it sees (its /dev/shm, and
 // /tmp when the host's is a tmpfs).
 import { spawn } from 'node:child_process';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { heldBytes } from '../../carrier/protocol/resources/held.ts';
-import { treeOf } from '../../carrier/protocol/resources/proc.ts';
+import { heldBytes } from '../../supervision/resources/held.ts';
+import { treeOf } from '../../supervision/resources/proc.ts';
 
 const MIB = 1024 * 1024;
 

@@ -76,7 +76,7 @@ test('maxOutputBytes: the invalid-output diagnostic is counted against the budge
 
 
 // A loop that never yields gives the carrier's event loop no turn: frames must leave as they are
-// written (carrier/protocol/blocking-write.ts), or the host would see none of them and the run
+// written (carrier/channel/blocking-write.ts), or the host would see none of them and the run
 // would end at its deadline with its output lost.
 for (const program of ["for (;;) inspect('x'.repeat(1000))", "for (;;) console.log('y'.repeat(100))", "for (;;) process.stdout.write('z'.repeat(5000))"]) {
   test(`output budget: ${program} ends as output-limit with the output that fit`, async () => {

@@ -11,7 +11,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
 import { createRuntime } from '../../host/index.ts';
-import { findCgroupBase } from '../../carrier/protocol/resources/cgroup.ts';
+import { findCgroupBase } from '../../supervision/resources/cgroup.ts';
 import { carrierSideCgroupFiles, carrierSideProcesses, createTestRuntime, reportLocation, waitUntil, withoutWarm } from '../helpers/runtime.ts';
 
 /** Time for the kernel to finish a death the host has already caused; not a speed assertion. */

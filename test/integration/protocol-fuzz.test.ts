@@ -140,7 +140,7 @@ test('an unsigned frame after signed ones is forged', async () => {
 });
 
 // What a program could do to genuine frames if it could reach them on their way out (it cannot:
-// carrier/protocol/blocking-write.ts writes them below anything a program can patch, which
+// carrier/channel/blocking-write.ts writes them below anything a program can patch, which
 // integration/robustness checks); the host refuses each.
 for (const [scenario, number, output] of [['replayed', 1, [{ type: 'text', text: 'once' }]], ['rewritten', 0, []], ['withheld', 0, []]] as const) {
   test(`a ${scenario} genuine frame is forged`, async () => {

@@ -134,10 +134,10 @@ test('forged frames: fifty forged invokes never reach the binding', async () => 
 });
 
 // A program can reach the carrier's own socket (process._getActiveHandles) and patch its write
-// methods, but the carrier never writes a frame through them (carrier/protocol/blocking-write.ts):
+// methods, but the carrier never writes a frame through them (carrier/channel/blocking-write.ts):
 // the program sees no frame to replay, rewrite or withhold, and its output arrives as it was sent.
 // That the host refuses such frames if they did reach it is integration/protocol-fuzz's part. The
-// socket is among the active handles only while a host call is in flight (carrier/stall.ts).
+// socket is among the active handles only while a host call is in flight (carrier/channel/stall.ts).
 const HOLD = { hold: async () => null };
 const INTERCEPT = `const held = hold();
 const socket = process._getActiveHandles().find((handle) => handle?._handle?.fd === 3);

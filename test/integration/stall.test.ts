@@ -1,4 +1,4 @@
-// Programs that can never finish fail fast (carrier/stall.ts): with nothing left that could
+// Programs that can never finish fail fast (carrier/channel/stall.ts): with nothing left that could
 // settle the awaited promise, the run is an `exception` that says so instead of waiting out a
 // 60-second deadline; anything that can still call back keeps it waiting until it does. Every
 // evaluator, and retained environments survive the failure.

@@ -32,7 +32,7 @@ function sources(): string {
       else if (/\.(ts|mjs|json|py|typed)$/.test(entry.name)) hash.update(path).update(readFileSync(join(repoRoot, path)));
     }
   };
-  for (const dir of ['carrier', 'host', 'build', 'clients/python/src']) walk(dir);
+  for (const dir of ['wire', 'supervision', 'relay', 'bootstrap', 'carrier', 'host', 'build', 'clients/python/src']) walk(dir);
   for (const f of ['package.json', 'package-lock.json', 'sea-config.json', 'release/build.ts', 'release/fetch-node.ts', 'release/notes.ts', 'release/targets.ts', 'release/node-packages.json', 'release/wheels.ts', 'release/zip.ts', 'clients/python/pyproject.toml', 'clients/python/README.md']) {
     hash.update(f).update(readFileSync(join(repoRoot, f)));
   }

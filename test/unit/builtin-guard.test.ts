@@ -1,11 +1,11 @@
-// carrier/builtin-guard.ts: a refused built-in's exports throw on every way in (import, require,
+// carrier/hardening/builtin-guard.ts: a refused built-in's exports throw on every way in (import, require,
 // getBuiltinModule), a refused export throws while the module's others work, and Node's own
 // syncBuiltinESMExports keeps working after an import of a refused built-in. Each suite runs in its own process (test/run.ts), so
 // refusing querystring and url.domainToASCII here touches nothing else.
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { refuseBuiltin, refuseExport } from '../../carrier/builtin-guard.ts';
+import { refuseBuiltin, refuseExport } from '../../carrier/hardening/builtin-guard.ts';
 
 const require = createRequire(import.meta.url);
 const refused: string[] = [];

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ResourceGuard, SET_UP_ALLOWANCE_MS } from '../../carrier/protocol/resources/guard.ts';
+import { ResourceGuard, SET_UP_ALLOWANCE_MS } from '../../supervision/resources/guard.ts';
 
 /** A child that burns `before` ms of CPU, prints "started", burns `after` ms, prints "done", and waits for stdin to end. */
 function burner(before: number, after: number) {

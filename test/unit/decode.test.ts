@@ -2,7 +2,7 @@
 // bigint, any nesting depth, and the same answer whether it runs at once or in slices.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decodeEnvelope, decodeJson, decodeJsonAsync, ASYNC_DECODE_THRESHOLD } from '../../carrier/protocol/decode.ts';
+import { decodeEnvelope, decodeJson, decodeJsonAsync, ASYNC_DECODE_THRESHOLD } from '../../wire/decode.ts';
 
 // Each text has a 16-digit run, so it takes the iterative parser rather than JSON.parse.
 const BIG = '12345678901234567890';

@@ -1,12 +1,12 @@
 // maxDiskMb's configuration (host/runtime/resource-limits.ts) and the measurements behind it
-// (carrier/protocol/disk-usage.ts): the default, the refusals, /proc/<pid>/io parsing, and the
+// (supervision/disk-usage.ts): the default, the refusals, /proc/<pid>/io parsing, and the
 // walk of a RAM-backed directory (blocks held, hard links once, an inode at least a page).
 import { linkSync, mkdirSync, mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { resolveConfig } from '../../host/runtime/config.ts';
-import { diskMessage, directoryBytes, parseIo, ramBackedDirectories } from '../../carrier/protocol/disk-usage.ts';
+import { diskMessage, directoryBytes, parseIo, ramBackedDirectories } from '../../supervision/disk-usage.ts';
 import { thrown } from '../helpers/assert.ts';
 
 const MIB = 1024 * 1024;

@@ -3,9 +3,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createHash } from 'node:crypto';
-import { createFrameMac, joinPayload, newChannelKey, PAYLOAD_SEPARATOR, quickFrame, splitPayload } from '../../carrier/protocol/frame.ts';
-import { encodeJson } from '../../carrier/protocol/json.ts';
-import { cutToEscapedBytes, escapedBytes } from '../../carrier/protocol/limits.ts';
+import { createFrameMac, joinPayload, newChannelKey, PAYLOAD_SEPARATOR, quickFrame, splitPayload } from '../../wire/frame.ts';
+import { encodeJson } from '../../wire/json.ts';
+import { cutToEscapedBytes, escapedBytes } from '../../wire/limits.ts';
 
 test('a frame MAC is SHA-256 over key, "<seq> " and the bytes, cut to 128 bits, however the bytes arrive', () => {
   const key = newChannelKey();

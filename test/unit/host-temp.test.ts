@@ -1,4 +1,4 @@
-// Which host directories the sweep takes for dead (carrier/protocol/host-temp.ts): named by
+// Which host directories the sweep takes for dead (supervision/host-temp.ts): named by
 // process, judged by pid, start time, boot and pid namespace; never this process's own, never a
 // live process's, never one from another pid namespace, never an entry that is not a 0700
 // directory of this user.
@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { deadHostDirectories, hostTempDirectory, privateDirectory } from '../../carrier/protocol/host-temp.ts';
+import { deadHostDirectories, hostTempDirectory, privateDirectory } from '../../supervision/host-temp.ts';
 
 const base = realpathSync(mkdtempSync(join(tmpdir(), 'ptc-host-temp-')));
 const uid = process.getuid!();

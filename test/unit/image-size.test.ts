@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { existsSync, statSync } from 'node:fs';
-import { imageSizeFromBytes, readImageSize, SCAN_LIMIT, type ImageSize } from '../../carrier/protocol/image-size.ts';
+import { imageSizeFromBytes, readImageSize, SCAN_LIMIT, type ImageSize } from '../../wire/image-size.ts';
 import { rejection, thrown } from '../helpers/assert.ts';
 
 // Fixtures are made by test/fixtures/images/generate.sh (real ImageMagick + cwebp); names carry the expected size.

@@ -1,8 +1,8 @@
-// How a specifier meets the import policy's rules (carrier/protocol/imports.ts): patterns, the
+// How a specifier meets the import policy's rules (wire/import-policy.ts): patterns, the
 // builtin spelling without `node:`, and the order deny, map, allow.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decideByRules, importFiles, matchesPattern, type ImportRule } from '../../carrier/protocol/imports.ts';
+import { decideByRules, importFiles, matchesPattern, type ImportRule } from '../../wire/import-policy.ts';
 
 const MATCHES: Array<[string, string, boolean]> = [
   ['node:child_process', 'node:child_process', true],

@@ -1,4 +1,4 @@
-// The allowlist proxy's connections as streams of the relay's multiplex (carrier/protocol/mux-streams.ts),
+// The allowlist proxy's connections as streams of the relay's multiplex (wire/mux-streams.ts),
 // between two ends in this process over real Unix sockets: bytes both ways with half-close, a reset
 // that reaches the other side, a window that stops a sender whose receiver does not read, and
 // malformed frames named.
@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createMuxStreams, STREAM_WINDOW, type MuxStreams } from '../../carrier/protocol/mux-streams.ts';
-import type { MuxType } from '../../carrier/protocol/mux.ts';
+import { createMuxStreams, STREAM_WINDOW, type MuxStreams } from '../../wire/mux-streams.ts';
+import type { MuxType } from '../../wire/mux.ts';
 
 const directory = mkdtempSync(join(tmpdir(), 'ptc-mux-streams-'));
 const servers: Server[] = [];

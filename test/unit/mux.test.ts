@@ -1,8 +1,8 @@
-// The relay's framing (carrier/protocol/mux.ts): frames survive any split of the byte stream,
+// The relay's framing (wire/mux.ts): frames survive any split of the byte stream,
 // long data is chunked at the limit, and a broken stream is reported once, naming what was wrong.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createMuxReader, muxChunks, muxFrame, MUX_MAX_PAYLOAD, type MuxType } from '../../carrier/protocol/mux.ts';
+import { createMuxReader, muxChunks, muxFrame, MUX_MAX_PAYLOAD, type MuxType } from '../../wire/mux.ts';
 
 function read(chunks: Uint8Array[]): { frames: Array<[MuxType, string]>; errors: string[] } {
   const frames: Array<[MuxType, string]> = [];

@@ -2,10 +2,10 @@
 // JSON.stringify byte for byte, and a fitted outcome must fit exactly, whatever the text holds.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { fitOutcome, REPLY_ENVELOPE } from '../../carrier/outcome-fit.ts';
-import { cutToEscapedBytes as prefixWithin, escapedBytes as encodedLength } from '../../carrier/protocol/limits.ts';
-import { encodeJson } from '../../carrier/protocol/json.ts';
-import type { RunOutcome } from '../../carrier/protocol/messages.ts';
+import { fitOutcome, REPLY_ENVELOPE } from '../../carrier/run/outcome-fit.ts';
+import { cutToEscapedBytes as prefixWithin, escapedBytes as encodedLength } from '../../wire/limits.ts';
+import { encodeJson } from '../../wire/json.ts';
+import type { RunOutcome } from '../../wire/messages.ts';
 
 const TRICKY = ['', 'plain', 'quote " and backslash \\', 'tab\tnew\nline\r\b\f', '\u0001\u001f\u007f', 'é ü ß', '€ 日本', '😀 pair', 'lone \ud800 high', 'lone \udc00 low', '\u2028\u2029', 'end high \ud83d'];
 

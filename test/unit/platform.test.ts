@@ -8,11 +8,11 @@ import { realpath } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { killChildTree, treeKill, treeSpawnOptions } from '../../carrier/protocol/process-tree.ts';
+import { killChildTree, treeKill, treeSpawnOptions } from '../../supervision/process-tree.ts';
 import { bwrapStatus, planSandbox, readableRoots, resolvePolicy } from '../../host/sandbox/index.ts';
 import { platformName } from '../../host/runtime/version.ts';
 import { keptEnvironment } from '../../host/worker/launch.ts';
-import { keptVariables } from '../../carrier/environment.ts';
+import { keptVariables } from '../../carrier/boot/environment.ts';
 import { isFileSystemRoot } from '../../host/sandbox/policy.ts';
 import { posix, win32 } from 'node:path';
 

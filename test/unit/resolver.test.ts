@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { resolverDirectory } from '../../carrier/protocol/resolver.ts';
+import { resolverDirectory } from '../../supervision/resolver.ts';
 
 const dir = realpathSync(mkdtempSync(join(tmpdir(), 'ptc-resolver-')));
 test.after(() => rmSync(dir, { recursive: true, force: true }));

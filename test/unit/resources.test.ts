@@ -2,8 +2,8 @@
 // meets (this machine's cgroup v1 hybrid among them), and how it reads /proc/<pid>/stat.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { cgroup2Mount, findCgroupBase, type CgroupBase } from '../../carrier/protocol/resources/cgroup.ts';
-import { parseStat, residentBytes, treeUsage } from '../../carrier/protocol/resources/proc.ts';
+import { cgroup2Mount, findCgroupBase, type CgroupBase } from '../../supervision/resources/cgroup.ts';
+import { parseStat, residentBytes, treeUsage } from '../../supervision/resources/proc.ts';
 
 const UNIFIED = '35 25 0:30 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot';
 const HYBRID = [

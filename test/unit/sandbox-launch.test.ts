@@ -8,7 +8,7 @@ import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LaunchCommand } from '../../host/worker/launch.ts';
-import { seccompFilter } from '../../carrier/protocol/seccomp.ts';
+import { seccompFilter } from '../../supervision/seccomp.ts';
 import { appendNodeOptions, bwrapArgs, permissionArgs, readableRoots, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
 
 /** /dev/shm: the one RAM-backed place a program may write, 64 MiB, world-writable like the host's. */
@@ -22,7 +22,7 @@ const RO = ['--remount-ro', '/dev', '--remount-ro', '/run'];
 const RO_NO_NET = RO;
 /** Nested user namespaces and mounts are refused by the seccomp filter. */
 const NS = ['--unshare-pid', '--unshare-ipc'];
-/** The seccomp filter arrives on fd 4 (carrier/protocol/seccomp.ts). */
+/** The seccomp filter arrives on fd 4 (supervision/seccomp.ts). */
 const TAIL = ['--cap-drop', 'ALL', '--die-with-parent', '--new-session', '--seccomp', '4'];
 const PRIV = '/tmp/ptc-sandbox-x';
 /** The private temp directory: a 512 MiB tmpfs of the sandbox's own over the host directory. */

@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, readFileSync } from 'node:fs';
-import { ARCHES, CLONE_NAMESPACE_FLAGS, DENIED, ENOSYS, EOPNOTSUPP, EPERM, RET_KILL_PROCESS, SECCOMP_FD, seccompFilter, seccompProgram, seccompProgramForAll, seccompUnavailable, type Instruction } from '../../carrier/protocol/seccomp.ts';
+import { ARCHES, CLONE_NAMESPACE_FLAGS, DENIED, ENOSYS, EOPNOTSUPP, EPERM, RET_KILL_PROCESS, SECCOMP_FD, seccompFilter, seccompProgram, seccompProgramForAll, seccompUnavailable, type Instruction } from '../../supervision/seccomp.ts';
 
 const ALLOW = 0x7fff0000;
 const errno = (code: number): number => 0x00050000 | code;

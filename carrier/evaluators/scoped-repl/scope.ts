@@ -7,7 +7,7 @@
 // plan() runs with the built-ins restored (scoped-repl.ts compiles inside withPristineBuiltins);
 // keep() and the copied values' lookups run from the program's prologue, after the program may have
 // replaced Map and Set methods, so the collections they touch are the captured Safe ones.
-import { SafeMap, SafeSet } from '../../intrinsics.ts';
+import { SafeMap, SafeSet } from '../../hardening/intrinsics.ts';
 import type { Declarations } from './declarations.ts';
 
 interface Entry {

@@ -2,7 +2,7 @@
 // wait minutes for a SYN that is never answered), and joined to the client with backpressure.
 import { connect, type Socket } from 'node:net';
 import type { Passage } from './gate.ts';
-import { createReads, relayTo, type Reads } from './relay.ts';
+import { createReads, relayTo, type Reads } from './reads.ts';
 
 /** A connection to a destination, with its reads (see relay.ts). */
 export type Upstream = { socket: Socket; reads: Reads };

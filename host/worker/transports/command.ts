@@ -2,8 +2,8 @@
 // -i pod --`, a wrapper script. The prefix is run with `<node> <bootstrapPath> --probe` once per
 // runtime, then with `--relay` per carrier. The bootstrap must already be there.
 import { execFile } from 'node:child_process';
-import type { RelayStart } from '../../../carrier/protocol/mux.ts';
-import { PROTOCOL_REVISION } from '../../../carrier/protocol/revision.ts';
+import type { RelayStart } from '../../../wire/mux.ts';
+import { PROTOCOL_REVISION } from '../../../wire/revision.ts';
 import { nodeTooOld, type RemoteFacts, type RemoteTarget } from './remote.ts';
 
 export interface CommandLaunch {

@@ -2,10 +2,10 @@
 // at fd 3, stdout and stderr on pipes of their own. Killing it kills the whole tree.
 import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
-import { killChildTree, treeSpawnOptions } from '../../../carrier/protocol/process-tree.ts';
-import { pipeDrainer } from '../../../carrier/protocol/pipe-drain.ts';
-import { treeStorageWrites } from '../../../carrier/protocol/disk-usage.ts';
-import { filterStdio, sendFilter } from '../../../carrier/protocol/seccomp-fd.ts';
+import { killChildTree, treeSpawnOptions } from '../../../supervision/process-tree.ts';
+import { pipeDrainer } from '../../../supervision/pipe-drain.ts';
+import { treeStorageWrites } from '../../../supervision/disk-usage.ts';
+import { filterStdio, sendFilter } from '../../../supervision/seccomp-fd.ts';
 import type { LaunchCommand } from '../../sandbox/index.ts';
 import { ResourceGuard } from '../resources/index.ts';
 import type { CarrierConnection, StdioStream } from './connection.ts';

@@ -1,6 +1,6 @@
 // A carrier behind a relay (carrier/relay/) at the far end of a transport that carries only stdio:
 // `ssh … node bootstrap.mjs --relay`, or any command prefix such as `docker exec -i box node …`.
-// The transport process's stdin and stdout carry mux frames (carrier/protocol/mux.ts); this side
+// The transport process's stdin and stdout carry mux frames (wire/mux.ts); this side
 // turns them back into the control, stdout and stderr streams a local carrier has, so the worker
 // above cannot tell the difference. The transport's own stderr (ssh's diagnostics) is kept apart
 // as a bounded tail for failures.
@@ -8,9 +8,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { Duplex, PassThrough } from 'node:stream';
-import { createMuxReader, muxChunks, muxFrame, type RelayHello, type RelayStart } from '../../../carrier/protocol/mux.ts';
-import { PROTOCOL_REVISION } from '../../../carrier/protocol/revision.ts';
-import { createMuxStreams } from '../../../carrier/protocol/mux-streams.ts';
+import { createMuxReader, muxChunks, muxFrame, type RelayHello, type RelayStart } from '../../../wire/mux.ts';
+import { PROTOCOL_REVISION } from '../../../wire/revision.ts';
+import { createMuxStreams } from '../../../wire/mux-streams.ts';
 import type { CpuOverrun, ResourceLimits } from '../resources/index.ts';
 import type { CarrierConnection } from './connection.ts';
 
@@ -66,7 +66,7 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
   let limitReason: string | undefined;
   let lost: string | undefined;
   const queued: Buffer[] = [];
-  // The limits are measured by the relay (carrier/relay/limits.ts); these hear what it found.
+  // The limits are measured by the relay (relay/limits.ts); these hear what it found.
   let overMemory: string | undefined;
   let onMemoryOver: ((beforeRun: boolean) => void) | undefined;
   let transportExited = false;

@@ -1,7 +1,7 @@
 // What the worker needs from a far machine reached through a stdio-only transport: facts for the
 // sandbox plan (its Node, whether bubblewrap works there), and the command that starts a relay.
 // Preparing may deliver the bootstrap; it happens once per runtime and target, before any carrier.
-import type { RelayStart } from '../../../carrier/protocol/mux.ts';
+import type { RelayStart } from '../../../wire/mux.ts';
 import type { RelayedLaunch } from './relayed.ts';
 
 export interface RemoteFacts {

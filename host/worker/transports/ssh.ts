@@ -9,8 +9,8 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RelayStart } from '../../../carrier/protocol/mux.ts';
-import { PROTOCOL_REVISION } from '../../../carrier/protocol/revision.ts';
+import type { RelayStart } from '../../../wire/mux.ts';
+import { PROTOCOL_REVISION } from '../../../wire/revision.ts';
 import { readBootstrap } from '../bootstrap-asset.ts';
 import { nodeTooOld, type RemoteFacts, type RemoteTarget } from './remote.ts';
 import { shellLine, shellQuote } from './shell.ts';
@@ -69,7 +69,7 @@ interface Prepared {
  * file once, and only when its hash matches (or there is none to hold it to: "-") evaluates exactly
  * those bytes, from a data: URL, as `node <file> <role> [args]` would. Importing the file by its path
  * would read it a second time, and a file swapped in between would run unverified and unconfined.
- * The relay hands the same bytes on to its carrier (carrier/relay/launch.ts).
+ * The relay hands the same bytes on to its carrier (supervision/launch.ts).
  */
 const VERIFY_AND_RUN = [
   'const fs=require("fs"),crypto=require("crypto");',

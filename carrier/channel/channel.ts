@@ -5,16 +5,16 @@
 // put a frame in front of the host that the host accepts.
 import { Socket } from 'node:net';
 import { types } from 'node:util';
-import { encodeJson } from './protocol/json.ts';
-import { createBlockingWriter } from './protocol/blocking-write.ts';
-import { createLineReader } from './protocol/framing.ts';
-import { createFrameMac, newChannelKey, PAYLOAD_SEPARATOR, quickFrame, splitPayload } from './protocol/frame.ts';
-import { cutToEscapedBytes, escapedBytes } from './protocol/limits.ts';
-import { CONTROL_FD, PROTOCOL_REVISION } from './protocol/revision.ts';
-import type { CarrierMethods, Handshake, HostMethods, RunRequest } from './protocol/messages.ts';
+import { encodeJson } from '../../wire/json.ts';
+import { createBlockingWriter } from './blocking-write.ts';
+import { createLineReader } from '../../wire/framing.ts';
+import { createFrameMac, newChannelKey, PAYLOAD_SEPARATOR, quickFrame, splitPayload } from '../../wire/frame.ts';
+import { cutToEscapedBytes, escapedBytes } from '../../wire/limits.ts';
+import { CONTROL_FD, PROTOCOL_REVISION } from '../../wire/revision.ts';
+import type { CarrierMethods, Handshake, HostMethods, RunRequest } from '../../wire/messages.ts';
 import { createRpc } from './rpc.ts';
 import { createStallWatch, type StallWatch } from './stall.ts';
-import { append, apply, byteLength, defineProperty, ErrorCtor, ownKeys, StringCtor } from './intrinsics.ts';
+import { append, apply, byteLength, defineProperty, ErrorCtor, ownKeys, StringCtor } from '../hardening/intrinsics.ts';
 
 /** The host's methods the carrier calls. */
 export interface HostLink {

@@ -6,7 +6,7 @@
 // Promise and resolves with decoded replies (which a program's Object.prototype.then adopts). This
 // layer uses only intrinsics captured before any program exists (intrinsics.ts).
 import { types } from 'node:util';
-import { apply, ErrorCtor, hasOwn, NativePromise, SafeMap, then, unthenable } from './intrinsics.ts';
+import { apply, ErrorCtor, hasOwn, NativePromise, SafeMap, then, unthenable } from '../hardening/intrinsics.ts';
 
 /** A message as it goes out: a null-prototype record, so building it meets no setter. */
 export type OutgoingMessage = Record<string, unknown>;

@@ -15,10 +15,10 @@
 import { connect, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { explainUnreachable } from './denials.ts';
-import { FORWARD_CONNECTION } from './network-relay.ts';
-import { FORWARD_PORT } from './protocol/network.ts';
-import { apply, NativePromise, resolved, SafeMap, stringIncludes, stringStartsWith, then, TypeErrorCtor } from './intrinsics.ts';
+import { explainUnreachable } from '../hardening/denials.ts';
+import { FORWARD_CONNECTION } from './byte-path.ts';
+import { FORWARD_PORT } from '../../wire/network.ts';
+import { apply, NativePromise, resolved, SafeMap, stringIncludes, stringStartsWith, then, TypeErrorCtor } from '../hardening/intrinsics.ts';
 
 const DENIAL_PREFIX = 'blocked by ptc network policy: ';
 /** A direct connection (net.connect, a UDP socket) finds no route: the namespace has only loopback. */

@@ -2,7 +2,7 @@
 // carrier implements CarrierMethods and calls HostMethods. Values travel as lossless JSON text
 // (see json.ts) so that encoding and its errors stay in one place.
 
-import type { ImportPolicy } from './imports.ts';
+import type { ImportPolicy } from './import-policy.ts';
 
 /** The carrier's first line on the control channel, before any RPC traffic and before any program exists. */
 export interface Handshake {

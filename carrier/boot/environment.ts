@@ -4,8 +4,8 @@
 // environment and in the program's, so that fetch and child processes such as curl (which inherit
 // the program's process.env) reach the network only through the proxy.
 import { syncBuiltinESMExports } from 'node:module';
-import { CARRIER_SELECTOR } from './protocol/revision.ts';
-import { PROXY_VARIABLES } from './protocol/network.ts';
+import { CARRIER_SELECTOR } from '../../wire/revision.ts';
+import { PROXY_VARIABLES } from '../../wire/network.ts';
 
 /** The variables that stay in the carrier's OS environment on `platform`. */
 export function keptVariables(platform: NodeJS.Platform = process.platform): Set<string> {

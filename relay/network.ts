@@ -1,4 +1,4 @@
-// The far side's end of a network allowlist: the sandbox's forwarder (carrier/network-forward.ts)
+// The far side's end of a network allowlist: the sandbox's forwarder (carrier/network/forward.ts)
 // connects to a Unix socket bound into the sandbox at /run/ptc-network/proxy.sock, as it does on the
 // host; here the relay listens on it and carries each connection, unread, to the host as a stream
 // of the multiplex (protocol/mux-streams.ts). The host connects each one to its own proxy, which
@@ -6,8 +6,8 @@
 import { closeSync, openSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import type { MuxStreams } from '../protocol/mux-streams.ts';
-import { PROXY_SOCKET_NAME } from './launch.ts';
+import type { MuxStreams } from '../wire/mux-streams.ts';
+import { PROXY_SOCKET_NAME } from '../supervision/launch.ts';
 
 /** sun_path is 108 bytes on Linux, the terminating NUL included. */
 const MAX_SOCKET_PATH_BYTES = 107;

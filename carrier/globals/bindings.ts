@@ -3,10 +3,10 @@
 // rebuilds the reply, with Images placed where the host marked them. The call path uses only
 // captured intrinsics (intrinsics.ts), so a program's tampering cannot change what is sent.
 import { types } from 'node:util';
-import { decodeJson, encodeJson, LossyValueError } from './protocol/json.ts';
+import { decodeJson, encodeJson, LossyValueError } from '../../wire/json.ts';
 import { createImage, imageDescriptor } from './image.ts';
-import { append, byteLength, construct, create, defineProperty, NativePromise, StringCtor, stringIndexOf, stringSlice, TypeErrorCtor } from './intrinsics.ts';
-import type { ImagePlacement, InvokeResult } from './protocol/messages.ts';
+import { append, byteLength, construct, create, defineProperty, NativePromise, StringCtor, stringIndexOf, stringSlice, TypeErrorCtor } from '../hardening/intrinsics.ts';
+import type { ImagePlacement, InvokeResult } from '../../wire/messages.ts';
 
 const brand = Symbol.for('ptc.BindingError');
 const { isProxy } = types;

@@ -4,8 +4,8 @@
 // learns why from a frame (T: the CPU budget, M: the memory watchdog) or from the exit (X carries
 // overLimit when the kernel's cgroup killed it), and builds the same failure as for a local run.
 import { hostname } from 'node:os';
-import { ResourceGuard, type CpuOverrun } from '../protocol/resources/guard.ts';
-import { procAvailable } from '../protocol/resources/proc.ts';
+import { ResourceGuard, type CpuOverrun } from '../supervision/resources/guard.ts';
+import { procAvailable } from '../supervision/resources/proc.ts';
 
 export interface RelayLimits {
   readonly memory: ResourceGuard['memory'];

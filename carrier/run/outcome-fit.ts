@@ -5,9 +5,9 @@
 //
 // This runs after the program, so it uses only intrinsics captured at load, and it measures in
 // one pass per string: a diagnostic can be hundreds of megabytes.
-import { encodeJson } from './protocol/json.ts';
-import type { RunOutcome } from './protocol/messages.ts';
-import { cutToEscapedBytes, escapedBytes } from './protocol/limits.ts';
+import { encodeJson } from '../../wire/json.ts';
+import type { RunOutcome } from '../../wire/messages.ts';
+import { cutToEscapedBytes, escapedBytes } from '../../wire/limits.ts';
 
 /** Room for the reply envelope around an outcome: {"t":"s","i":<request id>,"r":…}, about 40 bytes. */
 export const REPLY_ENVELOPE = 256;

@@ -9,17 +9,17 @@
 // has been silent past the watchdog (a frozen host, or a connection that died without an EOF).
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
-import { PROTOCOL_REVISION } from '../protocol/revision.ts';
-import { createMuxReader, muxChunks, muxFrame, type MuxType, type RelayHello, type RelayStart } from '../protocol/mux.ts';
-import { killChildTree, treeSpawnOptions } from '../protocol/process-tree.ts';
-import { removeTreeSync } from '../protocol/remove-tree.ts';
-import { pipeDrainer } from '../protocol/pipe-drain.ts';
-import { filterStdio, sendFilter } from '../protocol/seccomp-fd.ts';
-import { carrierLaunch, SOURCE_FD, sourceOf, type CarrierLaunch } from './launch.ts';
-import { sweepHostDirectoriesSync } from '../protocol/host-temp.ts';
-import { DiskWatch, diskMessage, ioAccountingAvailable, ramBackedDirectories } from '../protocol/disk-usage.ts';
+import { PROTOCOL_REVISION } from '../wire/revision.ts';
+import { createMuxReader, muxChunks, muxFrame, type MuxType, type RelayHello, type RelayStart } from '../wire/mux.ts';
+import { killChildTree, treeSpawnOptions } from '../supervision/process-tree.ts';
+import { removeTreeSync } from '../supervision/remove-tree.ts';
+import { pipeDrainer } from '../supervision/pipe-drain.ts';
+import { filterStdio, sendFilter } from '../supervision/seccomp-fd.ts';
+import { carrierLaunch, SOURCE_FD, sourceOf, type CarrierLaunch } from '../supervision/launch.ts';
+import { sweepHostDirectoriesSync } from '../supervision/host-temp.ts';
+import { DiskWatch, diskMessage, ioAccountingAvailable, ramBackedDirectories } from '../supervision/disk-usage.ts';
 import { limitsUnavailable, relayLimits, type RelayLimits } from './limits.ts';
-import { createMuxStreams, type MuxStreams } from '../protocol/mux-streams.ts';
+import { createMuxStreams, type MuxStreams } from '../wire/mux-streams.ts';
 import { listenForProxy } from './network.ts';
 
 /** Exit status of a relay that could not do its job; the host reads the reason from its F frame or stderr. */

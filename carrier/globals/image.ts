@@ -5,9 +5,9 @@
 import { close, constants, fstat, open, read, stat } from 'node:fs';
 import { resolve } from 'node:path';
 import { inspect as utilInspect } from 'node:util';
-import type { FileIdentity, ImageDescriptor, ImagePixels } from './protocol/messages.ts';
-import { fileKind, sizeFromReads } from './protocol/image-size.ts';
-import { append, defineProperty, ErrorCtor, freeze, NativePromise, SafeWeakMap, StringCtor, TypeErrorCtor } from './intrinsics.ts';
+import type { FileIdentity, ImageDescriptor, ImagePixels } from '../../wire/messages.ts';
+import { fileKind, sizeFromReads } from '../../wire/image-size.ts';
+import { append, defineProperty, ErrorCtor, freeze, NativePromise, SafeWeakMap, StringCtor, TypeErrorCtor } from '../hardening/intrinsics.ts';
 
 // Built-ins through intrinsics.ts: an Image is made and shown while a program runs, after it may
 // have replaced Object.defineProperty, WeakMap.prototype.set or the global Object.

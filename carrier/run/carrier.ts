@@ -9,30 +9,30 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import * as module from 'node:module';
 import { inspect as utilInspect, types } from 'node:util';
 import vm from 'node:vm';
-import { openChannel, type HostLink } from './channel.ts';
-import { scrubEnvironment } from './environment.ts';
-import { closeInheritedDescriptors } from './protocol/descriptors.ts';
-import { NETWORK_SOCKET_ENV } from './protocol/network.ts';
-import { CONTROL_FD } from './protocol/revision.ts';
-import { markDenied, takeDenied, watchDenials } from './denials.ts';
-import { closePermissionGaps } from './permission-gaps.ts';
-import { guardProcesses } from './process-guard.ts';
-import { beginOutput, captureStandardStreams, endOutput, inspect } from './output.ts';
-import { BindingError, installBindings } from './bindings.ts';
-import { Image, setImageRegistrar } from './image.ts';
+import { openChannel, type HostLink } from '../channel/channel.ts';
+import { scrubEnvironment } from '../boot/environment.ts';
+import { closeInheritedDescriptors } from '../boot/descriptors.ts';
+import { NETWORK_SOCKET_ENV } from '../../wire/network.ts';
+import { CONTROL_FD } from '../../wire/revision.ts';
+import { markDenied, takeDenied, watchDenials } from '../hardening/denials.ts';
+import { closePermissionGaps } from '../hardening/permission-gaps.ts';
+import { guardProcesses } from '../hardening/process-guard.ts';
+import { beginOutput, captureStandardStreams, endOutput, inspect } from '../globals/output.ts';
+import { BindingError, installBindings } from '../globals/bindings.ts';
+import { Image, setImageRegistrar } from '../globals/image.ts';
 import { describeSyntaxError, describeThrown, isDecoratedSyntaxError, trustErrorRealm } from './errors.ts';
 import {
   apply, byteLength, chdir, defineProperty, NativePromise, queueTask, rejected, resolved, SafeSet, setPrototypeOf, stringIncludes, then, unthenable,
-} from './intrinsics.ts';
-import { createEvaluator } from './evaluators/index.ts';
-import { applyImports, importSetup } from './imports/program-imports.ts';
-import type { Completion, Evaluator } from './evaluators/types.ts';
-import { encodeJson, LossyValueError, trustRealm } from './protocol/json.ts';
+} from '../hardening/intrinsics.ts';
+import { createEvaluator } from '../evaluators/index.ts';
+import { applyImports, importSetup } from '../imports/program-imports.ts';
+import type { Completion, Evaluator } from '../evaluators/types.ts';
+import { encodeJson, LossyValueError, trustRealm } from '../../wire/json.ts';
 import { fitOutcome, REPLY_ENVELOPE } from './outcome-fit.ts';
 import { cancelTrim, trimWhenIdle } from './idle-trim.ts';
-import { holdWaitAsync, STALL_MESSAGE, type StallWatch } from './stall.ts';
-import type { InvokeResult, RunOutcome, RunRequest } from './protocol/messages.ts';
-import { bootMark } from './protocol/boot-mark.ts';
+import { holdWaitAsync, STALL_MESSAGE, type StallWatch } from '../channel/stall.ts';
+import type { InvokeResult, RunOutcome, RunRequest } from '../../wire/messages.ts';
+import { bootMark } from '../../wire/boot-mark.ts';
 
 /** One run: settles once; a revoke rejects its pending binding calls and silences it. */
 interface Run {
@@ -110,7 +110,7 @@ function startNetwork(): Promise<void> {
   const socketPath = process.env[NETWORK_SOCKET_ENV];
   delete process.env[NETWORK_SOCKET_ENV];
   if (socketPath === undefined || socketPath === '') return resolved(undefined);
-  return then(import('./network-forward.ts'), ({ startForwarding }) => startForwarding(socketPath));
+  return then(import('../network/forward.ts'), ({ startForwarding }) => startForwarding(socketPath));
 }
 
 /** What a rehearsal's host link does with the run's notices and calls: nothing reaches the host. */

@@ -4,7 +4,7 @@
 // once a retained carrier has been idle for TRIM_DELAY_MS, it collects once, off any run's path.
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { apply, getPrototypeOf } from './intrinsics.ts';
+import { apply, getPrototypeOf } from '../hardening/intrinsics.ts';
 
 /** Long enough that back-to-back runs (a loop of tool-driven turns) never pay for it. */
 export const TRIM_DELAY_MS = 200;

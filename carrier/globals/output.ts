@@ -4,8 +4,8 @@
 import { inspect as utilInspect, types } from 'node:util';
 import { StringDecoder } from 'node:string_decoder';
 import { collectInspectedImages, imageDescriptor } from './image.ts';
-import { apply, bufferFrom, byteLength, defineProperty, nextTick, stringCharCodeAt, stringSlice } from './intrinsics.ts';
-import type { OutputMessage } from './protocol/messages.ts';
+import { apply, bufferFrom, byteLength, defineProperty, nextTick, stringCharCodeAt, stringSlice } from '../hardening/intrinsics.ts';
+import type { OutputMessage } from '../../wire/messages.ts';
 
 export interface OutputSink {
   (entry: OutputMessage): void;

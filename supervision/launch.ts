@@ -9,13 +9,13 @@
 import { realpathSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { isAbsolute } from 'node:path';
-import { bwrapArgs, within, writablePaths, type ConfinedPolicy } from '../protocol/bwrap.ts';
-import { privateDirectory, sharedTempPaths } from '../protocol/host-temp.ts';
-import { permissionArgs, readableRoots } from '../protocol/node-permission.ts';
-import { seccompFilter, seccompUnavailable } from '../protocol/seccomp.ts';
-import { resolverLayout } from '../protocol/resolver.ts';
-import { NETWORK_SOCKET_ENV, proxyEnvironment } from '../protocol/network.ts';
-import type { RelayStart } from '../protocol/mux.ts';
+import { bwrapArgs, within, writablePaths, type ConfinedPolicy } from './bwrap.ts';
+import { privateDirectory, sharedTempPaths } from './host-temp.ts';
+import { permissionArgs, readableRoots } from './node-permission.ts';
+import { seccompFilter, seccompUnavailable } from './seccomp.ts';
+import { resolverLayout } from './resolver.ts';
+import { NETWORK_SOCKET_ENV, proxyEnvironment } from '../wire/network.ts';
+import type { RelayStart } from '../wire/mux.ts';
 
 export interface CarrierLaunch {
   executable: string;

@@ -1,7 +1,7 @@
 // How a confined carrier reaches the host's network proxy (host/sandbox/network/): the host binds
 // the proxy's Unix socket into the sandbox and names it in PTC_NETWORK_SOCKET; before any program
 // runs, the carrier listens on 127.0.0.1:FORWARD_PORT inside the sandbox's network namespace and
-// pipes each connection to that socket (carrier/network-forward.ts). The proxy variables point
+// pipes each connection to that socket (carrier/network/forward.ts). The proxy variables point
 // fetch, http/https and child processes such as curl at that port.
 
 /** Names the proxy's Unix socket for the carrier; the carrier removes it from its environment. */

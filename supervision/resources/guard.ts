@@ -2,10 +2,10 @@
 // Memory is bounded by a cgroup of the carrier's own where the host can make one (cgroup.ts), else
 // by this watchdog sampling /proc; CPU time is always sampled from /proc (proc.ts), so it is the
 // same with or without a cgroup; disk is watched from /proc and the writable directories
-// (carrier/protocol/disk-usage.ts, which the relay uses too). The host samples: the carrier
+// (supervision/disk-usage.ts, which the relay uses too). The host samples: the carrier
 // cannot be trusted to report itself.
 import { availableParallelism } from 'node:os';
-import { DiskWatch, diskMessage, ramBackedDirectories, type DiskUsage } from '../../../carrier/protocol/disk-usage.ts';
+import { DiskWatch, diskMessage, ramBackedDirectories, type DiskUsage } from '../disk-usage.ts';
 import { confineMemory, type CarrierCgroup } from './cgroup.ts';
 import { treeMemory, type MemoryUsage } from './held.ts';
 import { treeUsage } from './proc.ts';

@@ -13,7 +13,7 @@
 // to Node's rule is made: Atomics.waitAsync with a timeout (see holdWaitAsync), which a process
 // would abandon but which does settle by itself.
 import { Socket } from 'node:net';
-import { apply, defineProperty, then } from './intrinsics.ts';
+import { apply, defineProperty, then } from '../hardening/intrinsics.ts';
 
 export const STALL_MESSAGE =
   'ptc: the program is waiting on a promise that nothing can settle: no binding call, timer, I/O or child process is pending';

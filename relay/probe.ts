@@ -2,9 +2,9 @@
 // can choose the sandbox backend for a remote run the way it does for a local one. bubblewrap is
 // found and tried as host/sandbox/detect.ts does locally (protocol/bwrap-probe.ts), without PATH.
 import { spawnSync } from 'node:child_process';
-import { bwrapProbeArgs, isExecutableFile, locateBwrap } from '../protocol/bwrap-probe.ts';
-import { PROTOCOL_REVISION } from '../protocol/revision.ts';
-import { seccompFilter, seccompUnavailable } from '../protocol/seccomp.ts';
+import { bwrapProbeArgs, isExecutableFile, locateBwrap } from '../supervision/bwrap-probe.ts';
+import { PROTOCOL_REVISION } from '../wire/revision.ts';
+import { seccompFilter, seccompUnavailable } from '../supervision/seccomp.ts';
 
 export interface ProbeReport {
   revision: number;

@@ -1,5 +1,5 @@
 // Finding bubblewrap and the sandbox that tests it, the same way on the host (host/sandbox/detect.ts)
-// and in the relay on the far side of SSH (carrier/relay/probe.ts). Neither may depend on PATH: a
+// and in the relay on the far side of SSH (relay/probe.ts). Neither may depend on PATH: a
 // host started with `env -i PATH=/nonexistent` still has /usr/bin/bwrap, and a probe that ran
 // `true` through PATH reported bwrap unusable there, so `auto` fell to node-permission in silence.
 import { accessSync, constants, realpathSync, statSync } from 'node:fs';

@@ -8,8 +8,8 @@ import { inspect as utilInspect, types } from 'node:util';
 import {
   append, defineProperty, ErrorCtor, getOwnPropertyDescriptor, join, NumberCtor, regexpExec, setPrototypeOf, splitLines, StringCtor, stringIncludes,
   stringLastIndexOf, stringSlice,
-} from './intrinsics.ts';
-import type { ErrorInfo, SourceLocation } from './protocol/messages.ts';
+} from '../hardening/intrinsics.ts';
+import type { ErrorInfo, SourceLocation } from '../../wire/messages.ts';
 
 const { isNativeError, isProxy } = types;
 const FRAME = /^\s+at /;
