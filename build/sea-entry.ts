@@ -11,8 +11,8 @@ if (process.env[CARRIER_SELECTOR] === '1') {
   void import('../carrier/run/carrier.ts').then(({ runCarrier }) => runCarrier());
 } else {
   const argv = process.argv.slice(2);
-  void import('../host/runtime/prestart.ts')
-    .then(({ prestartForCli }) => prestartForCli(argv))
+  void import('../host/cli/head-start.ts')
+    .then(({ runsInDefaultCarrier }) => (runsInDefaultCarrier(argv) ? import('../host/prestart.ts').then(({ prestartDefaultCarrier }) => prestartDefaultCarrier()) : undefined))
     .then(() => import('../host/cli/cli.ts'))
     .then(async ({ main }) => {
       process.exitCode = await main(argv);

@@ -19,7 +19,7 @@ export function filterStdio(stdio: IOType[], filter: Uint8Array | undefined): IO
  * Writes `filter` to the child's SECCOMP_FD and closes this end; a bwrap that exits first says why
  * itself. bwrap waits for the end of file before it starts the program, so the close must not wait
  * for a later turn of the event loop: a host that goes on loading modules synchronously after the
- * spawn (the CLI, host/runtime/prestart.ts) would hold the carrier's boot back by that long
+ * spawn (the CLI, host/prestart.ts) would hold the carrier's boot back by that long
  * (measured: 50 ms of a `ptc run`). The write goes out at once when the pipe takes all of it, as a
  * pipe with room does; only a write that had to be queued closes after it drains.
  */

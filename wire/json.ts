@@ -331,5 +331,3 @@ function describe(value: object): string {
   return first === 65 || first === 69 || first === 73 || first === 79 || first === 85 ? `an ${kind}` : `a ${kind}`;
 }
 
-// Decoding lives in decode.ts: it must not recurse, whatever the depth of what the peer sends.
-export { decodeJson } from './decode.ts';

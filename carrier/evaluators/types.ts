@@ -2,21 +2,9 @@
 // one realm (the main context, or a vm context it creates) and keeps whatever state its format
 // retains between evaluations; the carrier owns bindings, output, revocation and the wire.
 
-import type { ProgramImportHandler } from '../imports/handler.ts';
+export type { ImportSetup } from '../imports/setup.ts';
 
 export type EvaluatorFormat = 'async-function' | 'vm-script' | 'scoped-repl' | 'repl';
-
-/** How an evaluator's programs import when the run carries an import policy or handler. */
-export interface ImportSetup {
-  /** The handler in force: the carrier's current one (the policy of the run, then the runner's handler). */
-  handler: () => ProgramImportHandler;
-  /** The evaluation the calling code belongs to, while it is the active one; undefined once it ended. */
-  evaluation: () => object | undefined;
-  /** Whether any evaluation is active: the attribution left where the calling code is unknown (Node 20's loader thread). */
-  busy: () => boolean;
-  /** Whether the environment is retained: a late import then rejects; in a temporary one it never settles. */
-  retained: boolean;
-}
 
 export interface EvaluationOptions {
   /** Absolute file name used in stack traces (and as the referrer of the first call's imports). */

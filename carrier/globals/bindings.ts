@@ -3,7 +3,8 @@
 // rebuilds the reply, with Images placed where the host marked them. The call path uses only
 // captured intrinsics (intrinsics.ts), so a program's tampering cannot change what is sent.
 import { types } from 'node:util';
-import { decodeJson, encodeJson, LossyValueError } from '../../wire/json.ts';
+import { encodeJson, LossyValueError } from '../../wire/json.ts';
+import { decodeJson } from '../../wire/decode.ts';
 import { createImage, imageDescriptor } from './image.ts';
 import { append, byteLength, construct, create, defineProperty, NativePromise, StringCtor, stringIndexOf, stringSlice, TypeErrorCtor } from '../hardening/intrinsics.ts';
 import type { ImagePlacement, InvokeResult } from '../../wire/messages.ts';

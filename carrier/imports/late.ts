@@ -3,7 +3,7 @@
 // exits. The evaluation an import belongs to is the one its calling code runs in (the carrier's
 // AsyncLocalStorage scope), so a saved function that a later active evaluation calls imports normally.
 import { NativePromise, rejected, SafeWeakSet, then } from '../hardening/intrinsics.ts';
-import type { ImportSetup } from '../evaluators/types.ts';
+import type { ImportSetup } from './setup.ts';
 
 const ended = new SafeWeakSet<object>();
 

@@ -2,7 +2,7 @@
 // evaluator, rebuilt at each run (a run's bindings are its own), and the checks that make an
 // unenforceable policy fail the run instead of being ignored.
 import type { ImportPolicy } from '../../wire/import-policy.ts';
-import type { ImportSetup } from '../evaluators/types.ts';
+import type { ImportSetup } from './setup.ts';
 import { loadRunnerHandler, policyHandler, type ProgramImportHandler } from './handler.ts';
 import { canInterceptScriptImports } from './vm-imports.ts';
 

@@ -13,7 +13,7 @@
 import module, { builtinModules } from 'node:module';
 import { checkDecision, isThenable, type ProgramImportHandler } from './handler.ts';
 import { importAfterEnd } from './late.ts';
-import type { ImportSetup } from '../evaluators/types.ts';
+import type { ImportSetup } from './setup.ts';
 
 const BRIDGE = Symbol.for('ptc.import.exports');
 const REPL_PARENT = /^file:\/\/.*\/repl$/;

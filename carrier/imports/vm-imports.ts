@@ -12,7 +12,7 @@ import vm from 'node:vm';
 import { checkDecision, isThenable, type ProgramImportDecision } from './handler.ts';
 import { failedByEnd, guardImport, importAfterEnd, NEVER } from './late.ts';
 import { rejected } from '../hardening/intrinsics.ts';
-import type { ImportSetup } from '../evaluators/types.ts';
+import type { ImportSetup } from './setup.ts';
 
 type DefaultImport = (specifier: string, attributes: Record<string, string>) => Promise<object>;
 /** A Script's importModuleDynamically callback; `phase` is 'source' for `import.source()` (Node 24 and later). */

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// `ptc` from source: node host/bin.ts <command>.
-import { prestartForCli } from '../runtime/prestart.ts';
+// `ptc` from source: node host/cli/bin.ts <command>.
+import { prestartDefaultCarrier } from '../prestart.ts';
+import { runsInDefaultCarrier } from './head-start.ts';
 
 const argv = process.argv.slice(2);
-await prestartForCli(argv);
+if (runsInDefaultCarrier(argv)) await prestartDefaultCarrier();
 const { main } = await import('./cli.ts');
 process.exitCode = await main(argv);

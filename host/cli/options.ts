@@ -110,7 +110,7 @@ export async function loadConfig(args: RunArgs): Promise<RuntimeConfig> {
   refuseRepeatedFlags(args);
   // A remote run's cwd names a directory on the far machine.
   if (args.cwd !== undefined && args.remote === undefined) await checkDirectory(args.cwd);
-  // One run per process: the carrier started by prestartForCli is the only one worth having.
+  // One run per process: the carrier started by prestartDefaultCarrier (host/prestart.ts) is the only one worth having.
   let config: Record<string, unknown> = { prestartCarrier: false };
   if (args.config !== undefined) {
     let text: string;

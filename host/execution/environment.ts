@@ -20,7 +20,7 @@ import { STEP, type RunJournal } from './journal/replay.ts';
 import { encodeJson } from '../../wire/json.ts';
 import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
-import { cpuMessage, type CpuOverrun, type DiskEnforcement, type MemoryEnforcement, type ResourceLimits } from '../worker/resources/index.ts';
+import { cpuMessage, type CpuOverrun, type DiskEnforcement, type MemoryEnforcement, type ResourceLimits } from '../../supervision/resources/guard.ts';
 
 
 /** The reason a run's `ended` signal is aborted with: nothing reads it. */

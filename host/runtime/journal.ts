@@ -1,7 +1,7 @@
 // The runtime's side of the journal: each run of a runtime with `journal` is recorded under its
 // runId; resume() re-runs a run that never finished (its host died, or it was left waiting for an
 // approval) against what the journal holds; runs() and calls() are the audit trail.
-import { decodeJson } from '../../wire/json.ts';
+import { decodeJson } from '../../wire/decode.ts';
 import type { JsonValue } from '../../wire/json.ts';
 import type { RunResult } from '../execution/owners.ts';
 import { openJournal, type CallState, type JournalStore, type RunStatus } from '../execution/journal/store.ts';

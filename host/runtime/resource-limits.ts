@@ -3,7 +3,7 @@
 // on this machine for a local carrier, which then needs Linux here, and by the relay on the far
 // side for a carrier behind ssh or a command prefix (relay/limits.ts and the relay's disk
 // watch), which checks there.
-import { procAvailable } from '../worker/resources/index.ts';
+import { procAvailable } from '../../supervision/resources/proc.ts';
 import { ioAccountingAvailable } from '../../supervision/disk-usage.ts';
 import { isRemoteLaunch, type LaunchConfig } from '../worker/launch.ts';
 import { show } from '../execution/show.ts';

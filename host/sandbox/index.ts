@@ -5,8 +5,8 @@ export { availableBackends, bwrapStatus, bwrapUnavailable, locateBwrap, permissi
 export { probeCacheFile } from './probe-cache.ts';
 export { cacheDirectory, isPrivateDirectory, makePrivateDirectory } from './private-directory.ts';
 export { planSandbox, type MachineFacts, type SandboxPlan, type SandboxUnavailable } from './plan.ts';
-export { bwrapArgs, type BwrapLayout } from './bwrap.ts';
-export { appendNodeOptions, permissionArgs, readableRoots } from './node-permission.ts';
+export { bwrapArgs, type BwrapLayout } from '../../supervision/bwrap.ts';
+export { appendNodeOptions, permissionArgs, readableRoots } from '../../supervision/node-permission.ts';
 export { setupReport, wrapLaunch, type SandboxSetup, type WrapOptions, type WrappedLaunch } from './wrap.ts';
 export { isDenial } from './denial.ts';
 export { sweepLeftovers } from './leftovers.ts';

@@ -65,7 +65,7 @@ function printPhases(title: string, phases: Phases): void {
   for (const [name, value] of phases) console.log(`${pad(`  ${name}`)}${ms(value)}`);
 }
 
-/** The phases of one `ptc run` start, from the probe's marks (see the README of each mark in host/cli/cli.ts and host/runtime/prestart.ts). */
+/** The phases of one `ptc run` start, from the probe's marks (see the README of each mark in host/cli/cli.ts and host/prestart.ts). */
 function runPhases({ report, spawned, closed }: Awaited<ReturnType<typeof probedStart>>): Phases {
   const m = report.marks;
   for (const name of ['entry', 'sandbox', 'spawned', 'cli', 'parsed', 'run', 'result', 'printed', 'disposed']) {

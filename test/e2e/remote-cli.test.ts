@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decodeJson } from '../../wire/json.ts';
+import { decodeJson } from '../../wire/decode.ts';
 import { repoRoot, sshServer, withoutWarm } from '../helpers/runtime.ts';
 
 const BIN = join(repoRoot, 'dist', 'ptc');

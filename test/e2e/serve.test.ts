@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decodeJson } from '../../wire/json.ts';
+import { decodeJson } from '../../wire/decode.ts';
 import { repoRoot, waitUntil } from '../helpers/runtime.ts';
 import { declared } from '../helpers/declared.ts';
 

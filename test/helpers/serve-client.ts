@@ -1,7 +1,7 @@
 // A small JSON-RPC client of one `ptc serve` process for suites beyond serve.test.ts: requests,
 // replies, notifications as they come, and the server's invoke requests answered by a handler.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { decodeJson } from '../../wire/json.ts';
+import { decodeJson } from '../../wire/decode.ts';
 import { repoRoot } from './runtime.ts';
 
 export type Message = Record<string, any>;

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decodeJson } from '../../wire/json.ts';
+import { decodeJson } from '../../wire/decode.ts';
 import { repoRoot, withoutWarm } from '../helpers/runtime.ts';
 import { ensureRelease, file } from './artifacts.ts';
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import vm from 'node:vm';
 import { failedByEnd, guardImport } from '../../carrier/imports/late.ts';
 import { installReplImports } from '../../carrier/imports/repl-hooks.ts';
-import type { ImportSetup } from '../../carrier/evaluators/types.ts';
+import type { ImportSetup } from '../../carrier/imports/setup.ts';
 
 const scratch = mkdtempSync(join(tmpdir(), 'ptc-late-imports-'));
 test.after(() => rmSync(scratch, { recursive: true, force: true }));

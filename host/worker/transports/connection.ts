@@ -3,7 +3,7 @@
 // same for a local child with a pipe on fd 3, a relay at the far end of SSH, or any command prefix
 // that carries only stdio (the MCP SDK's Transport has the same role for its protocol layer).
 import type { Duplex, Readable } from 'node:stream';
-import type { ResourceLimits, TreeLimits } from '../resources/index.ts';
+import type { ResourceLimits, TreeLimits } from '../../../supervision/resources/guard.ts';
 
 export type StdioStream = 'stdout' | 'stderr';
 

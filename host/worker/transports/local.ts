@@ -7,7 +7,7 @@ import { pipeDrainer } from '../../../supervision/pipe-drain.ts';
 import { treeStorageWrites } from '../../../supervision/disk-usage.ts';
 import { filterStdio, sendFilter } from '../../../supervision/seccomp-fd.ts';
 import type { LaunchCommand } from '../../sandbox/index.ts';
-import { ResourceGuard } from '../resources/index.ts';
+import { ResourceGuard } from '../../../supervision/resources/guard.ts';
 import type { CarrierConnection, StdioStream } from './connection.ts';
 
 /** Starts `command` in `cwd` as a carrier with fd 3 as its control channel. */

@@ -11,7 +11,7 @@ import { Duplex, PassThrough } from 'node:stream';
 import { createMuxReader, muxChunks, muxFrame, type RelayHello, type RelayStart } from '../../../wire/mux.ts';
 import { PROTOCOL_REVISION } from '../../../wire/revision.ts';
 import { createMuxStreams } from '../../../wire/mux-streams.ts';
-import type { CpuOverrun, ResourceLimits } from '../resources/index.ts';
+import type { CpuOverrun, ResourceLimits } from '../../../supervision/resources/guard.ts';
 import type { CarrierConnection } from './connection.ts';
 
 /** Bytes of the transport's own stderr kept for diagnostics. */

@@ -1,0 +1,17 @@
+// The process entry's head start: the default carrier booting while the CLI's own modules load.
+// A public entry of its own beside index.ts, so that the CLI reaches it without loading the
+// library; its imports are dynamic so that this module costs nothing before the spawn.
+import { bootMark } from '../wire/boot-mark.ts';
+
+/**
+ * Boots the carrier that a run with the default configuration and policy in this directory would
+ * take from the pool, so that its start-up overlaps the caller's. A run shaped otherwise simply
+ * starts its own carrier; a machine that cannot confine one boots nothing here.
+ */
+export async function prestartDefaultCarrier(): Promise<void> {
+  const [{ confine, DEFAULT_POLICY }, { prestart }, { resolveConfig }] = await Promise.all([import('./worker/confinement.ts'), import('./worker/pool.ts'), import('./runtime/config.ts')]);
+  const confinement = await confine(resolveConfig({}), DEFAULT_POLICY, process.cwd()).catch(() => undefined);
+  bootMark('ptc:sandbox');
+  if (confinement !== undefined && 'recipe' in confinement) prestart(confinement.recipe);
+  bootMark('ptc:spawned');
+}
