@@ -37,6 +37,8 @@ function runSuite(file: string, launch?: string): Promise<{ passed: number; fail
 
 let passed = 0;
 let failed = 0;
+/** Each suite's wall time, printed slowest first at the end: what CI's duration is made of. */
+const timings: Array<[string, number]> = [];
 const failedSuites: string[] = [];
 // Integration and attack suites that go through the test runtime helper run again against the built
 // binary's embedded carrier, against the machine's Node with the bootstrap file, and against that
@@ -56,7 +58,9 @@ for (const launch of LAUNCHES) {
     if (launch !== undefined && !(RELAUNCHED.some((folder) => name.startsWith(folder)) && (await usesTestLaunch(file, launch)))) continue;
     const label = launch === undefined ? name : `${name} [${launch}]`;
     process.stdout.write(`\n# ${label}\n`);
+    const started = performance.now();
     const result = await runSuite(file, launch);
+    timings.push([label, performance.now() - started]);
     passed += result.passed;
     failed += result.failed;
     if (result.code !== 0 || result.failed > 0) failedSuites.push(label);
@@ -72,6 +76,9 @@ async function usesTestLaunch(file: string, launch: string): Promise<boolean> {
   if (launch === 'podman' && !source.includes('launch: podman')) return false;
   return /\b(runProgram|createTestRuntime)\(/.test(source) && !source.includes('launch: source only');
 }
+timings.sort((a, b) => b[1] - a[1]);
+const seconds = (ms: number): string => (ms / 1000).toFixed(1);
+process.stdout.write(`\n# slowest suites (of ${timings.length}, ${seconds(timings.reduce((sum, [, ms]) => sum + ms, 0))} s in all)\n${timings.slice(0, 25).map(([label, ms]) => `#   ${seconds(ms).padStart(6)} s  ${label}`).join('\n')}\n`);
 if (failedSuites.length > 0) process.stdout.write(`\nfailed suites:\n${failedSuites.map((s) => `  ${s}`).join('\n')}\n`);
 process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
 process.exitCode = failed > 0 ? 1 : 0;
