@@ -193,6 +193,35 @@ for (const node of NODES) {
   });
 }
 
+for (const node of NODES) {
+  test(`the README's library quick start, pasted into a project made by npm init -y, on ${node.version}`, () => {
+    // As a user would: a new directory, the package file next to it, the README's two commands,
+    // its snippet saved under the name it gives. npm is kept offline (no audit, nothing to fetch).
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('\n### The library\n'), readme.indexOf('\n### `ptc serve`'));
+    const setup = /```sh\n([^\n]+)\n```/.exec(section)?.[1];
+    const snippet = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+    const file = /Save this as `([^`]+)`/.exec(section)?.[1];
+    const command = /and run\s+`([^`]+)`/.exec(section)?.[1];
+    assert.ok(setup && snippet && file && command, 'the README\'s library section lost its set-up line, snippet, file name or command');
+    assert.match(section, /it prints `sum 5`, then `ok 5`/);
+    const dir = join(work, `quick-start-${node.version}`);
+    mkdirSync(dir);
+    cpSync(tarball, join(dir, `ptc-${root.version}.tgz`));
+    assert.ok(setup.includes(`./ptc-${root.version}.tgz`), `the README installs another file than ptc-${root.version}.tgz: ${setup}`);
+    const env = { ...userEnv(node.path), npm_config_offline: 'true', npm_config_audit: 'false', npm_config_fund: 'false' };
+    const installed = spawnSync('sh', ['-c', setup], { cwd: dir, env, encoding: 'utf8', timeout: 120_000 });
+    assert.is(installed.status, 0, installed.stderr);
+    // npm init -y writes "type": "commonjs" (npm 11): the snippet must run without "type": "module".
+    assert.is.not((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { type?: string }).type, 'module');
+    writeFileSync(join(dir, file), snippet);
+    const run = spawnSync('sh', ['-c', command], { cwd: dir, env, encoding: 'utf8', timeout: 120_000 });
+    assert.is(run.stderr, '');
+    assert.is(run.status, 0);
+    assert.is(run.stdout, 'sum 5\nok 5\n');
+  });
+}
+
 /** A mock language model (the AI SDK's own, from ai/test) that writes one program, then says what the code tool returned. */
 const MOCK_MODEL = `
 import { MockLanguageModelV4 } from 'ai/test';
