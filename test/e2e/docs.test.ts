@@ -11,9 +11,15 @@
 //                                   contains `prints`
 //   <!-- run: program {opts} -->    a ptc program, run through the library (host/index.ts) in a
 //                                   directory holding test/fixtures/docs/, with examples/tools.mjs
-//                                   as its bindings; `// run N` lines split it into runs of one
-//                                   owner; opts: `config` (runtime configuration), `returns` (the
-//                                   last run's value), `prints` (text its output contains)
+//                                   as its bindings (or the module `bindings` names, whose export
+//                                   `tools`, if any, is the request's tools); `// run N` lines
+//                                   split it into runs of one owner; opts: `config` (runtime
+//                                   configuration), `returns` (the last run's value), `prints`
+//                                   (text its output contains)
+//   <!-- run: module {opts} -->     a library snippet, put where `// the example` is in the file
+//                                   `around` names (test/fixtures/docs/), with `ptc` meaning
+//                                   host/index.ts, and run by this Node; it exits 0 and its stdout
+//                                   contains `prints`
 //   <!-- run: python {opts} -->     run by python3 in the checkout with the client on PYTHONPATH;
 //                                   exits 0 and its stdout contains `prints`
 //   <!-- run: config -->            a runtime configuration that createRuntime accepts
@@ -22,7 +28,7 @@
 //                                   or a command that needs what this machine lacks
 // Needs `npm run build` (dist/ptc) first.
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -31,7 +37,7 @@ import { createRuntime, type RunResult } from '../../host/index.ts';
 import { repoRoot } from '../helpers/runtime.ts';
 
 const PAGES = ['README.md', 'clients/python/README.md', ...readdirSync(join(repoRoot, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
-const KINDS = new Set(['run: shell', 'run: setup', 'run: program', 'run: python', 'run: config', 'tested', 'not run']);
+const KINDS = new Set(['run: shell', 'run: setup', 'run: program', 'run: module', 'run: python', 'run: config', 'tested', 'not run']);
 const BIN = join(repoRoot, 'dist', 'ptc');
 const work = mkdtempSync(join(tmpdir(), 'ptc-docs-'));
 // `ptc` in a shell example is the built binary.
@@ -69,7 +75,7 @@ const ALL = PAGES.flatMap(blocks);
 const where = (block: Block): string => `${block.page}:${block.line}`;
 
 /** Marker options: JSON whose integers past 2^53 stay exact (as bigints, which is how the library returns them). */
-function options(block: Block): { config?: Record<string, unknown>; returns?: unknown; prints?: string } {
+function options(block: Block): { config?: Record<string, unknown>; returns?: unknown; prints?: string; bindings?: string; around?: string } {
   if (block.rest === '') return {};
   const reviver = (_key: string, value: unknown, context?: { source?: string }) =>
     typeof value === 'number' && !Number.isSafeInteger(value) && /^-?\d+$/.test(context?.source ?? '') ? BigInt(context!.source!) : value;
@@ -128,16 +134,16 @@ const runners: Record<string, (block: Block) => Promise<void> | void> = {
     if (prints !== undefined) assert.ok(run.stdout.includes(prints), `${where(block)}: no ${JSON.stringify(prints)} in\n${run.stdout}`);
   },
   async 'run: program'(block) {
-    const { config = {}, returns, prints } = options(block);
+    const { config = {}, returns, prints, bindings: module = 'examples/tools.mjs' } = options(block);
     const cwd = mkdtempSync(join(work, 'program-'));
     cpSync(join(repoRoot, 'test/fixtures/docs'), cwd, { recursive: true });
-    const bindings = await import(join(repoRoot, 'examples/tools.mjs'));
+    const { tools, ...bindings } = await import(join(repoRoot, module));
     const runtime = createRuntime(config as Parameters<typeof createRuntime>[0]);
     const owner = {};
     const results: RunResult[] = [];
     try {
       for (const program of block.text.split(/^\/\/ run \d+.*$/m).filter((part) => part.trim() !== '')) {
-        const spec = runtime.resolve({ program, bindings: { ...bindings }, cwd, stateOwner: runtime.retainsState ? owner : undefined });
+        const spec = runtime.resolve({ program, bindings, tools, cwd, stateOwner: runtime.retainsState ? owner : undefined });
         const result = await runtime.run(spec);
         assert.is(result.status, 'ok', `${where(block)}: ${JSON.stringify(result.status === 'failed' ? result.failure : undefined)}`);
         results.push(result);
@@ -149,6 +155,19 @@ const runners: Record<string, (block: Block) => Promise<void> | void> = {
     if (returns !== undefined) assert.equal(last.status === 'ok' ? last.value : undefined, returns);
     const text = results.flatMap((result) => result.output).map((entry) => (entry.type === 'text' ? entry.text : `[image ${entry.path}]`)).join('');
     if (prints !== undefined) assert.ok(text.includes(prints), `${where(block)}: no ${JSON.stringify(prints)} in\n${text}`);
+  },
+  'run: module'(block) {
+    const { around, prints } = options(block);
+    assert.ok(around, `${where(block)}: a module example names the file around it`);
+    const frame = readFileSync(join(repoRoot, 'test/fixtures/docs', around), 'utf8');
+    assert.ok(frame.includes('\n// the example\n'), `${around} has no \`// the example\` line`);
+    const source = frame.replace('\n// the example\n', `\n${block.text}\n`).replaceAll("from 'ptc'", `from ${JSON.stringify(join(repoRoot, 'host/index.ts'))}`);
+    const file = join(mkdtempSync(join(work, 'module-')), 'example.mts');
+    writeFileSync(file, source);
+    const run = spawnSync(process.execPath, [file], { cwd: repoRoot, encoding: 'utf8', timeout: 120_000 });
+    assert.is(run.stderr, '');
+    assert.is(run.status, 0);
+    if (prints !== undefined) assert.ok(run.stdout.includes(prints), `${where(block)}: no ${JSON.stringify(prints)} in\n${run.stdout}`);
   },
   'run: python'(block) {
     const run = spawnSync('python3', ['-'], { cwd: repoRoot, input: block.text, encoding: 'utf8', timeout: 120_000, env: { ...process.env, PYTHONPATH: join(repoRoot, 'clients/python/src') } });
