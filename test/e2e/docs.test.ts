@@ -22,22 +22,28 @@
 //                                   contains `prints`
 //   <!-- run: python {opts} -->     run by python3 in the checkout with the client on PYTHONPATH;
 //                                   exits 0 and its stdout contains `prints`
+//   <!-- run: serve -->             a `ptc serve` exchange: each `→` line is written to dist/ptc
+//                                   serve's stdin, and each `←` line must be the next line it
+//                                   writes (`…` stands for any text); then stdin closes and the
+//                                   server exits 0
 //   <!-- run: config -->            a runtime configuration that createRuntime accepts
 //   <!-- tested: <test file> -->    run by that test file, which names the page it reads it from
 //   <!-- not run: <why> -->         not an example: an output sample, a type, a protocol exchange,
 //                                   or a command that needs what this machine lacks
 // Needs `npm run build` (dist/ptc) first.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createRuntime, type RunResult } from '../../host/index.ts';
 import { repoRoot } from '../helpers/runtime.ts';
 
 const PAGES = ['README.md', 'clients/python/README.md', ...readdirSync(join(repoRoot, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
-const KINDS = new Set(['run: shell', 'run: setup', 'run: program', 'run: module', 'run: python', 'run: config', 'tested', 'not run']);
+const KINDS = new Set(['run: shell', 'run: setup', 'run: program', 'run: module', 'run: serve', 'run: python', 'run: config', 'tested', 'not run']);
 const BIN = join(repoRoot, 'dist', 'ptc');
 const work = mkdtempSync(join(tmpdir(), 'ptc-docs-'));
 // `ptc` in a shell example is the built binary.
@@ -174,6 +180,25 @@ const runners: Record<string, (block: Block) => Promise<void> | void> = {
     assert.is(run.status, 0, run.stderr);
     const { prints } = options(block);
     if (prints !== undefined) assert.ok(run.stdout.includes(prints), `${where(block)}: no ${JSON.stringify(prints)} in\n${run.stdout}`);
+  },
+  async 'run: serve'(block) {
+    const server = spawn(BIN, ['serve'], { cwd: repoRoot, stdio: ['pipe', 'pipe', 'ignore'] });
+    const exited = once(server, 'close');
+    const lines = createInterface({ input: server.stdout! })[Symbol.asyncIterator]();
+    try {
+      for (const line of block.text.split('\n')) {
+        if (line.startsWith('→ ')) server.stdin!.write(`${line.slice(2)}\n`);
+        else {
+          assert.ok(line.startsWith('← '), `${where(block)}: a line that is neither → nor ←: ${line}`);
+          const next = await lines.next();
+          assert.ok(!next.done, `${where(block)}: the server wrote nothing for ${line}`);
+          assert.match(`${next.value}\n`, outputPattern([line.slice(2)]));
+        }
+      }
+    } finally {
+      server.stdin!.end();
+    }
+    assert.equal(await exited, [0, null]);
   },
   async 'run: config'(block) {
     const runtime = createRuntime(JSON.parse(block.text));
