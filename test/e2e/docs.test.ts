@@ -27,6 +27,8 @@
 //                                   writes (`…` stands for any text); then stdin closes and the
 //                                   server exits 0
 //   <!-- run: config -->            a runtime configuration that createRuntime accepts
+//   <!-- run: mcp-config -->        a `ptc mcp --config` file that ptc mcp's parser accepts, with
+//                                   its "ptc" section a configuration createRuntime accepts
 //   <!-- tested: <test file> -->    run by that test file, which names the page it reads it from
 //   <!-- not run: <why> -->         not an example: an output sample, a type, a protocol exchange,
 //                                   or a command that needs what this machine lacks
@@ -40,10 +42,11 @@ import { createInterface } from 'node:readline';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createRuntime, type RunResult } from '../../host/index.ts';
+import { parseMcpConfig } from '../../host/mcp/config.ts';
 import { repoRoot } from '../helpers/runtime.ts';
 
 const PAGES = ['README.md', 'clients/python/README.md', ...readdirSync(join(repoRoot, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
-const KINDS = new Set(['run: shell', 'run: setup', 'run: program', 'run: module', 'run: serve', 'run: python', 'run: config', 'tested', 'not run']);
+const KINDS = new Set(['run: shell', 'run: setup', 'run: program', 'run: module', 'run: serve', 'run: python', 'run: config', 'run: mcp-config', 'tested', 'not run']);
 const BIN = join(repoRoot, 'dist', 'ptc');
 const work = mkdtempSync(join(tmpdir(), 'ptc-docs-'));
 // `ptc` in a shell example is the built binary.
@@ -70,7 +73,7 @@ function blocks(page: string): Block[] {
     if (open === null) continue;
     const end = lines.findIndex((line, j) => j > i && line === '```');
     assert.ok(end > i, `${page}:${i + 1}: a fence that is never closed`);
-    const marker = /^<!-- (run: \w+|tested|not run):?\s*(.*?)\s*-->$/.exec(lines[i - 1] ?? '');
+    const marker = /^<!-- (run: [\w-]+|tested|not run):?\s*(.*?)\s*-->$/.exec(lines[i - 1] ?? '');
     found.push({ page, line: i + 1, lang: open[1]!, text: lines.slice(i + 1, end).join('\n'), kind: marker?.[1], rest: marker?.[2] ?? '' });
     i = end;
   }
@@ -204,6 +207,11 @@ const runners: Record<string, (block: Block) => Promise<void> | void> = {
     const runtime = createRuntime(JSON.parse(block.text));
     await runtime.dispose();
   },
+  async 'run: mcp-config'(block) {
+    const config = parseMcpConfig(JSON.parse(block.text), where(block));
+    assert.ok(config.upstreams.size > 0, `${where(block)}: names no upstream`);
+    await createRuntime(config.ptc).dispose();
+  },
   tested(block) {
     const file = join(repoRoot, block.rest);
     assert.ok(existsSync(file), `${where(block)}: no ${block.rest}`);
@@ -214,7 +222,7 @@ const runners: Record<string, (block: Block) => Promise<void> | void> = {
 for (const block of ALL) {
   if (block.kind === undefined || block.kind === 'not run' || !KINDS.has(block.kind)) continue;
   test(`${where(block)} (${block.kind}${block.rest.startsWith('{') || block.rest === '' ? '' : ` ${block.rest}`})`, async () => {
-    if (block.kind !== 'tested' && block.kind !== 'run: config') assert.ok(existsSync(BIN), `${BIN} is missing: run "npm run build" first`);
+    if (block.kind !== 'tested' && block.kind !== 'run: config' && block.kind !== 'run: mcp-config') assert.ok(existsSync(BIN), `${BIN} is missing: run "npm run build" first`);
     await runners[block.kind!]!(block);
   });
 }
