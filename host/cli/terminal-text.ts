@@ -29,41 +29,29 @@ export interface ShowOptions {
 const INSPECT_SGR: ReadonlySet<string> = new Set(
   Object.values(inspect.styles).flatMap((style) => (inspect.colors[style as keyof typeof inspect.colors] ?? []).map(String)),
 );
-const SGR = /^\x1b\[(\d{1,3})m/;
 const RESET = '\x1b[0m';
+/** A CR not before a newline, or any other control but newline and tab. */
+const CONTROLS = /\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/g;
+/** The same, or a colour sequence, to keep inspect()'s. */
+const CONTROLS_OR_COLOUR = /\x1b\[(\d{1,3})m|\r(?!\n)|[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]/g;
+/** How each control shows, by code (0x00..0x9f), built once: a program's output may be all controls. */
+const SHOWN: readonly string[] = Array.from({ length: 0xa0 }, (_, code) => visible(code));
+const show = (match: string): string => SHOWN[match.charCodeAt(0)]!;
 
 /** `text` with every control character a terminal would obey shown visibly (see the file's comment). */
 export function showControls(text: string, options: ShowOptions = {}): Shown {
-  const final = options.final ?? true;
-  let shown = '';
+  // A CR at the end of a chunk may be the first half of a CRLF: it waits for the next chunk.
+  const held = options.final === false && text.endsWith('\r') ? '\r' : '';
+  const body = held === '' ? text : text.slice(0, -1);
+  if (options.keepColors !== true) return { text: body.replace(CONTROLS, show), held };
   let coloured = false;
-  let start = 0;
-  for (let index = 0; index < text.length; index++) {
-    const code = text.charCodeAt(index);
-    if (!isControl(code)) continue;
-    if (code === 0x0a || code === 0x09) continue;
-    if (code === 0x0d) {
-      if (text.charCodeAt(index + 1) === 0x0a) continue;
-      if (index === text.length - 1 && !final) {
-        return { text: shown + text.slice(start, index) + (coloured ? RESET : ''), held: '\r' };
-      }
-    }
-    if (code === 0x1b && options.keepColors === true) {
-      const sgr = SGR.exec(text.slice(index, index + 7));
-      if (sgr !== null && INSPECT_SGR.has(sgr[1]!)) {
-        coloured = true;
-        index += sgr[0].length - 1;
-        continue;
-      }
-    }
-    shown += text.slice(start, index) + visible(code);
-    start = index + 1;
-  }
-  return { text: shown + text.slice(start) + (coloured ? RESET : ''), held: '' };
-}
-
-function isControl(code: number): boolean {
-  return code < 0x20 || code === 0x7f || (code >= 0x80 && code <= 0x9f);
+  const shown = body.replace(CONTROLS_OR_COLOUR, (match: string, sgr: string | undefined) => {
+    if (sgr === undefined) return show(match);
+    if (!INSPECT_SGR.has(sgr)) return `^[${match.slice(1)}`;
+    coloured = true;
+    return match;
+  });
+  return { text: coloured ? shown + RESET : shown, held };
 }
 
 function visible(code: number): string {
