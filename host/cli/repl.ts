@@ -3,13 +3,16 @@
 // owner, its output printed as it arrives and its value or failure after it. Ctrl-C aborts the
 // run in progress (the carrier keeps the variables when it acknowledges the stop) or, at the
 // prompt, discards the input. Without a terminal the session reads stdin to its end, so
-// `printf 'let a = 1\na + 1\n' | ptc repl` prints 2.
+// `printf 'let a = 1\na + 1\n' | ptc repl` prints 2. On a terminal, what a program chose (its
+// output, values, failures) is shown with its control characters visible (terminal-text.ts).
 import { createInterface } from 'node:readline';
 import { inspect } from 'node:util';
 import type { Argv } from 'yargs';
 import { createRuntime, type Bindings, type Failure, type OutputEntry, type Runtime, type RunResult, type RuntimeConfig } from '../index.ts';
 import { asObjectLiteral, isIncomplete } from './repl-input.ts';
 import { limitOptions, loadBindings, loadConfig, messageOf, numberFlag, sandboxOptions, UsageError } from './options.ts';
+import { imageLine } from './print.ts';
+import { TerminalText } from './terminal-text.ts';
 
 const PROMPT = 'ptc> ';
 const CONTINUATION = '...> ';
@@ -101,6 +104,8 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
   const owner = {};
   const terminal = input.isTTY === true;
   const colors = output.isTTY === true;
+  const shown = new TerminalText(output.isTTY !== true);
+  const programText = (text: string, keepColors?: boolean): string => shown.whole(text, keepColors);
   const rl = createInterface({ input, output, terminal, prompt: PROMPT });
   const queue: string[] = [];
   let buffer: string[] = [];
@@ -122,13 +127,23 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
     output.write(text);
     atLineStart = text.endsWith('\n');
   };
-  const writeLine = (text: string): void => write(`${atLineStart ? '' : '\n'}${text}\n`);
+  // ptc's own lines first show a CR the program's output ended with, so it cannot return over them.
+  const writeLine = (text: string): void => {
+    write(shown.flush());
+    write(`${atLineStart ? '' : '\n'}${text}\n`);
+  };
   const printEntry = (entry: OutputEntry): void => {
-    if (entry.type === 'text') write(entry.text);
-    else writeLine(`[image ${entry.attachmentId} ${entry.width}x${entry.height} ${entry.path}]`);
+    if (entry.type === 'text') {
+      const text = shown.chunk(entry.text);
+      write(text);
+      if (text === '' && entry.text !== '') atLineStart = false;
+    } else {
+      writeLine(programText(imageLine(entry)));
+    }
   };
   const prompt = (): void => {
     if (!terminal || closed) return;
+    write(shown.flush());
     // readline redraws the prompt from column 0 and clears what follows: end a partial output line first.
     if (!atLineStart) write('\n');
     rl.setPrompt(buffer.length > 0 ? CONTINUATION : PROMPT);
@@ -146,13 +161,13 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
       result = await runtime.run(spec, { signal: controller.signal, onOutput: printEntry });
     } catch (error) {
       failures++;
-      writeLine(`ptc: ${messageOf(error)}`);
+      writeLine(`ptc: ${programText(messageOf(error))}`);
       return;
     } finally {
       running = undefined;
     }
     if (result.status === 'failed') failures++;
-    for (const line of describeResult(result, { colors })) writeLine(line);
+    for (const line of describeResult(result, { colors, program: programText })) writeLine(line);
   };
 
   // One line of input: a command, part of a submission, or the end of one.
@@ -243,16 +258,22 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
   return finished;
 }
 
-/** What the session prints after a run: a note when the environment was replaced, then the value or the failure. */
-export function describeResult(result: RunResult, options: { colors: boolean }): string[] {
+/**
+ * What the session prints after a run: a note when the environment was replaced, then the value or
+ * the failure. `program` shows text the program chose (on a terminal, its control characters
+ * visible; a value keeps inspect()'s colours).
+ */
+export function describeResult(result: RunResult, options: { colors: boolean; program?: (text: string, keepColors?: boolean) => string }): string[] {
+  const program = options.program ?? ((text: string) => text);
   const lines: string[] = [];
   const replaced = result.environment?.replaced;
   if (replaced !== undefined) lines.push(`(${replaced}; this is a new environment and earlier variables are gone)`);
   if (result.status === 'ok') {
-    if (result.display !== undefined) lines.push(result.display);
-    else if (result.value !== undefined) lines.push(inspect(result.value, { depth: Infinity, colors: options.colors }));
+    // The carrier wrote the display, colours included: only inspect()'s own colour codes survive.
+    if (result.display !== undefined) lines.push(program(result.display, true));
+    else if (result.value !== undefined) lines.push(program(inspect(result.value, { depth: Infinity, colors: options.colors }), true));
   } else {
-    lines.push(...describeFailure(result.failure));
+    lines.push(...describeFailure(result.failure).map((line) => program(line)));
   }
   return lines;
 }

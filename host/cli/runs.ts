@@ -2,6 +2,7 @@
 import type { Argv } from 'yargs';
 import { createRuntime, jsonText, type CallRecord, type RunRecord } from '../index.ts';
 import { messageOf, UsageError } from './options.ts';
+import { TerminalText } from './terminal-text.ts';
 
 export interface RunsArgs {
   journal: string;
@@ -31,7 +32,11 @@ export async function runsCommand(args: RunsArgs): Promise<number> {
       throw new UsageError(messageOf(error), { cause: error });
     }
     if (args.json) process.stdout.write(`${jsonText(listed)}\n`);
-    else process.stdout.write(args.run === undefined ? (listed as RunRecord[]).map(runLine).join('') : (listed as CallRecord[]).map(callLine).join(''));
+    else {
+      // Programs, arguments and error messages are the programs' text: on a terminal, controls show.
+      const shown = new TerminalText(process.stdout.isTTY !== true);
+      process.stdout.write(shown.whole(args.run === undefined ? (listed as RunRecord[]).map(runLine).join('') : (listed as CallRecord[]).map(callLine).join('')));
+    }
     return 0;
   } finally {
     await runtime.dispose();

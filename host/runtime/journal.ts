@@ -1,10 +1,17 @@
 // The runtime's side of the journal: each run of a runtime with `journal` is recorded under its
 // runId; resume() re-runs a run that never finished (its host died, or it was left waiting for an
 // approval) against what the journal holds; runs() and calls() are the audit trail.
+// What the journal holds decides what resume() runs again and what revert() undoes, so no run of
+// the runtime may write it: a run whose writable roots hold the journal's directory (where SQLite
+// also keeps its -wal and -shm files) or the directory of its key is refused before it starts, and
+// every row is checked against its tag when read (host/execution/journal/key.ts).
+import { realpathSync } from 'node:fs';
+import { dirname, resolve as resolvePath } from 'node:path';
 import { decodeJson } from '../../wire/decode.ts';
 import type { JsonValue } from '../../wire/json.ts';
 import type { RunResult } from '../execution/owners.ts';
-import { openJournal, type CallState, type JournalStore, type RunStatus } from '../execution/journal/store.ts';
+import { journalRealPath, openJournal, type CallState, type JournalStore, type RunStatus } from '../execution/journal/store.ts';
+import { journalKeyDirectory } from '../sandbox/private-directory.ts';
 import { RunJournal, STEP } from '../execution/journal/replay.ts';
 import type { SandboxPolicy } from '../sandbox/index.ts';
 import { bindingOptions } from '../execution/approval.ts';
@@ -64,16 +71,52 @@ export interface SnippetRecord {
 
 const SNIPPET_NAME = /^[A-Za-z_$][\w$]*$/;
 
+/**
+ * Throws when a run under `request`'s policy could write the journal or its key: their real
+ * directories inside the workspace root (workspace-write) or a writable root, symlinks resolved.
+ * full-access restricts nothing and is not checked: such a program is trusted with the user's files.
+ */
+function refuseWritable(journal: string, request: Pick<JournaledRequest, 'cwd' | 'policy'>, what: string): void {
+  const policy = request.policy;
+  if (policy?.mode !== 'workspace-write') return;
+  const roots = [
+    { field: policy.workspaceRoot === undefined ? 'the workspace root (its cwd)' : 'workspaceRoot', path: policy.workspaceRoot ?? request.cwd },
+    ...(policy.writableRoots ?? []).map((path, index) => ({ field: `writableRoots[${index}]`, path })),
+  ];
+  const places = [
+    { what: JSON.stringify(journal), path: dirname(journalRealPath(journal)) },
+    { what: `key directory ${JSON.stringify(journalKeyDirectory())}`, path: realOrAsIs(journalKeyDirectory()) },
+  ];
+  for (const root of roots) {
+    const real = realOrAsIs(resolvePath(request.cwd, root.path));
+    const place = places.find(({ path }) => path === real || path.startsWith(real === '/' ? '/' : `${real}/`));
+    if (place !== undefined) {
+      throw new Error(`ptc ${what}: the journal ${place.what} is inside ${JSON.stringify(real)}, which this run may write (${root.field}); a program there could rewrite what resume() and revert() act on. Keep the journal outside every writable root`);
+    }
+  }
+}
+
+function realOrAsIs(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
 export class Journal {
   readonly #store: JournalStore;
   readonly #active = new Set<string>();
+  readonly #path: string;
 
   constructor(path: string) {
     this.#store = openJournal(path);
+    this.#path = path;
   }
 
   /** Records a new run; returns its journal. */
   begin(runId: string, program: string, request: JournaledRequest): RunJournal {
+    refuseWritable(this.#path, request, 'run()');
     if (this.#store.run(runId) !== undefined) throw new Error(`ptc run(): runId ${JSON.stringify(runId)} is in the journal already; resume() takes up a journaled run`);
     this.#store.insertRun(runId, program, JSON.stringify(request));
     this.#active.add(runId);
@@ -86,9 +129,13 @@ export class Journal {
     if (stored === undefined) throw new Error(`ptc resume(): the journal has no run ${JSON.stringify(runId)}`);
     if (stored.status === 'ok' || stored.status === 'failed') throw new Error(`ptc resume(): run ${JSON.stringify(runId)} has finished (${stored.status}); only a run that never finished can be resumed`);
     if (this.#active.has(runId)) throw new Error(`ptc resume(): run ${JSON.stringify(runId)} is in progress in this runtime`);
+    const request = JSON.parse(stored.request) as JournaledRequest;
+    refuseWritable(this.#path, request, 'resume()');
+    // Read (and so checked) before the run is marked as taken up.
+    const calls = this.#store.calls(runId);
     this.#store.reopenRun(runId);
     this.#active.add(runId);
-    return { program: stored.program, request: JSON.parse(stored.request) as JournaledRequest, journal: new RunJournal(this.#store, runId, this.#store.calls(runId)) };
+    return { program: stored.program, request, journal: new RunJournal(this.#store, runId, calls) };
   }
 
   /** Records the outcome; a finished run that skipped journaled calls is a divergence. */

@@ -295,7 +295,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       if (bindings.has('step')) throw new TypeError('ptc run(): binding name "step" is taken by step(name, fn) in a runtime with a journal');
       withSnippets(bindings, spec.bindings, options);
       const cpuTimeMs = spec.cpuTimeMs === undefined ? config.cpuTimeMs : spec.cpuTimeMs;
-      const recorded = journal.begin(runId, spec.program, { cwd: spec.cwd, filename: spec.filename, timeoutMs: spec.timeoutMs, cpuTimeMs, discardCompletion: spec.discardCompletion, policy: spec.policy });
+      const recorded = journal.begin(runId, spec.program, { cwd: spec.cwd, filename: spec.filename, timeoutMs: spec.timeoutMs, cpuTimeMs, discardCompletion: spec.discardCompletion, policy: spec.policy ?? config.policy });
       return journaled(recorded, () => execute(spec, bindings, options, runId, recorded));
     },
 

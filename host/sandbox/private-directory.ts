@@ -24,6 +24,25 @@ export function cacheDirectory(env: NodeJS.ProcessEnv = process.env): string {
   return join(tmpdir(), `ptc-cache-${process.getuid?.() ?? 'user'}`);
 }
 
+/**
+ * Where the host keeps the keys that sign its journals' rows: $XDG_STATE_HOME/ptc/journal-keys,
+ * else ~/.local/state/ptc/journal-keys, else <tmpdir>/ptc-state-<uid>/journal-keys. Every
+ * sandbox hides it (wrap.ts), so no program reads a key; a run whose writable roots contain it is
+ * refused by a runtime with a journal (host/runtime/journal.ts).
+ */
+export function journalKeyDirectory(env: NodeJS.ProcessEnv = process.env): string {
+  const xdg = env.XDG_STATE_HOME;
+  if (xdg !== undefined && isAbsolute(xdg)) return join(xdg, 'ptc', 'journal-keys');
+  let home: string | undefined;
+  try {
+    home = env.HOME !== undefined && isAbsolute(env.HOME) ? env.HOME : homedir();
+  } catch {
+    home = undefined;
+  }
+  if (home !== undefined && home !== '' && home !== '/') return join(home, '.local', 'state', 'ptc', 'journal-keys');
+  return join(tmpdir(), `ptc-state-${process.getuid?.() ?? 'user'}`, 'journal-keys');
+}
+
 /** Makes `dir` (and missing parents, mode 0700) and says whether it is private (isPrivateDirectory).
  * Nothing is made under a directory that another user could write to or replace. */
 export function makePrivateDirectory(dir: string): boolean {

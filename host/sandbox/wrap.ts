@@ -17,6 +17,7 @@ import { removeTree, removeTreeSync } from '../../supervision/remove-tree.ts';
 import { seccompFilter, seccompUnavailable } from '../../supervision/seccomp.ts';
 import { resolverLayout } from '../../supervision/resolver.ts';
 import { privateDirectory, sharedTempPaths } from '../../supervision/host-temp.ts';
+import { journalKeyDirectory } from './private-directory.ts';
 import { appendNodeOptions, permissionArgs, readableRoots } from '../../supervision/node-permission.ts';
 import type { Enforcement, SandboxBackend } from './options.ts';
 import type { SandboxPlan } from './plan.ts';
@@ -69,7 +70,9 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   if (plan.backend === 'bwrap' && filter === undefined) throw new Error(seccompUnavailable());
   const base = options.tmpdir ?? tmpdir();
   const privateTmp = privateDirectory('tmp', base);
-  const shared = sharedTempPaths(base);
+  // The journals' keys are hidden like the shared temp space: a program that could read one could
+  // sign a forged row (host/execution/journal/key.ts).
+  const shared = [...sharedTempPaths(base), ...realPathIfAny(journalKeyDirectory())];
   const env = { ...command.env };
   for (const name of TEMP_VARIABLES) env[name] = privateTmp;
   const removeTmp = () => removeTree(privateTmp);
@@ -146,4 +149,13 @@ function exposeLaunchPaths(command: LaunchCommand, extra: string[]): { executabl
   const cache = command.env.NODE_COMPILE_CACHE;
   if (cache !== undefined) expose(cache);
   return { executable, args, paths };
+}
+
+/** The real path (the directory the kernel sees, to hide) as a one-element list, or none when it does not exist. */
+function realPathIfAny(path: string): string[] {
+  try {
+    return [realpathSync(path)];
+  } catch {
+    return [];
+  }
 }

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { LaunchCommand } from '../../host/worker/launch.ts';
 import { seccompFilter } from '../../supervision/seccomp.ts';
 import { appendNodeOptions, bwrapArgs, permissionArgs, readableRoots, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
+import { journalKeyDirectory } from '../../host/sandbox/private-directory.ts';
 
 /** /dev/shm: the one RAM-backed place a program may write, 64 MiB, world-writable like the host's. */
 const SHM = ['--perms', '1777', '--size', String(64 * 1024 * 1024), '--tmpfs', '/dev/shm'];
@@ -177,7 +178,9 @@ test('wrapLaunch under node-permission: flags before the script for a Node, in N
   const tmp = script.privateTmp!;
   // The shared temp directories are hidden; the run's own directory, workspace and script come back.
   // The Node that runs it is a launch path too: under /tmp when the checkout is (a CI clone in /tmp).
-  const reads = readableRoots({ hidden: ['/tmp', dir], exposed: [ws, tmp, realpathSync(join(dir, 'node-link')), join(dir, 'bootstrap.mjs')] }).map((root) => `--allow-fs-read=${root}`);
+  // The journals' key directory, when this user has one, is hidden too (test/attack/host-trust.test.ts).
+  const keys = existsSync(journalKeyDirectory()) ? [realpathSync(journalKeyDirectory())] : [];
+  const reads = readableRoots({ hidden: ['/tmp', dir, ...keys], exposed: [ws, tmp, realpathSync(join(dir, 'node-link')), join(dir, 'bootstrap.mjs')] }).map((root) => `--allow-fs-read=${root}`);
   assert.ok(!reads.includes('--allow-fs-read=/tmp') && reads.includes(`--allow-fs-read=${tmp}`), reads.join(' '));
   assert.equal(script.command.args, ['--permission', ...reads, `--allow-fs-write=${ws}`, `--allow-fs-write=${tmp}`, '--max-old-space-size=64', join(dir, 'bootstrap.mjs')]);
   assert.is(script.command.executable, join(dir, 'node-link'));
@@ -185,7 +188,7 @@ test('wrapLaunch under node-permission: flags before the script for a Node, in N
 
   const embedded = wrapLaunch(command('embedded'), plan('node-permission', 'read-only'), { tmpdir: dir });
   const embeddedTmp = embedded.privateTmp!;
-  const embeddedReads = readableRoots({ hidden: ['/tmp', dir], exposed: [embeddedTmp, ws] }).map((root) => `--allow-fs-read=${root}`);
+  const embeddedReads = readableRoots({ hidden: ['/tmp', dir, ...keys], exposed: [embeddedTmp, ws] }).map((root) => `--allow-fs-read=${root}`);
   assert.equal(embedded.command.args, []);
   assert.equal(embedded.command.env, {
     PATH: '/usr/bin',
