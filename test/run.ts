@@ -1,10 +1,17 @@
 // Runs every uvu suite under test/ in its own Node process (suites start carriers and count
 // processes, so they must not share one), then prints one closing line: "N passed, N failed".
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
+// The host keeps each journal's row key under $XDG_STATE_HOME (host/execution/journal/key.ts): the
+// suites' journals are temporary, so their keys go to a state directory of this run, removed at the end.
+const state = mkdtempSync(join(tmpdir(), 'ptc-test-state-'));
+process.env.XDG_STATE_HOME = state;
+process.on('exit', () => rmSync(state, { recursive: true, force: true }));
 const only = process.argv.slice(2);
 
 async function suites(dir: string): Promise<string[]> {

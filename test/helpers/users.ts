@@ -69,7 +69,9 @@ export function asUser(user: TestUser, command: string[]): string[] {
 
 /** A plain environment for `user`: PATH, HOME and USER, nothing of the suite's own. */
 export function userEnv(user: TestUser, extra: Record<string, string> = {}): Record<string, string> {
-  return { PATH: '/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin', HOME: user.home, USER: user.name, LOGNAME: user.name, ...extra };
+  // The suite's own user keeps the run's state directory (test/run.ts), where its journals' keys go.
+  const state: Record<string, string> = user.uid === process.getuid?.() && process.env.XDG_STATE_HOME !== undefined ? { XDG_STATE_HOME: process.env.XDG_STATE_HOME } : {};
+  return { PATH: '/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin', HOME: user.home, USER: user.name, LOGNAME: user.name, ...state, ...extra };
 }
 
 export interface Finished {
