@@ -1,7 +1,7 @@
 // Handing the seccomp filter (seccomp.ts) to bubblewrap on SECCOMP_FD: a pipe in the spawn's stdio,
 // written once and closed, so bwrap reads the whole filter, then end of file, and closes the fd
 // before the program starts. A pipe rather than a file: nothing on disk for a program to reach and
-// nothing to remove afterwards. The filter is about a kilobyte, far below a pipe's buffer.
+// nothing to remove afterwards. The filter is under 5 KB (547 instructions), far below a pipe's 64 KiB buffer.
 import type { ChildProcess, IOType } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { SECCOMP_FD } from './seccomp.ts';
