@@ -18,7 +18,7 @@ import { markDenied, takeDenied, watchDenials } from '../hardening/denials.ts';
 import { closePermissionGaps } from '../hardening/permission-gaps.ts';
 import { guardProcesses } from '../hardening/process-guard.ts';
 import { beginOutput, captureStandardStreams, endOutput, inspect } from '../globals/output.ts';
-import { BindingError, installBindings } from '../globals/bindings.ts';
+import { BindingError, bindingCaller, installBindings, type BindingCaller } from '../globals/bindings.ts';
 import { Image, setImageRegistrar } from '../globals/image.ts';
 import { describeSyntaxError, describeThrown, isDecoratedSyntaxError, trustErrorRealm } from './errors.ts';
 import {
@@ -43,6 +43,8 @@ interface Run {
   initializing: boolean;
   /** Rejecters of binding calls in flight, called on revoke. */
   readonly pending: InstanceType<typeof SafeSet<(error: Error) => void>>;
+  /** How this run's code calls its bindings; set once the run's environment is ready. */
+  call: BindingCaller | undefined;
   settle(outcome: RunOutcome): void;
 }
 
@@ -272,6 +274,7 @@ function evaluate(request: RunRequest, host: HostLink, ready: Promise<void>): Pr
     revoked: false,
     initializing: false,
     pending: new SafeSet(),
+    call: undefined,
     settle(result) {
       if (run.settled) return;
       run.settled = true;
@@ -304,17 +307,18 @@ function evaluate(request: RunRequest, host: HostLink, ready: Promise<void>): Pr
         return run.settle({ status: 'exception', error: describeThrown(error, request.filename) });
       }
       beginOutput(host.output, request.maxOutputBytes, request.maxMessageBytes, () => currentRun() === run);
-      env.uninstall();
-      env.uninstall = installBindings(
+      run.call = bindingCaller(
         request.bindings,
         {
-          // This run's proxies only: one kept from an earlier run must not call a binding this run lacks.
           active: () => currentRun() === run,
           invoke: (name, args) => track(currentRun(), host.invoke(name, args)),
         },
         request,
-        env.evaluator.globalObject,
       );
+      env.uninstall();
+      // A proxy calls the bindings of the run its caller belongs to, so one kept from an earlier run
+      // calls this run's; code of an ended run (its timers, its promise reactions) has none.
+      env.uninstall = installBindings(request.bindings, () => currentRun()?.call, env.evaluator.globalObject);
       apply(runInScope, scope, [run, () => execute(run, env.evaluator, request, host)]);
     },
     (error: unknown) => run.settle({ status: 'exception', error: describeThrown(error, request.filename) }),

@@ -1,0 +1,76 @@
+// What the reference states and issue 33 found ptc not doing, through real carriers in every mode
+// each rule concerns: saved tool methods call the current evaluation's bindings, a frozen value
+// thrown by a callback of an ended evaluation ends the process, a syntax error at the end of the
+// input keeps its location, a top-level await beside `import.source` in vm-script, and how
+// `inspect` shows the same image twice. (Imports with a callable `then` export and source-phase
+// imports in per-call mode are in imports.test.ts, beside the other import rules.)
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { join } from 'node:path';
+import { image, type Bindings, type Failure, type RunResult, type Runtime, type RuntimeConfig } from '../../host/index.ts';
+import { createTestRuntime, repoRoot } from '../helpers/runtime.ts';
+
+const show = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
+
+const runtimes: Runtime[] = [];
+test.after.each(async () => {
+  await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
+});
+
+function runtimeWith(config: RuntimeConfig): Runtime {
+  const runtime = createTestRuntime({ timeoutMs: 20_000, ...config });
+  runtimes.push(runtime);
+  return runtime;
+}
+
+function value(result: RunResult): unknown {
+  assert.is(result.status, 'ok', show(result));
+  return (result as Extract<RunResult, { status: 'ok' }>).value;
+}
+
+function failure(result: RunResult): Failure {
+  assert.is(result.status, 'failed', show(result));
+  return (result as Extract<RunResult, { status: 'failed' }>).failure;
+}
+
+const RETAINED: Array<[string, RuntimeConfig]> = [
+  ['scoped REPL', { executionMode: 'persistent-in-memory' }],
+  ["Node's REPL", { executionMode: 'persistent-in-memory', replScoped: false }],
+  ['persistent vm-script', { executionMode: 'vm-script', scriptPersistence: true }],
+];
+
+// ---------------------------------------------------------------- §1 saved tool methods
+
+/** Bindings that say which run's host function answered. */
+function bindingsOf(run: string, names: { tool?: boolean; search?: boolean } = { tool: true, search: true }): Bindings {
+  return {
+    ...(names.tool ? { tool: async () => `${run}: tool` } : {}),
+    tools: { ...(names.search ? { search: async (query: string) => `${run}: search ${query}` } : {}), other: async () => `${run}: other` },
+  };
+}
+
+for (const [name, config] of RETAINED) {
+  test(`§1 a saved tool, namespace and method call the current run's bindings; one the run lacks is a BindingError naming it (${name})`, async () => {
+    const runtime = runtimeWith(config);
+    const owner = {};
+    const run = (program: string, bindings: Bindings) => runtime.run(runtime.resolve({ program, bindings, stateOwner: owner }));
+    // The saved functions, and a promise reaction made by run 1 that a later run sets off.
+    const saved = 'var search = tools.search; var t = tool; var ns = tools; var client = { find: tools.search };\n' +
+      'var fire; var late = new Promise((resolve) => { fire = resolve; }).then(() => search("late")).then((v) => v, (e) => [e.name, e.code]);\n' +
+      'await search("a")';
+    assert.is(value(await run(saved, bindingsOf('run 1'))), 'run 1: search a');
+    assert.equal(value(await run('[await search("b"), await t(), await ns.search("c"), await client.find("d"), await ns.other()]', bindingsOf('run 2'))), [
+      'run 2: search b', 'run 2: tool', 'run 2: search c', 'run 2: search d', 'run 2: other',
+    ]);
+    // Code of run 1 that runs during run 3 still belongs to run 1, which has ended.
+    assert.equal(value(await run('fire(); await late', bindingsOf('run 3'))), ['BindingError', 'PTC_EVALUATION_ENDED']);
+    const caught = '(e) => [e.name, e.code, e.binding, e.message, e instanceof BindingError]';
+    assert.equal(value(await run(`[await search("e").catch(${caught}), await t().catch(${caught}), await ns.other()]`, bindingsOf('run 4', {}))), [
+      ['BindingError', 'PTC_UNKNOWN_BINDING', 'tools.search', 'tools.search: this evaluation has no binding tools.search; the function calling it was kept from an earlier evaluation that had one', true],
+      ['BindingError', 'PTC_UNKNOWN_BINDING', 'tool', 'tool: this evaluation has no binding tool; the function calling it was kept from an earlier evaluation that had one', true],
+      'run 4: other',
+    ]);
+  });
+}
+
+test.run();
