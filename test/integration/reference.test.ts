@@ -73,4 +73,31 @@ for (const [name, config] of RETAINED) {
   });
 }
 
+// ---------------------------------------------------------------- §6 syntax errors at the end
+
+const FORMATS: Array<[string, RuntimeConfig, string]> = [
+  ['per-call', {}, 'const a = 1;\nreturn (1 +'],
+  ['vm-script', { executionMode: 'vm-script' }, 'const a = 1;\n(1 +'],
+  ['scoped REPL', { executionMode: 'persistent-in-memory' }, 'const a = 1;\n(1 +'],
+  ["Node's REPL", { executionMode: 'persistent-in-memory', replScoped: false }, 'const a = 1;\n(1 +'],
+];
+
+for (const [name, config, program] of FORMATS) {
+  test(`§6 a syntax error at the end of the input keeps its location, excerpt and caret (${name})`, async () => {
+    const runtime = runtimeWith(config);
+    const filename = join(repoRoot, 'unfinished.ts');
+    const found = failure(await runtime.run(runtime.resolve({ program, filename, stateOwner: {} })));
+    const lastLine = program.split('\n')[1]!;
+    const excerpt = `${lastLine}\n${' '.repeat(lastLine.length)}^`;
+    assert.equal(found, {
+      kind: 'exception',
+      name: 'SyntaxError',
+      message: 'Expression expected',
+      location: { line: 2, column: lastLine.length + 1 },
+      excerpt,
+      stack: `${filename}:2\n${excerpt}\n\nSyntaxError: Expression expected`,
+    });
+  });
+}
+
 test.run();
