@@ -6,6 +6,7 @@
 // attributed through it, so callbacks left behind by an ended (or revoked) run can neither call
 // bindings nor print into a later run, and their errors do not fail it.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { writeSync } from 'node:fs';
 import * as module from 'node:module';
 import { inspect as utilInspect, types } from 'node:util';
 import vm from 'node:vm';
@@ -57,6 +58,9 @@ interface Environment {
 }
 
 const scope = new AsyncLocalStorage<Run>();
+// Captured at load: a program may replace them in this realm.
+const reallyExit = (process as unknown as { reallyExit: (code: number) => never }).reallyExit;
+const { isExtensible } = Object;
 // Captured with the other intrinsics (intrinsics.ts): node:async_hooks is importable by programs.
 const { getStore, run: runInScope } = AsyncLocalStorage.prototype;
 const storeOf = (): Run | undefined => apply(getStore, scope, []) as Run | undefined;
@@ -79,8 +83,8 @@ export function runCarrier(): void {
   watchDenials();
   closePermissionGaps(markDenied);
   silenceLoaderWarning();
-  process.on('uncaughtException', (error) => failCurrentRun(error));
-  process.on('unhandledRejection', (reason) => failCurrentRun(reason));
+  process.on('uncaughtException', (error) => failCurrentRun(error, true));
+  process.on('unhandledRejection', (reason) => failCurrentRun(reason, false));
   captureStandardStreams();
 
   const channel = openChannel(
@@ -197,10 +201,27 @@ function currentRun(): Run | undefined {
   return run !== undefined && run === active && !run.revoked ? run : undefined;
 }
 
-/** An uncaught callback error fails the run that created the callback while it is active; otherwise it is dropped. */
-function failCurrentRun(thrown: unknown): void {
+/**
+ * An uncaught callback error fails the run that created the callback while it is active; otherwise
+ * it is dropped, but for one rule of the reference's: in a retained environment, a callback of an
+ * ended evaluation that throws a frozen or non-extensible object ends the process, as in Node's
+ * REPL (whose error domain cannot mark such a value, and exits with Node's code 7 for a failing
+ * uncaught-exception handler). The owner's next run reports the environment as replaced.
+ */
+function failCurrentRun(thrown: unknown, thrownByCallback: boolean): void {
   const run = storeOf();
-  if (run !== undefined && run === active) run.settle({ status: 'exception', error: describeThrown(thrown, run.filename) });
+  if (run === undefined) return;
+  if (run === active) return run.settle({ status: 'exception', error: describeThrown(thrown, run.filename) });
+  if (thrownByCallback && environment !== undefined && unmarkable(thrown)) {
+    const { name, message } = describeThrown(thrown, run.filename);
+    writeSync(2, `ptc: ${types.isNativeError(thrown) ? `Uncaught ${name}: ${message}` : message}, thrown by a callback of an evaluation that had ended: a frozen or non-extensible value ends the process, as in Node's REPL\n`);
+    reallyExit(7);
+  }
+}
+
+/** A frozen, sealed or otherwise non-extensible object or function; a Proxy is left alone (asking would run its trap). */
+function unmarkable(value: unknown): boolean {
+  return ((typeof value === 'object' && value !== null) || typeof value === 'function') && !types.isProxy(value) && !isExtensible(value);
 }
 
 function revoke(): void {

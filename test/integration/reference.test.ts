@@ -100,4 +100,40 @@ for (const [name, config, program] of FORMATS) {
   });
 }
 
+// ---------------------------------------------------------------- §4 frozen values from ended callbacks
+
+// Run 1 leaves a promise reaction that queues a callback; run 2 sets it off, so the callback runs
+// during run 2 but belongs to run 1, which has ended. It throws while run 2 waits on a timer.
+const LEFT_BEHIND = (thrown: string) => `var kept = 1; var fire; new Promise((resolve) => { fire = resolve; }).then(() => queueMicrotask(() => { throw ${thrown}; }));\n0`;
+const SET_OFF = 'fire(); await new Promise((resolve) => setTimeout(resolve, 100));\n"survived"';
+
+for (const [name, config] of RETAINED) {
+  test(`§4 a frozen or non-extensible value thrown by a callback of an ended evaluation ends the process; another value is dropped (${name})`, async () => {
+    for (const thrown of ['Object.freeze({ x: 1 })', 'Object.preventExtensions({ x: 1 })', 'Object.seal(new RangeError("sealed"))']) {
+      const runtime = runtimeWith(config);
+      const owner = {};
+      const run = (program: string) => runtime.run(runtime.resolve({ program, stateOwner: owner }));
+      assert.is(value(await run(LEFT_BEHIND(thrown))), 0);
+      const ended = failure(await run(SET_OFF));
+      const described = thrown.includes('RangeError') ? 'Uncaught RangeError: sealed' : 'Uncaught { x: 1 }';
+      assert.equal(ended, {
+        kind: 'worker-exit',
+        message: 'the carrier exited with code 7 before the program finished',
+        exitCode: 7,
+        signal: null,
+        state: 'cleared',
+        stderrTail: `ptc: ${described}, thrown by a callback of an evaluation that had ended: a frozen or non-extensible value ends the process, as in Node's REPL\n`,
+      });
+      const next = await run('typeof kept');
+      assert.equal([value(next), next.environment?.fresh], ['undefined', true]);
+    }
+    const runtime = runtimeWith(config);
+    const owner = {};
+    const run = (program: string) => runtime.run(runtime.resolve({ program, stateOwner: owner }));
+    await run(LEFT_BEHIND('{ x: 1 }'));
+    assert.is(value(await run(SET_OFF)), 'survived');
+    assert.equal([value(await run('typeof kept')), (await run('1')).environment], ['number', { fresh: false }]);
+  });
+}
+
 test.run();
