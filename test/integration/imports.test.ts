@@ -243,17 +243,14 @@ eachFormat('source-phase imports are refused before the handler is asked, and im
   const runtime = runtimeWith(format.config, HANDLER);
   const owner = {};
   const run = async (program: string) => failure(await runtime.run(runtime.resolve({ program, stateOwner: owner })));
-  // runner:refuse makes the handler throw: a source-phase import of it never gets that far. (A
-  // vm-script completion is awaited, so this one needs no `await`, which ptc's own parser, as the
-  // scoped REPL's, does not take with `import.source`.)
-  const dynamic = await run('import.source("runner:refuse")');
+  // runner:refuse makes the handler throw: a source-phase import of it never gets that far.
+  const dynamic = await run('await import.source("runner:refuse")');
   const statically = await run(`await import(${fixture('source-phase.mjs')})`);
   if ((await carrierNode()) < 24) {
     // Older Nodes do not parse them at all.
     assert.equal([dynamic.name, statically.name], ['SyntaxError', 'SyntaxError']);
   } else {
-    if (format.name === 'scoped-repl') assert.equal([dynamic.name, dynamic.message], ['SyntaxError', "The only valid meta property for import is 'import.meta'"]);
-    else assert.equal([dynamic.name, dynamic.message], ['TypeError', `source-phase imports are not supported in ${format.name} programs: import source "runner:refuse"`]);
+    assert.equal([dynamic.name, dynamic.message], ['TypeError', `source-phase imports are not supported in ${format.name} programs: import source "runner:refuse"`]);
     assert.equal([statically.name, statically.message], ['TypeError', `source-phase imports are not supported in file://${join(fixtures, 'source-phase.mjs')}, an ES module loaded into the ${format.name} context: import source "runner:refuse"`]);
   }
   const refusal = `import attributes are not supported on file://${join(fixtures, 'vendored.mjs')}, an ES module loaded into the ${format.name} context`;

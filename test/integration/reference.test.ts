@@ -136,4 +136,35 @@ for (const [name, config] of RETAINED) {
   });
 }
 
+// ---------------------------------------------------------------- top-level await beside import.source
+
+let carrierMajor: number | undefined;
+/** The major version of the carrier's Node: source-phase imports parse from Node 24 on. */
+async function carrierNode(): Promise<number> {
+  if (carrierMajor === undefined) {
+    const runtime = runtimeWith({});
+    carrierMajor = value(await runtime.run(runtime.resolve({ program: 'return Number(process.versions.node.split(".")[0])' }))) as number;
+  }
+  return carrierMajor;
+}
+
+const SCRIPTS: Array<[string, RuntimeConfig]> = [
+  ['vm-script', { executionMode: 'vm-script' }],
+  ['persistent vm-script', { executionMode: 'vm-script', scriptPersistence: true }],
+  ['scoped REPL', { executionMode: 'persistent-in-memory' }],
+];
+
+for (const [name, config] of SCRIPTS) {
+  test(`a program with top-level await and import.source runs, its declarations kept where the mode keeps them (${name})`, async () => {
+    if ((await carrierNode()) < 24) return; // older Nodes do not parse `import.source`
+    const runtime = runtimeWith(config);
+    const owner = {};
+    const wasm = JSON.stringify(join(repoRoot, 'test/fixtures/imports/empty.wasm'));
+    const program = `var compiled = await import.source(${wasm});\nconst javascript = await import.source("node:path").catch((e) => e.code);\n[Object.prototype.toString.call(compiled), javascript]`;
+    assert.equal(value(await runtime.run(runtime.resolve({ program, stateOwner: owner }))), ['[object WebAssembly.Module]', 'ERR_SOURCE_PHASE_NOT_DEFINED']);
+    const kept = value(await runtime.run(runtime.resolve({ program: 'typeof compiled', stateOwner: owner })));
+    assert.is(kept, name === 'vm-script' ? 'undefined' : 'object');
+  });
+}
+
 test.run();
