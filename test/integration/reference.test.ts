@@ -167,4 +167,28 @@ for (const [name, config] of SCRIPTS) {
   });
 }
 
+// ---------------------------------------------------------------- the same image shown twice
+
+const FOUR: Array<[string, RuntimeConfig, (expression: string) => string]> = [
+  ['per-call', {}, (expression) => `${expression};`],
+  ['vm-script', { executionMode: 'vm-script' }, (expression) => `${expression};\nundefined`],
+  ['scoped REPL', { executionMode: 'persistent-in-memory' }, (expression) => `${expression};\nundefined`],
+  ["Node's REPL", { executionMode: 'persistent-in-memory', replScoped: false }, (expression) => `${expression};\nundefined`],
+];
+
+for (const [name, config, statement] of FOUR) {
+  test(`inspect emits an image each time it shows one: inspect([img, img]) as inspect(img, img) (${name})`, async () => {
+    const png = join(repoRoot, 'test/fixtures/images/rgb-300x7.png');
+    const runtime = runtimeWith(config);
+    const bindings: Bindings = { shot: async () => image(png) };
+    const program = ['var img = await shot()', 'inspect(img, img)', 'inspect([img, img])', 'inspect({ a: img, b: new Map([["k", img]]) })', 'var o = { img }; o.self = o; inspect(o)']
+      .map(statement).join('\n');
+    const result = await runtime.run(runtime.resolve({ program, bindings, stateOwner: {} }));
+    assert.is(result.status, 'ok', show(result));
+    const kinds = result.output.map((entry) => entry.type).join(' ');
+    // Each group: the images of one argument follow its text; a circular reference is one showing.
+    assert.is(kinds, 'image image text image image text image image text image', show(result.output));
+  });
+}
+
 test.run();
