@@ -1,6 +1,7 @@
 // A run's outcome travels as one reply frame, and a frame over maxMessageBytes ends the run as
 // `protocol`. What the program threw is its own text (an error's message and stack, a property
-// path), so an oversized diagnostic is cut to fit rather than lose the exception. The completion
+// path), so an oversized diagnostic is cut to fit rather than lose the exception, and marked as
+// cut (`truncated`), so the caller knows it holds a prefix. The completion
 // value is never cut: one too large is reported as `oversized` before it gets here.
 //
 // This runs after the program, so it uses only intrinsics captured at load, and it measures in
@@ -65,5 +66,6 @@ export function fitOutcome(outcome: RunOutcome, maxMessageBytes: number): RunOut
   for (let i = 0; i < names.length; i++) {
     if (lengths[i]! > low) holder[names[i]!] = cutToEscapedBytes(holder[names[i]!] as string, low);
   }
+  (outcome as { truncated?: boolean }).truncated = true;
   return outcome;
 }
