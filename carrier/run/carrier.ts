@@ -210,10 +210,12 @@ function currentRun(): Run | undefined {
  */
 function failCurrentRun(thrown: unknown, thrownByCallback: boolean): void {
   const run = storeOf();
-  if (run === undefined) return;
-  if (run === active) return run.settle({ status: 'exception', error: describeThrown(thrown, run.filename) });
-  if (thrownByCallback && environment !== undefined && unmarkable(thrown)) {
-    const { name, message } = describeThrown(thrown, run.filename);
+  if (run !== undefined && run === active) return run.settle({ status: 'exception', error: describeThrown(thrown, run.filename) });
+  // Code of an ended evaluation; or, while none is active, code the carrier cannot name (Node 20
+  // loses the async context of a queueMicrotask callback that throws).
+  const ended = run !== undefined || active === undefined;
+  if (thrownByCallback && ended && environment !== undefined && unmarkable(thrown)) {
+    const { name, message } = describeThrown(thrown, run?.filename ?? '');
     writeSync(2, `ptc: ${types.isNativeError(thrown) ? `Uncaught ${name}: ${message}` : message}, thrown by a callback of an evaluation that had ended: a frozen or non-extensible value ends the process, as in Node's REPL\n`);
     reallyExit(7);
   }

@@ -102,9 +102,10 @@ for (const [name, config, program] of FORMATS) {
 
 // ---------------------------------------------------------------- §4 frozen values from ended callbacks
 
-// Run 1 leaves a promise reaction that queues a callback; run 2 sets it off, so the callback runs
-// during run 2 but belongs to run 1, which has ended. It throws while run 2 waits on a timer.
-const LEFT_BEHIND = (thrown: string) => `var kept = 1; var fire; new Promise((resolve) => { fire = resolve; }).then(() => queueMicrotask(() => { throw ${thrown}; }));\n0`;
+// Run 1 leaves a promise reaction that sets a timer; run 2 sets it off, so the timer's callback
+// runs during run 2 but belongs to run 1, which has ended. It throws while run 2 waits on a longer
+// timer, made before it.
+const LEFT_BEHIND = (thrown: string) => `var kept = 1; var fire; new Promise((resolve) => { fire = resolve; }).then(() => setTimeout(() => { throw ${thrown}; }));\n0`;
 const SET_OFF = 'fire(); await new Promise((resolve) => setTimeout(resolve, 100));\n"survived"';
 
 for (const [name, config] of RETAINED) {
