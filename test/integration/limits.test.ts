@@ -2,7 +2,7 @@
 // diagnostics, and every diagnostic the program controls is counted against maxOutputBytes.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { RunResult, SandboxReport } from '../../host/index.ts';
+import { failureText, type RunResult, type SandboxReport } from '../../host/index.ts';
 import { reportLocation, runProgram, withoutWarm } from '../helpers/runtime.ts';
 
 const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog' } as SandboxReport;
@@ -60,6 +60,8 @@ test('maxOutputBytes: an exception diagnostic is cut to the budget the output le
   assert.is(failure.name, 'Error');
   assert.ok(/^e+$/.test(failure.message) && failure.message.length < 50, failure.message);
   assert.is(failure.truncated, true);
+  // What a model reads of the failure says so too.
+  assert.ok(failureText(failure).endsWith('\n(this diagnostic was cut to fit the output budget)'), failureText(failure));
   assert.equal(thrown.output, [{ type: 'text', text: `${'x'.repeat(150)}\n` }]);
   // A diagnostic that fits is whole, and not marked.
   const whole = failureOf(await runProgram("inspect('x'.repeat(100)); throw new Error('e'.repeat(20))", {}, { maxOutputBytes: 200 }));
