@@ -17,6 +17,8 @@ const byteLength = Buffer.byteLength;
 const { ceil } = Math;
 
 const EXCEPTION_FIELDS = ['message', 'stack', 'excerpt', 'name', 'code', 'binding'];
+/** What marking the outcome as cut adds to its JSON: the field goes last. */
+const TRUNCATED_MARK = byteLength(',"truncated":true');
 const INVALID_OUTPUT_FIELDS = ['message', 'path'];
 
 /**
@@ -52,8 +54,8 @@ export function fitOutcome(outcome: RunOutcome, maxMessageBytes: number): RunOut
     fieldBytes += length;
     if (length > longest) longest = length;
   }
-  // What the fields' JSON strings may take together; the rest of the outcome stays as it is.
-  const room = budget - (total - fieldBytes);
+  // What the fields' JSON strings may take together; the rest of the outcome, and the mark, stay as they are.
+  const room = budget - (total + TRUNCATED_MARK - fieldBytes);
   let low = 2; // an empty string's quotes
   let high = longest;
   while (low < high) {
