@@ -4,7 +4,8 @@
 //
 // Stages dist/package/ and packs it into ptc-<version>.tgz at the repository root (or DIR):
 //   lib/index.js, lib/bin.js  host/index.ts and host/cli/bin.ts (and lib/ai.js, host/ai/index.ts,
-//                             which imports the user's `ai`), bundled by esbuild as ESM for
+//                             which imports the user's `ai`, and lib/configuration.js,
+//                             host/configuration.ts, for profile editors), bundled by esbuild as ESM for
 //                             node22 with every dependency inside (code shared by both entries
 //                             and the lazily loaded parts, `ptc mcp` among them, are chunks in lib/)
 //   lib/bootstrap.mjs         bootstrap/main.ts bundled alone, as dist/bootstrap.mjs is: the
@@ -87,6 +88,7 @@ export function packageManifest(root: RootManifest): Record<string, unknown> {
     exports: {
       '.': { types: './types/host/index.d.ts', default: './lib/index.js' },
       './ai': { types: './types/host/ai/index.d.ts', default: './lib/ai.js' },
+      './configuration': { types: './types/host/configuration.d.ts', default: './lib/configuration.js' },
       './package.json': './package.json',
     },
     types: './types/host/index.d.ts',
@@ -109,7 +111,7 @@ export async function buildPackage(opts: { out?: string; packDestination?: strin
 
   // The library and the bin share one bundle split into chunks, so the bin costs no second copy.
   await bundle({
-    entryPoints: { index: join(ROOT, 'host/index.ts'), bin: join(ROOT, 'host/cli/bin.ts'), ai: join(ROOT, 'host/ai/index.ts') },
+    entryPoints: { index: join(ROOT, 'host/index.ts'), bin: join(ROOT, 'host/cli/bin.ts'), ai: join(ROOT, 'host/ai/index.ts'), configuration: join(ROOT, 'host/configuration.ts') },
     // `ptc/ai` imports the user's own AI SDK (a peer dependency), never a copy of it.
     external: ['ai'],
     outdir: lib,

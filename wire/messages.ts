@@ -64,10 +64,17 @@ export interface ErrorInfo {
 
 export type RunOutcome = (
   | { status: 'ok'; value?: string; /** The completion as text, for a run with `display`. */ display?: string }
-  | { status: 'exception'; error: ErrorInfo; /** The environment initializer threw, not the program. */ initializer?: boolean }
+  | {
+    status: 'exception';
+    error: ErrorInfo;
+    /** The environment initializer threw, not the program. */
+    initializer?: boolean;
+    /** The error's strings were cut to fit one control message (maxMessageBytes). */
+    truncated?: boolean;
+  }
   /** The run stopped after a revoke or a refused initialization; nothing of it is reported. */
   | { status: 'stopped' }
-  | { status: 'invalid-output'; path: string; message: string }
+  | { status: 'invalid-output'; path: string; message: string; /** The path or message was cut to fit one control message. */ truncated?: boolean }
   /** The completion value's JSON text was larger than the output budget or one control message. */
   | { status: 'oversized'; bytes: number }
 ) & {

@@ -3,9 +3,10 @@
 // nested functions, hoist top-level declarations to Script bindings and wrap the rest in the arrow.
 // Edits are insertions and keyword replacements at character positions, so every line stays where
 // it was (columns on edited lines move).
-import { Parser, type AnyNode, type ArrowFunctionExpression, type BlockStatement, type CallExpression, type ExpressionStatement, type Statement, type VariableDeclaration } from 'acorn';
+import { type AnyNode, type ArrowFunctionExpression, type BlockStatement, type CallExpression, type ExpressionStatement, type Statement, type VariableDeclaration } from 'acorn';
 import { base, recursive, type RecursiveVisitors, type WalkerCallback } from 'acorn-walk';
 import { boundNames } from './patterns.ts';
+import { PhaseParser } from './phase-parser.ts';
 
 export interface LoweredScript {
   /**
@@ -33,7 +34,7 @@ export function lowerTopLevelAwait(source: string): LoweredScript | null {
   const text = source.startsWith('#!') ? `//${source.slice(2)}` : source;
   let body: BlockStatement;
   try {
-    const program = Parser.parse(`${PARSE_OPEN}${text}${PARSE_CLOSE}`, { ecmaVersion: 'latest' });
+    const program = PhaseParser.parse(`${PARSE_OPEN}${text}${PARSE_CLOSE}`, { ecmaVersion: 'latest' });
     const call = (program.body[0] as ExpressionStatement).expression as CallExpression;
     body = (call.callee as ArrowFunctionExpression).body as BlockStatement;
   } catch {

@@ -37,7 +37,7 @@ export function createNodeReplEvaluator(setup?: ImportSetup): Evaluator {
   // Prompts and the REPL's "Uncaught ..." reports land here and are dropped.
   output.resume();
   output.on('error', () => {});
-  let reportError: (error: unknown) => void = () => {};
+  let reportError: (error: unknown) => boolean = () => false;
   const server = repl.start({
     input,
     output,
@@ -50,10 +50,10 @@ export function createNodeReplEvaluator(setup?: ImportSetup): Evaluator {
     // The writer only formats the REPL's own error reports, which nobody reads; the default
     // would run a thrown value's util.inspect.custom.
     writer: () => '',
-    // Node 26: the evaluation takes the error as thrown; 'ignore' skips the REPL's own report.
-    handleError(error: unknown): 'ignore' {
-      reportError(error);
-      return 'ignore';
+    // Node 26: the evaluation takes the error as thrown; 'ignore' skips the REPL's own report, and
+    // 'unhandled' makes an error no evaluation takes an uncaught exception of the process.
+    handleError(error: unknown): 'ignore' | 'unhandled' {
+      return reportError(error) ? 'ignore' : 'unhandled';
     },
   } as repl.ReplOptions);
   const internals = server as unknown as { _domain?: unknown; _userErrorHandler?: unknown };
@@ -83,14 +83,17 @@ export function createNodeReplEvaluator(setup?: ImportSetup): Evaluator {
   let disposed = false;
 
   // Errors thrown by the program, by its top-level await, and by callbacks it scheduled. One from a
-  // callback of an evaluation that has already settled is dropped, as the reference requires.
+  // callback of an evaluation that has already settled is not an evaluation's: it goes on as an
+  // uncaught exception of the process, whose handler (the carrier's) drops it or ends the process
+  // as the reference requires, as it does for the other formats' callbacks.
   // On a domain, the REPL's own report, which runs between these two listeners, trims the stack of a native
   // error (all frames of an anonymous callback or of a SyntaxError); a stack that names the
   // program file is put back, since the carrier takes the program's frames and location from it.
   let reported: { error: Error; stack: string; filename: string } | undefined;
-  const onDomainError = (error: unknown): void => {
+  let detachDomainListener = (): void => {};
+  const onDomainError = (error: unknown): boolean => {
     const evaluation = current.getStore();
-    if (evaluation === undefined || evaluation.settled) return;
+    if (evaluation === undefined || evaluation.settled) return false;
     reported = undefined;
     if (types.isNativeError(error)) {
       try {
@@ -101,6 +104,7 @@ export function createNodeReplEvaluator(setup?: ImportSetup): Evaluator {
       }
     }
     evaluation.reject(error);
+    return true;
   };
   const afterReplReport = (error: unknown): void => {
     const saved = reported;
@@ -116,12 +120,17 @@ export function createNodeReplEvaluator(setup?: ImportSetup): Evaluator {
     reportError = (error) => {
       const evaluation = current.getStore();
       if (evaluation !== undefined) dropReplSyntaxFrames(error, evaluation.filename);
-      onDomainError(error);
+      return onDomainError(error);
     };
   } else {
-    replDomain.prependListener('error', onDomainError);
+    // A domain that handles an error keeps it from the process: one no evaluation takes is handed on.
+    const onError = (error: unknown): void => {
+      if (!onDomainError(error)) process.emit('uncaughtException', error as Error, 'uncaughtException');
+    };
+    replDomain.prependListener('error', onError);
     replDomain.on('error', afterReplReport);
-    guardDomainMarking(replDomain, onDomainError);
+    guardDomainMarking(replDomain, onError);
+    detachDomainListener = () => replDomain.removeListener('error', onError);
   }
 
   return {
@@ -177,8 +186,8 @@ export function createNodeReplEvaluator(setup?: ImportSetup): Evaluator {
       uninstallImports();
       const error = new Error('The REPL evaluator was disposed before the program settled');
       for (const evaluation of unsettled) evaluation.reject(error);
-      reportError = () => {};
-      replDomain?.removeListener('error', onDomainError);
+      reportError = () => false;
+      detachDomainListener();
       replDomain?.removeListener('error', afterReplReport);
       server.close();
       input.destroy();

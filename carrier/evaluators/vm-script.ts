@@ -4,11 +4,12 @@
 // top-level await is lowered first (await-lowering.ts); everything else compiles natively.
 import vm from 'node:vm';
 import { basename, dirname, join, resolve } from 'node:path';
-import { Parser, type AnyNode } from 'acorn';
+import type { AnyNode } from 'acorn';
 import { recursive, type RecursiveVisitors } from 'acorn-walk';
 import { lowerTopLevelAwait, syntaxErrorPosition, unsupportedUsing, withPosition } from './await-lowering.ts';
 import { apply, defineProperty, withPristineBuiltins } from '../hardening/intrinsics.ts';
 import { defineLazyGlobal } from './lazy-global.ts';
+import { PhaseParser } from './phase-parser.ts';
 import { createScriptImports, type ScriptImports } from '../imports/vm-imports.ts';
 import type { Completion, EvaluationOptions, Evaluator, ImportSetup } from './types.ts';
 
@@ -222,7 +223,7 @@ function findUnsupportedSyntax(program: string): SyntaxError | undefined {
   const text = program.startsWith('#!') ? `//${program.slice(2)}` : program;
   let statements: AnyNode[];
   try {
-    statements = Parser.parse(`${BLOCK_OPEN}${text}\n}`, {
+    statements = PhaseParser.parse(`${BLOCK_OPEN}${text}\n}`, {
       ecmaVersion: 'latest',
       allowReturnOutsideFunction: true,
       allowImportExportEverywhere: true,

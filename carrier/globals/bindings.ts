@@ -6,7 +6,7 @@ import { types } from 'node:util';
 import { encodeJson, LossyValueError } from '../../wire/json.ts';
 import { decodeJson } from '../../wire/decode.ts';
 import { createImage, imageDescriptor } from './image.ts';
-import { append, byteLength, construct, create, defineProperty, NativePromise, StringCtor, stringIndexOf, stringSlice, TypeErrorCtor } from '../hardening/intrinsics.ts';
+import { append, byteLength, construct, create, defineProperty, NativePromise, rejected, SafeSet, StringCtor, stringIndexOf, stringSlice, TypeErrorCtor } from '../hardening/intrinsics.ts';
 import type { ImagePlacement, InvokeResult } from '../../wire/messages.ts';
 
 const brand = Symbol.for('ptc.BindingError');
@@ -46,22 +46,24 @@ export interface BindingLimits {
 }
 
 export interface BindingScope {
-  /** False once the evaluation that owns these proxies has settled. */
+  /** False once the evaluation that owns these calls has settled. */
   active(): boolean;
   invoke(name: string, args: string): Promise<InvokeResult>;
 }
 
-/** Installs one async global per binding on `target`; dotted names become namespace objects. Returns an uninstaller. */
-export function installBindings(
-  names: string[],
-  scope: BindingScope,
-  limits: BindingLimits,
-  target: Record<string, unknown> = globalThis as unknown as Record<string, unknown>,
-): () => void {
-  const root = target;
+/** One evaluation's way to call its bindings: encodes, meters and sends a call of one of them. */
+export type BindingCaller = (name: string, args: unknown[]) => Promise<unknown>;
+
+/**
+ * The caller of one evaluation, over the bindings it was given: its own limit of calls in flight,
+ * and a call of a name it was not given (a function saved from an earlier evaluation that had it)
+ * fails as a BindingError naming that binding instead of reaching the host.
+ */
+export function bindingCaller(names: readonly string[], scope: BindingScope, limits: BindingLimits): BindingCaller {
+  const given = new SafeSet<string>();
+  for (let index = 0; index < names.length; index++) given.add(names[index]!);
   let pending = 0;
   let pendingBytes = 0;
-  const installed: string[] = [];
   // Calls past maxPendingCalls (or past maxMessageBytes of arguments in flight) wait here, first
   // come first served, rather than fail: `Promise.all(items.map(tool))` is what programs write,
   // the host still sees at most the limit at once, and the queue lives in the program's own heap,
@@ -88,8 +90,12 @@ export function installBindings(
     }
   };
 
-  const call = async (name: string, args: unknown[]): Promise<unknown> => {
-    if (!scope.active()) throw new BindingError(`${name}: the evaluation that made this call has ended`, name, 'PTC_EVALUATION_ENDED');
+  return async (name: string, args: unknown[]): Promise<unknown> => {
+    if (!scope.active()) throw ended(name);
+    if (!given.has(name)) {
+      const shown = name === STEP ? 'step' : name;
+      throw new BindingError(`${shown}: this evaluation has no binding ${shown}; the function calling it was kept from an earlier evaluation that had one`, shown, 'PTC_UNKNOWN_BINDING');
+    }
     let text: string;
     try {
       text = encodeJson(args, 'arguments', { replaceObject: encodeImageArgument, isProxy });
@@ -110,7 +116,7 @@ export function installBindings(
       await waitForSlot(bytes);
       if (!scope.active()) {
         release(bytes);
-        throw new BindingError(`${name}: the evaluation that made this call has ended`, name, 'PTC_EVALUATION_ENDED');
+        throw ended(name);
       }
     }
     let reply: InvokeResult;
@@ -123,6 +129,30 @@ export function installBindings(
     }
     if (typeof reply.value !== 'string') return undefined;
     return placeImages(decodeJson(reply.value), reply.images);
+  };
+}
+
+function ended(name: string): BindingError {
+  return new BindingError(`${name}: the evaluation that made this call has ended`, name, 'PTC_EVALUATION_ENDED');
+}
+
+/**
+ * Installs one async global per binding on `target`; dotted names become namespace objects.
+ * Returns an uninstaller. A proxy is not tied to the evaluation that installed it: each call goes
+ * to `current()`, the caller of the evaluation the calling code belongs to while that evaluation
+ * is the active one, so a function or namespace saved in a retained environment calls the current
+ * evaluation's bindings; code of an ended evaluation (a timer that fires later) has none.
+ */
+export function installBindings(
+  names: string[],
+  current: () => BindingCaller | undefined,
+  target: Record<string, unknown> = globalThis as unknown as Record<string, unknown>,
+): () => void {
+  const root = target;
+  const installed: string[] = [];
+  const call = (name: string, args: unknown[]): Promise<unknown> => {
+    const caller = current();
+    return caller === undefined ? rejected(ended(name)) : caller(name, args);
   };
 
   for (let index = 0; index < names.length; index++) {

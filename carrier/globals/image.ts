@@ -141,14 +141,15 @@ export function setImageRegistrar(register: (path: string, identity: FileIdentit
   registerFile = register;
 }
 
-/** Collects the images that util.inspect reaches while `format` runs. */
+/**
+ * Collects the images that util.inspect reaches while `format` runs, once per place it shows one:
+ * `inspect([img, img])` shows it twice, as `inspect(img, img)` does (a circular reference is not
+ * formatted again, so it is not emitted again either).
+ */
 export function collectInspectedImages<T>(format: () => T): { result: T; images: ImageDescriptor[] } {
   const images: ImageDescriptor[] = [];
   const previous = onInspected;
-  onInspected = (descriptor) => {
-    for (let index = 0; index < images.length; index++) if (images[index] === descriptor) return;
-    append(images, descriptor);
-  };
+  onInspected = (descriptor) => append(images, descriptor);
   try {
     return { result: format(), images };
   } finally {

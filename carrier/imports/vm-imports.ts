@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { types } from 'node:util';
 import vm from 'node:vm';
 import { checkDecision, isThenable, type ProgramImportDecision } from './handler.ts';
 import { failedByEnd, guardImport, importAfterEnd, NEVER } from './late.ts';
@@ -42,6 +43,7 @@ export interface ScriptImports {
 export function createScriptImports(setup: ImportSetup, context: vm.Context | undefined, synchronous: boolean, format: string): ScriptImports {
   const { SourceTextModule, SyntheticModule } = vm as unknown as VmModules;
   const loaders = new Map<string, DefaultImport>();
+  const sourceLoaders = new Map<string, (specifier: string) => Promise<unknown>>();
   let made = new WeakMap<object, vm.SyntheticModule>();
   /** File modules by resolved URL; a module whose source could not be read or compiled stays that error. */
   let files = new Map<string, { module: vm.SourceTextModule } | { failure: unknown }>();
@@ -176,33 +178,79 @@ export function createScriptImports(setup: ImportSetup, context: vm.Context | un
     }
   };
 
-  /** A dynamic import, refused when source-phase, and late when its evaluation has ended or ends first. */
+  /**
+   * A dynamic import, late when its evaluation has ended or ends first. A source-phase one is
+   * refused in a vm context, as the reference's VM Script does before asking the handler; in the
+   * carrier's realm (async-function) it follows Node's rules, as the reference's AsyncFunction does.
+   */
   function guarded(specifier: string, attributes: object, phase: string | undefined, referrer: string, referrerUrl: string, filename: string): Promise<unknown> {
-    if (phase === 'source') return rejected(sourcePhaseRefused(specifier, `${format} programs`));
+    if (phase === 'source') {
+      if (context !== undefined) return rejected(sourcePhaseRefused(specifier, `${format} programs`));
+      return guardImport(setup, specifier, () => sourceImport(specifier, referrer, filename));
+    }
     return guardImport(setup, specifier, () => dynamicImport(specifier, attributes, referrer, referrerUrl, filename));
   }
 
+  // What it resolves with is a vm.Module or a namespace, for Node to take the namespace from: a
+  // namespace is a thenable when the module exports a callable `then`, and resolving a promise with
+  // it here would assimilate it before Node's check that the result is a module.
   async function dynamicImport(specifier: string, attributes: object, referrer: string, referrerUrl: string, filename: string): Promise<unknown> {
     const given = { ...attributes } as Record<string, string>;
     const decision = await decide(specifier, given, filename);
-    // A namespace, not the module: Node adopts a returned vm.Module only once.
-    if (decision.type === 'module') return namespaceOf(synthetic(decision.exports));
+    if (decision.type === 'module') return ready(synthetic(decision.exports));
     const target = decision.type === 'redirect' ? decision.specifier : specifier;
     const url = context === undefined ? undefined : esmFile(target, referrerUrl);
-    if (url === undefined) return defaultImport(referrer)(target, given);
+    if (url === undefined) return loaded(await defaultImport(referrer)(target, given));
     if (Object.keys(given).length > 0) throw new TypeError(`import attributes are not supported on ${url}, an ES module loaded into the ${format} context`);
     try {
-      return await namespaceOf(fileModule(url));
+      return await ready(fileModule(url));
     } catch (error) {
       // Another evaluation's graph of this module failed when that evaluation ended: this one loads it anew.
-      if (failedByEnd(error) && setup.evaluation() !== undefined) return namespaceOf(fileModule(url));
+      if (failedByEnd(error) && setup.evaluation() !== undefined) return ready(fileModule(url));
       throw error;
     }
   }
 
-  async function namespaceOf(module: vm.Module): Promise<object> {
-    return (await ready(module)).namespace;
+  /**
+   * What Node's loader gave: its namespace, or, for a module with a callable `then` export, the
+   * value that `then` produced (the loader's import() assimilated it). That value goes on to the
+   * program as a module whose `then` hands it over, so the program's import() settles with it.
+   */
+  function loaded(value: object): object | Promise<vm.Module> {
+    if (types.isModuleNamespaceObject(value)) return value;
+    return ready(synthetic({ then: (resolve: (value: unknown) => void) => resolve(value) }));
   }
+
+  /**
+   * A source-phase import in the carrier's realm. The handler decides as for any import; then Node
+   * loads the source phase of what it chose and fails as Node does (a JavaScript module has no
+   * source object, nor has a module made from exports). A source object Node does make, a
+   * WebAssembly.Module, cannot pass back: node:vm's callback accepts only modules and namespaces.
+   */
+  async function sourceImport(specifier: string, referrer: string, filename: string): Promise<unknown> {
+    const decision = await decide(specifier, {}, filename);
+    if (decision.type === 'module') return ready(synthetic(decision.exports));
+    const target = decision.type === 'redirect' ? decision.specifier : specifier;
+    const source = await defaultSourceImport(referrer)(target);
+    const what = typeof source === 'object' && source !== null ? (source.constructor?.name ?? 'object') : typeof source;
+    throw new TypeError(
+      `source-phase import of ${JSON.stringify(target)}: its source object (a ${what}) cannot be handed to an async-function program that runs under an import policy, ` +
+        "whose imports go through node:vm's import callback; compile it from its bytes instead (WebAssembly.compile(await fs.readFile(path)))",
+    );
+  }
+
+  // As defaultImport, for `import.source(specifier)`, which takes no attributes.
+  const defaultSourceImport = (referrer: string): ((specifier: string) => Promise<unknown>) => {
+    let load = sourceLoaders.get(referrer);
+    if (load === undefined) {
+      load = new vm.Script('(specifier) => import.source(specifier)', {
+        filename: referrer,
+        importModuleDynamically: vm.constants.USE_MAIN_CONTEXT_DEFAULT_LOADER,
+      }).runInThisContext() as (specifier: string) => Promise<unknown>;
+      sourceLoaders.set(referrer, load);
+    }
+    return load;
+  };
 
   return {
     callback(referrer, filename) {
@@ -212,6 +260,7 @@ export function createScriptImports(setup: ImportSetup, context: vm.Context | un
     dispose() {
       disposed = true;
       loaders.clear();
+      sourceLoaders.clear();
       made = new WeakMap();
       files = new Map();
       readying = new WeakMap();

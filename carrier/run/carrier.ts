@@ -6,6 +6,7 @@
 // attributed through it, so callbacks left behind by an ended (or revoked) run can neither call
 // bindings nor print into a later run, and their errors do not fail it.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { writeSync } from 'node:fs';
 import * as module from 'node:module';
 import { inspect as utilInspect, types } from 'node:util';
 import vm from 'node:vm';
@@ -18,7 +19,7 @@ import { markDenied, takeDenied, watchDenials } from '../hardening/denials.ts';
 import { closePermissionGaps } from '../hardening/permission-gaps.ts';
 import { guardProcesses } from '../hardening/process-guard.ts';
 import { beginOutput, captureStandardStreams, endOutput, inspect } from '../globals/output.ts';
-import { BindingError, installBindings } from '../globals/bindings.ts';
+import { BindingError, bindingCaller, installBindings, type BindingCaller } from '../globals/bindings.ts';
 import { Image, setImageRegistrar } from '../globals/image.ts';
 import { describeSyntaxError, describeThrown, isDecoratedSyntaxError, trustErrorRealm } from './errors.ts';
 import {
@@ -43,6 +44,8 @@ interface Run {
   initializing: boolean;
   /** Rejecters of binding calls in flight, called on revoke. */
   readonly pending: InstanceType<typeof SafeSet<(error: Error) => void>>;
+  /** How this run's code calls its bindings; set once the run's environment is ready. */
+  call: BindingCaller | undefined;
   settle(outcome: RunOutcome): void;
 }
 
@@ -55,6 +58,9 @@ interface Environment {
 }
 
 const scope = new AsyncLocalStorage<Run>();
+// Captured at load: a program may replace them in this realm.
+const reallyExit = (process as unknown as { reallyExit: (code: number) => never }).reallyExit;
+const { isExtensible } = Object;
 // Captured with the other intrinsics (intrinsics.ts): node:async_hooks is importable by programs.
 const { getStore, run: runInScope } = AsyncLocalStorage.prototype;
 const storeOf = (): Run | undefined => apply(getStore, scope, []) as Run | undefined;
@@ -77,8 +83,8 @@ export function runCarrier(): void {
   watchDenials();
   closePermissionGaps(markDenied);
   silenceLoaderWarning();
-  process.on('uncaughtException', (error) => failCurrentRun(error));
-  process.on('unhandledRejection', (reason) => failCurrentRun(reason));
+  process.on('uncaughtException', (error) => failCurrentRun(error, true));
+  process.on('unhandledRejection', (reason) => failCurrentRun(reason, false));
   captureStandardStreams();
 
   const channel = openChannel(
@@ -195,10 +201,29 @@ function currentRun(): Run | undefined {
   return run !== undefined && run === active && !run.revoked ? run : undefined;
 }
 
-/** An uncaught callback error fails the run that created the callback while it is active; otherwise it is dropped. */
-function failCurrentRun(thrown: unknown): void {
+/**
+ * An uncaught callback error fails the run that created the callback while it is active; otherwise
+ * it is dropped, but for one rule of the reference's: in a retained environment, a callback of an
+ * ended evaluation that throws a frozen or non-extensible object ends the process, as in Node's
+ * REPL (whose error domain cannot mark such a value, and exits with Node's code 7 for a failing
+ * uncaught-exception handler). The owner's next run reports the environment as replaced.
+ */
+function failCurrentRun(thrown: unknown, thrownByCallback: boolean): void {
   const run = storeOf();
-  if (run !== undefined && run === active) run.settle({ status: 'exception', error: describeThrown(thrown, run.filename) });
+  if (run !== undefined && run === active) return run.settle({ status: 'exception', error: describeThrown(thrown, run.filename) });
+  // Code of an ended evaluation; or, while none is active, code the carrier cannot name (Node 20
+  // loses the async context of a queueMicrotask callback that throws).
+  const ended = run !== undefined || active === undefined;
+  if (thrownByCallback && ended && environment !== undefined && unmarkable(thrown)) {
+    const { name, message } = describeThrown(thrown, run?.filename ?? '');
+    writeSync(2, `ptc: ${types.isNativeError(thrown) ? `Uncaught ${name}: ${message}` : message}, thrown by a callback of an evaluation that had ended: a frozen or non-extensible value ends the process, as in Node's REPL\n`);
+    reallyExit(7);
+  }
+}
+
+/** A frozen, sealed or otherwise non-extensible object or function; a Proxy is left alone (asking would run its trap). */
+function unmarkable(value: unknown): boolean {
+  return ((typeof value === 'object' && value !== null) || typeof value === 'function') && !types.isProxy(value) && !isExtensible(value);
 }
 
 function revoke(): void {
@@ -272,6 +297,7 @@ function evaluate(request: RunRequest, host: HostLink, ready: Promise<void>): Pr
     revoked: false,
     initializing: false,
     pending: new SafeSet(),
+    call: undefined,
     settle(result) {
       if (run.settled) return;
       run.settled = true;
@@ -304,17 +330,18 @@ function evaluate(request: RunRequest, host: HostLink, ready: Promise<void>): Pr
         return run.settle({ status: 'exception', error: describeThrown(error, request.filename) });
       }
       beginOutput(host.output, request.maxOutputBytes, request.maxMessageBytes, () => currentRun() === run);
-      env.uninstall();
-      env.uninstall = installBindings(
+      run.call = bindingCaller(
         request.bindings,
         {
-          // This run's proxies only: one kept from an earlier run must not call a binding this run lacks.
           active: () => currentRun() === run,
           invoke: (name, args) => track(currentRun(), host.invoke(name, args)),
         },
         request,
-        env.evaluator.globalObject,
       );
+      env.uninstall();
+      // A proxy calls the bindings of the run its caller belongs to, so one kept from an earlier run
+      // calls this run's; code of an ended run (its timers, its promise reactions) has none.
+      env.uninstall = installBindings(request.bindings, () => currentRun()?.call, env.evaluator.globalObject);
       apply(runInScope, scope, [run, () => execute(run, env.evaluator, request, host)]);
     },
     (error: unknown) => run.settle({ status: 'exception', error: describeThrown(error, request.filename) }),

@@ -1,6 +1,7 @@
 // A run's outcome travels as one reply frame, and a frame over maxMessageBytes ends the run as
 // `protocol`. What the program threw is its own text (an error's message and stack, a property
-// path), so an oversized diagnostic is cut to fit rather than lose the exception. The completion
+// path), so an oversized diagnostic is cut to fit rather than lose the exception, and marked as
+// cut (`truncated`), so the caller knows it holds a prefix. The completion
 // value is never cut: one too large is reported as `oversized` before it gets here.
 //
 // This runs after the program, so it uses only intrinsics captured at load, and it measures in
@@ -16,6 +17,8 @@ const byteLength = Buffer.byteLength;
 const { ceil } = Math;
 
 const EXCEPTION_FIELDS = ['message', 'stack', 'excerpt', 'name', 'code', 'binding'];
+/** What marking the outcome as cut adds to its JSON: the field goes last. */
+const TRUNCATED_MARK = byteLength(',"truncated":true');
 const INVALID_OUTPUT_FIELDS = ['message', 'path'];
 
 /**
@@ -51,8 +54,8 @@ export function fitOutcome(outcome: RunOutcome, maxMessageBytes: number): RunOut
     fieldBytes += length;
     if (length > longest) longest = length;
   }
-  // What the fields' JSON strings may take together; the rest of the outcome stays as it is.
-  const room = budget - (total - fieldBytes);
+  // What the fields' JSON strings may take together; the rest of the outcome, and the mark, stay as they are.
+  const room = budget - (total + TRUNCATED_MARK - fieldBytes);
   let low = 2; // an empty string's quotes
   let high = longest;
   while (low < high) {
@@ -65,5 +68,6 @@ export function fitOutcome(outcome: RunOutcome, maxMessageBytes: number): RunOut
   for (let i = 0; i < names.length; i++) {
     if (lengths[i]! > low) holder[names[i]!] = cutToEscapedBytes(holder[names[i]!] as string, low);
   }
+  (outcome as { truncated?: boolean }).truncated = true;
   return outcome;
 }

@@ -582,6 +582,7 @@ async function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: Sand
       }, ledger, sandbox);
     case 'invalid-output': {
       const failure: Failure = { kind: 'invalid-output', message: outcome.message, path: outcome.path };
+      if (outcome.truncated === true) failure.truncated = true;
       fitDiagnostic(failure, ledger, ['message', 'path']);
       return failed(failure, ledger, sandbox);
     }
@@ -590,6 +591,7 @@ async function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: Sand
     case 'exception': {
       const failure = exceptionFailure(outcome.error);
       if (outcome.initializer) failure.message = `the environment initializer failed: ${failure.message}`;
+      if (outcome.truncated === true) failure.truncated = true;
       fitDiagnostic(failure, ledger);
       return failed(failure, ledger, sandbox);
     }
@@ -597,7 +599,8 @@ async function complete(outcome: RunOutcome, ledger: OutputLedger, sandbox: Sand
 }
 
 // The diagnostic shares the output budget; what does not fit is cut, later fields first (the
-// stack, the path), rather than lose the exception or the invalid value behind an output-limit.
+// stack, the path), rather than lose the exception or the invalid value behind an output-limit;
+// a failure that lost anything says so (`truncated`).
 function fitDiagnostic(failure: Failure, ledger: OutputLedger, fields: Array<'message' | 'stack' | 'path'> = ['message', 'stack']): void {
   let budget = ledger.remaining;
   let used = 0;
@@ -605,6 +608,7 @@ function fitDiagnostic(failure: Failure, ledger: OutputLedger, fields: Array<'me
     const text = failure[field];
     if (text === undefined) continue;
     const kept = fittingPrefix(text, budget);
+    if (kept !== text) failure.truncated = true;
     failure[field] = kept;
     const bytes = Buffer.byteLength(kept);
     budget -= bytes;

@@ -43,6 +43,11 @@ export interface Failure {
   position?: number;
   expected?: { binding: string; args: string };
   actual?: { binding: string; args: string };
+  /**
+   * exception and invalid-output: the diagnostic did not fit (maxOutputBytes, or one control
+   * message) and its message, stack or path holds only the part of it that did.
+   */
+  truncated?: true;
   /** Retained runs: whether the environment's variables survived this failure. */
   state?: 'preserved' | 'cleared';
 }

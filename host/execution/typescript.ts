@@ -84,7 +84,10 @@ function parseScript(program: string): Node {
 }
 
 // Node decorates the error like a compile error: ":<line>", context lines, and a caret line under
-// the offending span. The caret is the reliable part; its line is the one above it.
+// the offending span. The caret is the reliable part; its line is the one above it. A span over
+// several lines has no caret: its lines are marked "  > " instead, the first being the header's.
+// A span at the end of the input is empty and has no caret either, and in a function body the
+// wrapper's closing brace may be where the parser noticed the input had ended.
 function locate(program: string, filename: string, message: string, stack: string, code: string, prefixLength: number): ErrorInfo {
   const unsupported = code === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX';
   const info: ErrorInfo = {
@@ -93,15 +96,34 @@ function locate(program: string, filename: string, message: string, stack: strin
   };
   const lines = stack.split('\n');
   const header = /^:(\d+)$/.exec(lines[0] ?? '');
-  const caretIndex = lines.findIndex((line, index) => index > 0 && /^\s*\^+\s*$/.test(line));
-  if (header === null || caretIndex < 1) return info;
+  if (header === null) return info;
   const line = Number(header[1]);
-  let column = lines[caretIndex]!.indexOf('^') + 1;
-  if (line === 1) column -= prefixLength;
-  const source = program.split('\n')[line - 1];
-  if (source === undefined || column < 1) return info;
+  const programLines = program.split('\n');
+  const caretIndex = lines.findIndex((text, index) => index > 0 && /^\s*\^+\s*$/.test(text));
+  if (caretIndex >= 1) {
+    let column = lines[caretIndex]!.indexOf('^') + 1;
+    if (line === 1) column -= prefixLength;
+    const source = programLines[line - 1];
+    if (source !== undefined && column >= 1) return located(info, filename, line, column, source, Math.max(1, lines[caretIndex]!.trim().length));
+  }
+  if (lines.some((text) => text.startsWith('  > '))) {
+    const source = programLines[line - 1];
+    if (source === undefined || source.trim() === '') return info;
+    const column = source.length - source.trimStart().length + 1;
+    return located(info, filename, line, column, source, source.trimEnd().length - column + 1);
+  }
+  // No span to show: the parser met the end of the input. The caret goes just after the program's
+  // last character that is not white space, unless the parser named a line before that one.
+  let last = programLines.length - 1;
+  while (last > 0 && programLines[last]!.trim() === '') last--;
+  if (line < last + 1) return info;
+  const source = programLines[last]!;
+  return located(info, filename, last + 1, source.trimEnd().length + 1, source, 1);
+}
+
+function located(info: ErrorInfo, filename: string, line: number, column: number, source: string, width: number): ErrorInfo {
   info.location = { line, column };
-  info.excerpt = `${source}\n${' '.repeat(column - 1)}${'^'.repeat(Math.max(1, lines[caretIndex]!.trim().length))}`;
+  info.excerpt = `${source}\n${' '.repeat(column - 1)}${'^'.repeat(width)}`;
   // The same shape as a syntax error V8 reports in the carrier.
   info.stack = `${filename}:${line}\n${info.excerpt}\n\nSyntaxError: ${info.message}`;
   return info;

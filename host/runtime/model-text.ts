@@ -7,6 +7,7 @@ export function failureText(failure: Failure): string {
   const lines = [`program failed (${failure.kind}): ${failure.message}`];
   if (failure.kind === 'exception' && failure.stack) lines.push(failure.stack);
   if (failure.excerpt) lines.push(failure.excerpt);
+  if (failure.truncated) lines.push('(this diagnostic was cut to fit the output budget)');
   if (failure.binding) lines.push(`binding: ${failure.binding}${failure.code ? ` (code ${failure.code})` : ''}`);
   if (failure.state) lines.push(`environment state: ${failure.state}`);
   return lines.join('\n');

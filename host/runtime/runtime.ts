@@ -204,7 +204,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
         runId,
         approval: { ...config.approval, ...(options.onApproval !== undefined ? { handler: approvalHandler(options.onApproval) } : {}) },
         ...(recorded !== undefined ? { journal: recorded } : {}),
-      }, spec.stateOwner, spec.policy ?? config.policy, spec.oneTime ?? false, policyChangeOption(spec.onPolicyChange, 'ptc run(): spec.onPolicyChange'));
+      }, spec.stateOwner, spec.policy, spec.oneTime ?? false, policyChangeOption(spec.onPolicyChange, 'ptc run(): spec.onPolicyChange'));
     } finally {
       active.delete(controller);
     }
@@ -449,5 +449,13 @@ function checkSpec(spec: unknown): asserts spec is RunSpec {
     !(value.timeoutMs === null || typeof value.timeoutMs === 'number')
   ) {
     throw new TypeError(`ptc run(): expected a spec from resolve(), got ${show(spec)}`);
+  }
+  // The reference's run() does not fill missing values. A missing policy is the one whose filling
+  // would be a choice made for the caller (the sandbox the program runs in), so it is refused; the
+  // other fields a spec may leave out have one safe reading (no owner, not one-time, the runtime's
+  // CPU budget, refuse a policy change).
+  if (typeof value.policy !== 'object' || value.policy === null) {
+    const what = value.policy === undefined ? 'missing' : `not a policy (${show(value.policy)})`;
+    throw new TypeError(`ptc run(): spec.policy is ${what}: run() does not choose the sandbox a spec runs in; pass the spec resolve() returned, which names the request's policy or the runtime's default`);
   }
 }

@@ -72,8 +72,10 @@ export function checkRunOutcome(outcome: unknown): Check {
     case 'oversized':
       return Number.isSafeInteger(value.bytes) ? undefined : 'oversized without a byte count';
     case 'invalid-output':
+      if (value.truncated !== undefined && typeof value.truncated !== 'boolean') return 'invalid-output truncated must be a boolean';
       return typeof value.path === 'string' && typeof value.message === 'string' ? undefined : 'invalid-output without path and message';
     case 'exception': {
+      if (value.truncated !== undefined && typeof value.truncated !== 'boolean') return 'exception truncated must be a boolean';
       const error = value.error;
       if (!isObject(error) || typeof error.name !== 'string' || typeof error.message !== 'string') return 'exception without name and message';
       if (value.initializer !== undefined && typeof value.initializer !== 'boolean') return 'exception initializer must be a boolean';

@@ -84,7 +84,7 @@ test.after(() => {
 test('the tarball holds compiled JavaScript, .d.ts types and the bin, and no TypeScript to strip', () => {
   const files = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n').map((f) => f.replace(/^package\//, ''));
   assert.equal(files.filter((f) => /\.[cm]?ts$/.test(f) && !f.endsWith('.d.ts')), []);
-  for (const f of ['package.json', 'README.md', 'lib/index.js', 'lib/bin.js', 'lib/bootstrap.mjs', 'types/host/index.d.ts']) {
+  for (const f of ['package.json', 'README.md', 'lib/index.js', 'lib/bin.js', 'lib/bootstrap.mjs', 'lib/configuration.js', 'types/host/index.d.ts', 'types/host/configuration.d.ts']) {
     assert.ok(files.includes(f), `${f} is not in the tarball: ${files.join(' ')}`);
   }
   assert.equal(files.filter((f) => !/^(package\.json|README\.md|lib\/[\w-]+\.m?js|types\/.+\.d\.ts)$/.test(f)), []);
@@ -98,6 +98,7 @@ test('the tarball holds compiled JavaScript, .d.ts types and the bin, and no Typ
     exports: {
       '.': { types: './types/host/index.d.ts', default: './lib/index.js' },
       './ai': { types: './types/host/ai/index.d.ts', default: './lib/ai.js' },
+      './configuration': { types: './types/host/configuration.d.ts', default: './lib/configuration.js' },
       './package.json': './package.json',
     },
     types: './types/host/index.d.ts',
@@ -162,6 +163,25 @@ for (const node of NODES) {
     const mcp = sh(bin, ['mcp', '--config', 'servers.json'], { cwd: dir, node: node.path, input: `${JSON.stringify(initialize)}\n` });
     assert.is(mcp.code, 0, mcp.stderr);
     assert.equal(JSON.parse(mcp.stdout).result.serverInfo, { name: 'ptc', version: root.version });
+  });
+
+  // Issue 33 §8: the reference's profile editors import it from its `/configuration` path.
+  test(`import { resolvePersistentExecution } from 'ptc/configuration' on ${node.version}: the settings to merge, without the runtime`, () => {
+    const dir = projects.get(node.version)!;
+    const program = "import { resolvePersistentExecution } from 'ptc/configuration'; console.log(JSON.stringify(['async-function', 'vm-script'].map(resolvePersistentExecution)))";
+    const run = sh(node.path, ['--input-type=module', '-e', program], { cwd: dir, node: node.path });
+    assert.is(run.stderr, '');
+    assert.equal(JSON.parse(run.stdout), [
+      { executionMode: 'persistent-in-memory', scriptPersistence: false, replScoped: true },
+      { executionMode: 'vm-script', scriptPersistence: true, replScoped: false },
+    ]);
+    // What it loads is that function: no chunk it imports, directly or not, holds the runtime.
+    const lib = join(dir, 'node_modules/ptc/lib');
+    const loaded = new Set(['configuration.js']);
+    for (const file of loaded) {
+      for (const [, chunk] of readFileSync(join(lib, file), 'utf8').matchAll(/(?:from|import)\s*"\.\/([\w-]+\.js)"/g)) loaded.add(chunk!);
+    }
+    for (const file of loaded) assert.not.match(readFileSync(join(lib, file), 'utf8'), /function createRuntime\b/, file);
   });
 
   test(`docs/library.md's snippet runs as written on ${node.version}`, () => {

@@ -247,17 +247,22 @@ test('run() with something that is not a resolved spec throws', async () => {
 });
 
 // A deliberate difference from the reference, whose run(spec) "does not fill missing values": a
-// spec built by hand may leave out the fields resolve() adds for the newer options, and run()
-// fills them as resolve() would (README, Differences from the reference).
-test('run() fills what a spec leaves out of policy, oneTime, cpuTimeMs, stateOwner and onPolicyChange', async () => {
+// spec built by hand may leave out the fields resolve() adds for the newer options, whose absence
+// has one safe reading, and run() reads them so; it does not choose a sandbox policy for a spec
+// that names none (issue 33; README, Differences from the reference).
+test('run() reads a spec without oneTime, cpuTimeMs, stateOwner or onPolicyChange; one without a policy throws naming it', async () => {
   const runtime = createRuntime({ timeoutMs: 20_000, policy: { mode: 'full-access' } });
   const spec = runtime.resolve({ program: 'return process.cwd()' });
   const bare: Record<string, unknown> = { ...spec };
-  for (const field of ['policy', 'oneTime', 'cpuTimeMs', 'stateOwner', 'onPolicyChange']) delete bare[field];
+  for (const field of ['oneTime', 'cpuTimeMs', 'stateOwner', 'onPolicyChange']) delete bare[field];
   const result = await runtime.run(bare as unknown as RunSpec);
   assert.is(result.status, 'ok', JSON.stringify(result));
   assert.is(result.status === 'ok' && result.value, spec.cwd);
   assert.is(result.sandbox.mode, 'full-access');
+  const { policy: _policy, ...unconfined } = spec;
+  const expected = "ptc run(): spec.policy is missing: run() does not choose the sandbox a spec runs in; pass the spec resolve() returned, which names the request's policy or the runtime's default";
+  await rejectsNaming(() => runtime.run(unconfined as unknown as RunSpec), [expected]);
+  await rejectsNaming(() => runtime.run({ ...spec, policy: 'full-access' } as unknown as RunSpec), ["ptc run(): spec.policy is not a policy ('full-access')"]);
   await runtime.dispose();
 });
 

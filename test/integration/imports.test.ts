@@ -243,17 +243,14 @@ eachFormat('source-phase imports are refused before the handler is asked, and im
   const runtime = runtimeWith(format.config, HANDLER);
   const owner = {};
   const run = async (program: string) => failure(await runtime.run(runtime.resolve({ program, stateOwner: owner })));
-  // runner:refuse makes the handler throw: a source-phase import of it never gets that far. (A
-  // vm-script completion is awaited, so this one needs no `await`, which ptc's own parser, as the
-  // scoped REPL's, does not take with `import.source`.)
-  const dynamic = await run('import.source("runner:refuse")');
+  // runner:refuse makes the handler throw: a source-phase import of it never gets that far.
+  const dynamic = await run('await import.source("runner:refuse")');
   const statically = await run(`await import(${fixture('source-phase.mjs')})`);
   if ((await carrierNode()) < 24) {
     // Older Nodes do not parse them at all.
     assert.equal([dynamic.name, statically.name], ['SyntaxError', 'SyntaxError']);
   } else {
-    if (format.name === 'scoped-repl') assert.equal([dynamic.name, dynamic.message], ['SyntaxError', "The only valid meta property for import is 'import.meta'"]);
-    else assert.equal([dynamic.name, dynamic.message], ['TypeError', `source-phase imports are not supported in ${format.name} programs: import source "runner:refuse"`]);
+    assert.equal([dynamic.name, dynamic.message], ['TypeError', `source-phase imports are not supported in ${format.name} programs: import source "runner:refuse"`]);
     assert.equal([statically.name, statically.message], ['TypeError', `source-phase imports are not supported in file://${join(fixtures, 'source-phase.mjs')}, an ES module loaded into the ${format.name} context: import source "runner:refuse"`]);
   }
   const refusal = `import attributes are not supported on file://${join(fixtures, 'vendored.mjs')}, an ES module loaded into the ${format.name} context`;
@@ -262,6 +259,43 @@ eachFormat('source-phase imports are refused before the handler is asked, and im
   const staticAttributes = await run(`await import(${fixture('attributes.mjs')})`);
   assert.equal([staticAttributes.name, staticAttributes.message], ['TypeError', refusal]);
 }, HANDLER);
+
+// Issue 33 §3: a dynamic import settles with the module's namespace, which a callable `then`
+// export makes a thenable, so the import settles with what `then` gives (the reference: "follows
+// JavaScript's dynamic-import Promise assimilation in AsyncFunction and VM Script"), whatever the
+// policy: none, deny-only, or one with a runner's handler (which can make such a module itself).
+for (const [policy, imports] of [['no policy', undefined], ['a deny-only policy', DENY], ['a handler', HANDLER]] as const) {
+  eachFormat(`a module with a callable \`then\` export imports as JavaScript assimilates it, under ${policy}`, FORMATS.filter((format) => format.name !== 'repl'), async (format) => {
+    const runtime = runtimeWith(format.config, imports);
+    const fromHandler = policy === 'a handler' ? ', await import("runner:thenable")' : '';
+    const program = format.program('', `[await import(${fixture('thenable.mjs')})${fromHandler}, (await import("node:path")).sep]`);
+    const expected = [{ assimilated: true, from: 'thenable.mjs' }, ...(fromHandler ? [{ assimilated: true, from: 'the handler' }] : []), '/'];
+    assert.equal(value(await runtime.run(runtime.resolve({ program, stateOwner: {} }))), expected);
+  }, imports);
+}
+
+// Issue 33 §7: the reference's AsyncFunction keeps Node's source-phase rules. A per-call program
+// under a policy imports through node:vm's callback, which ptc makes follow them: the policy and
+// the handler decide first, then Node's own error for a module without a source object. The one
+// thing the callback cannot pass back is a source object Node does make (a WebAssembly.Module).
+test('a source-phase import in a per-call program follows Node\'s rules under a policy, except a WebAssembly source', async () => {
+  if ((await carrierNode()) < 24) return; // older Nodes do not parse `import.source`
+  const attempt = (specifier: string) => `await import.source(${specifier}).then((m) => [m.constructor.name], (e) => [e.name, e.code ?? null, e.message])`;
+  const program = `return [${[fixture('vendored.mjs'), '"runner:counter"', '"runner:denied"', fixture('empty.wasm')].map(attempt).join(', ')}];`;
+  const plain = runtimeWith({}, undefined);
+  const native = value(await plain.run(plain.resolve({ program }))) as unknown[][];
+  const notDefined = `Source phase import object is not defined for module '${new URL(`file://${join(fixtures, 'vendored.mjs')}`).href}'`;
+  assert.equal(native[0], ['SyntaxError', 'ERR_SOURCE_PHASE_NOT_DEFINED', notDefined]);
+  assert.equal(native[3], ['Module']);
+  const runtime = runtimeWith({}, HANDLER);
+  const [file, made, denied, wasm] = value(await runtime.run(runtime.resolve({ program }))) as unknown[][];
+  assert.equal(file, native[0]);
+  assert.equal(made!.slice(0, 2), ['SyntaxError', 'ERR_SOURCE_PHASE_NOT_DEFINED']);
+  assert.match(made![2] as string, /^Source phase import object is not defined for module '/);
+  assert.equal(denied, ['Error', 'PTC_IMPORT_DENIED', 'import of "runner:denied" is denied by the import policy (deny "runner:denied")']);
+  assert.equal(wasm!.slice(0, 2), ['TypeError', null]);
+  assert.match(wasm![2] as string, /^source-phase import of ".*empty\.wasm": its source object \(a Module\) cannot be handed to an async-function program that runs under an import policy/);
+});
 
 const SCRIPT_MODULES = { map: { helper: join(fixtures, 'script-module.mjs'), cp: join(fixtures, 'static-child-process.mjs') }, deny: ['node:child_process'] };
 eachFormat('an ES module file loads into the Script\'s context: it sees the Script\'s globals, keeps import.meta, its static imports meet the policy, and it keeps its identity across runs', RETAINED.filter((format) => format.name !== 'repl'), async (format) => {

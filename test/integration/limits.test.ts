@@ -2,7 +2,7 @@
 // diagnostics, and every diagnostic the program controls is counted against maxOutputBytes.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { RunResult, SandboxReport } from '../../host/index.ts';
+import { failureText, type RunResult, type SandboxReport } from '../../host/index.ts';
 import { reportLocation, runProgram, withoutWarm } from '../helpers/runtime.ts';
 
 const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog' } as SandboxReport;
@@ -37,6 +37,8 @@ test('maxMessageBytes 1024: a long exception message is cut to fit the frame, no
   assert.is(failure.name, 'RangeError');
   assert.ok(/^e+$/.test(failure.message) && failure.message.length > 100 && failure.message.length < 1024, `${failure.message.length} chars`);
   assert.equal(failure.location, { line: 1, column: 7 });
+  // Issue 33: the caller learns that what it holds is a prefix.
+  assert.is(failure.truncated, true);
 });
 
 test('maxMessageBytes 1024: an invalid-output diagnostic with a huge key is cut to fit the frame', async () => {
@@ -45,6 +47,7 @@ test('maxMessageBytes 1024: an invalid-output diagnostic with a huge key is cut 
   assert.ok(failure.message.startsWith('the completion value is not lossless JSON: value.kkk'), failure.message);
   assert.ok(failure.path!.startsWith('value.kkk') && failure.path!.length > 200, failure.path);
   assert.ok(Buffer.byteLength(failure.message) + Buffer.byteLength(failure.path ?? '') < 1024);
+  assert.is(failure.truncated, true);
 });
 
 // A deliberate difference from the reference (README, Differences from the reference): an
@@ -56,7 +59,13 @@ test('maxOutputBytes: an exception diagnostic is cut to the budget the output le
   assert.is(failure.kind, 'exception');
   assert.is(failure.name, 'Error');
   assert.ok(/^e+$/.test(failure.message) && failure.message.length < 50, failure.message);
+  assert.is(failure.truncated, true);
+  // What a model reads of the failure says so too.
+  assert.ok(failureText(failure).endsWith('\n(this diagnostic was cut to fit the output budget)'), failureText(failure));
   assert.equal(thrown.output, [{ type: 'text', text: `${'x'.repeat(150)}\n` }]);
+  // A diagnostic that fits is whole, and not marked.
+  const whole = failureOf(await runProgram("inspect('x'.repeat(100)); throw new Error('e'.repeat(20))", {}, { maxOutputBytes: 200 }));
+  assert.equal([whole.message, whole.truncated], ['e'.repeat(20), undefined]);
   const returned = failureOf(await runProgram("inspect('x'.repeat(150)); return 'v'.repeat(100)", {}, { maxOutputBytes: 200 }));
   assert.equal(returned, { kind: 'output-limit', message: 'the completion value exceeded maxOutputBytes (200 bytes); the output that fit is kept' });
 });
@@ -72,6 +81,7 @@ test('maxOutputBytes: the invalid-output diagnostic is counted against the budge
   // The 49 bytes left after the output hold the start of the message; the path no longer fits.
   assert.is(failure.message, 'the completion value is not lossless JSON: value.');
   assert.is(failure.path, '');
+  assert.is(failure.truncated, true);
 });
 
 

@@ -78,6 +78,7 @@ test('a 2 MB exception message under a 1 MiB message is an exception, its report
   const reportBytes = Buffer.byteLength(JSON.stringify({ message: reported.message, stack: reported.stack ?? '' }));
   assert.ok(reportBytes <= MiB, `the report takes ${reportBytes} bytes`);
   assert.ok(reported.message.length > 100_000, `only ${reported.message.length} characters of the message were kept`);
+  assert.is(reported.truncated, true);
 });
 
 test('the default limit carries a value of 32,000,000 quotes (64 MB of JSON text)', async () => {

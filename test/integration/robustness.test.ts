@@ -235,17 +235,17 @@ test('late replies: a binding that throws synchronously after the run settled is
   assert.equal(leaked, []);
 });
 
-test('late calls: a binding proxy kept from an earlier run cannot call into a later one', async () => {
+test('late calls: a binding proxy kept from an earlier run calls only a binding the later run has', async () => {
   const runtime = createTestRuntime({ timeoutMs: 10_000, executionMode: 'vm-script', scriptPersistence: true });
   const owner = {};
   let calls = 0;
   try {
     const first = await runtime.run(runtime.resolve({ program: 'globalThis.kept = tool; 1', bindings: { tool: async () => ++calls }, stateOwner: owner }));
     assert.equal(withoutWarm(first), { status: 'ok', value: 1, output: [], sandbox: SANDBOX, environment: { fresh: true } });
-    // The second run declares no `tool`: the host would see a call of an undeclared binding.
+    // The second run declares no `tool`: the carrier refuses the call, so the host never sees a call of an undeclared binding.
     const program = 'let seen; try { await kept(); seen = "called"; } catch (error) { seen = [error.name, error.code]; }\nseen';
     const second = await runtime.run(runtime.resolve({ program, bindings: { other: async () => 0 }, stateOwner: owner }));
-    assert.equal(withoutWarm(second), { status: 'ok', value: ['BindingError', 'PTC_EVALUATION_ENDED'], output: [], sandbox: SANDBOX, environment: { fresh: false } });
+    assert.equal(withoutWarm(second), { status: 'ok', value: ['BindingError', 'PTC_UNKNOWN_BINDING'], output: [], sandbox: SANDBOX, environment: { fresh: false } });
     assert.is(calls, 0);
   } finally {
     await runtime.dispose();

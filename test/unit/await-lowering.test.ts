@@ -38,6 +38,10 @@ const cases: [string, string | null][] = [
   ],
   ['var x; await y', lowered('var x; ', `void (x=undefined); ${box('await y')}`)],
   ['var v = await 1; v', lowered('var v; ', `void (v = await 1); ${box('v')}`)],
+  // Source-phase imports, which acorn does not parse on its own (phase-parser.ts).
+  ['var m = await import.source("x"); m', lowered('var m; ', `void (m = await import.source("x")); ${box('m')}`)],
+  ['const d = await import . source ( "x" )', lowered('let d; ', 'void (d = await import . source ( "x" ));')],
+  ['await import.meta', null],
   ['function f() {} await x', lowered('var f; ', `this.f = f; function f() {} ${box('await x')}`)],
   ['async function h() {} await h()', lowered('var h; ', `this.h = h; async function h() {} ${box('await h()')}`)],
   ['class A {} await x', lowered('let A; ', `A=class A {}; ${box('await x')}`)],

@@ -30,7 +30,7 @@ test('prefixWithin keeps the longest prefix that fits and never splits a surroga
 
 test('fitOutcome: an outcome that fits is untouched', () => {
   const outcome: RunOutcome = { status: 'exception', error: { name: 'Error', message: 'short' } };
-  assert.equal(fitOutcome(outcome, 1024), { status: 'exception', error: { name: 'Error', message: 'short' } });
+  assert.equal(fitOutcome(outcome, 1024), { status: 'exception', error: { name: 'Error', message: 'short' } }, 'not marked as cut either');
 });
 
 test('fitOutcome: long fields share the room, short ones stay whole, and the frame fits', () => {
@@ -45,10 +45,12 @@ test('fitOutcome: long fields share the room, short ones stay whole, and the fra
     assert.ok(bytes > max - REPLY_ENVELOPE - 16, `${bytes} bytes for ${max}: room left unused`);
     const error = (fitted as Extract<RunOutcome, { status: 'exception' }>).error;
     assert.equal([error.name, error.code, error.location], ['RangeError', 'E_CODE', { line: 1, column: 2 }]);
+    assert.is((fitted as { truncated?: boolean }).truncated, true, 'a cut outcome says so');
     assert.ok(error.message.length > 0 && error.stack!.length > 0);
   }
   const invalid = fitOutcome({ status: 'invalid-output', path: `value.${'k'.repeat(5000)}`, message: `value.${'k'.repeat(5000)} is a Date` }, 1024);
   assert.ok(Buffer.byteLength(encodeJson(invalid, 'outcome')) <= 1024 - REPLY_ENVELOPE);
+  assert.is((invalid as { truncated?: boolean }).truncated, true);
 });
 
 test.run();

@@ -153,13 +153,16 @@ test('with top-level await, columns on the first line are 15 past the source', a
   assert.ok(frames(second.stack)[0]!.includes(`${FILENAME}:2:7`), second.stack);
 });
 
-test('a callback error fails its own pending evaluation, and is dropped once it has settled', async () => {
+test('a callback error fails its own pending evaluation; once that has settled, it is the process\'s uncaught exception', async () => {
   const error = await rejection(run('setTimeout(() => {\n  throw new Error("during") }, 5);\nawait new Promise((r) => setTimeout(r, 50))'));
   assert.is(error.message, 'during');
   assert.ok(frames(error.stack)[0]!.includes(`${FILENAME}:2:9`), error.stack);
   // Node's REPL would drop every frame of the anonymous callback from this stack; it is kept.
   await sleep(80);
+  // The carrier's handler decides what becomes of it (carrier.ts: dropped, or the process ends).
+  const handedOn = new Promise<unknown>((resolve) => process.once('uncaughtException', resolve));
   assert.is(await run('setTimeout(() => { throw new Error("late") }, 5); 1'), 1);
+  assert.is(((await handedOn) as Error).message, 'late');
   assert.is(await run('await new Promise((r) => setTimeout(r, 50)); 2'), 2);
 });
 
@@ -211,8 +214,9 @@ test('nothing reaches process.stdout while evaluating', async () => {
     await rejection(run('function f() {'));
     await rejection(run('await Promise.reject(new Error("quiet"))'));
     await rejection(run('.help'));
+    const handedOn = new Promise<unknown>((resolve) => process.once('uncaughtException', resolve));
     await run('setTimeout(() => { throw new Error("late") }, 1); 1');
-    await sleep(20);
+    await handedOn;
   } finally {
     process.stdout.write = write;
   }

@@ -45,4 +45,27 @@ test('a REPL program in braces that only parses as an object says how to return 
   assert.ok(!block.ok && !block.error.message.includes('wrap an object literal'));
 });
 
+// Issue 33 §6: a span the parser reports at the end of the input has no caret in Node's message,
+// and in a function body the wrapper's closing brace is where it notices; the location is then
+// just after the program's last character. A span over several lines starts on its first line.
+const LOCATED: Array<[string, number, number, string]> = [
+  ['const a = 1;\nreturn (1 +', 2, 12, 'return (1 +\n           ^'],
+  ['const a = 1;\n(1 +', 2, 5, '(1 +\n    ^'],
+  ['let x: number = (1 +\n\n\n', 1, 21, 'let x: number = (1 +\n                    ^'],
+  ['if (x) {\n  foo(', 2, 7, '  foo(\n      ^'],
+  ['/* open comment', 1, 16, '/* open comment\n               ^'],
+  ['let a = 1;\n  enum X {\n  A\n}', 2, 3, '  enum X {\n  ^^^^^^^^'],
+];
+for (const format of ['async-function', 'vm-script', 'scoped-repl', 'repl'] as const) {
+  test(`a syntax error at the end of the input keeps its location, excerpt and caret (${format})`, () => {
+    for (const [program, line, column, excerpt] of LOCATED) {
+      const result = stripTypes(program, '/w/p.ts', format);
+      assert.is(result.ok, false, program);
+      if (result.ok) continue;
+      assert.equal([result.error.location, result.error.excerpt], [{ line, column }, excerpt], `${format}: ${JSON.stringify(program)}`);
+      assert.is(result.error.stack, `/w/p.ts:${line}\n${excerpt}\n\nSyntaxError: ${result.error.message}`);
+    }
+  });
+}
+
 test.run();

@@ -2,8 +2,9 @@
 // next programs receive, the names this program must not receive copies of, the final expression
 // statement that becomes the completion, and any top-level `return`. Only statements are walked:
 // an expression can hold a statement only inside a function or class body, which has its own scope.
-import { parse, tokTypes, type Program, type Statement, type Token } from 'acorn';
+import { tokTypes, type Program, type Statement, type Token } from 'acorn';
 import { boundNames } from '../patterns.ts';
+import { PhaseParser } from '../phase-parser.ts';
 
 export interface Declarations {
   /** `let`, `const`, `using` and `class` names of the top level: these start in their TDZ. */
@@ -27,7 +28,7 @@ export const RESERVED_PREFIX = '__$binding_';
 /** Parses a program (top-level await and return parse); throws Acorn's SyntaxError (with `pos`) when it does not parse. */
 export function scanDeclarations(program: string, sloppy: boolean): Declarations {
   let reservedIdentifier: number | undefined;
-  const ast = parse(program, {
+  const ast = PhaseParser.parse(program, {
     ecmaVersion: 'latest',
     sourceType: 'script',
     allowAwaitOutsideFunction: true,
