@@ -11,6 +11,8 @@ import { hostname } from 'node:os';
 import { isAbsolute } from 'node:path';
 import { bwrapArgs, within, writablePaths, type ConfinedPolicy } from './bwrap.ts';
 import { privateDirectory, sharedTempPaths } from './host-temp.ts';
+import { systemEntries } from './host-view.ts';
+import { bwrapCommand } from './private-mounts.ts';
 import { permissionArgs, readableRoots } from './node-permission.ts';
 import { seccompFilter, seccompUnavailable } from './seccomp.ts';
 import { resolverLayout } from './resolver.ts';
@@ -100,8 +102,10 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string, source?: 
   const networkDirectory = sandbox.allowlist === true && !policy.network ? privateDirectory('net') : undefined;
   if (networkDirectory !== undefined) Object.assign(env, proxyEnvironment(), { [NETWORK_SOCKET_ENV]: `${SANDBOX_NETWORK_DIRECTORY}/${PROXY_SOCKET_NAME}` });
   const runBinds = networkDirectory === undefined ? [] : [{ source: networkDirectory, target: SANDBOX_NETWORK_DIRECTORY }];
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths, cwd, hidden, runBinds, ...resolverLayout(policy) }), '--', realNode, heap, vmModules, ...entry];
-  return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp, writable, seccompFilter: filter, ...carried, ...(networkDirectory !== undefined ? { networkDirectory } : {}) };
+  const options = bwrapArgs(policy, { system: systemEntries(), privateTmp, launchPaths, cwd, hidden, runBinds, ...resolverLayout(policy) });
+  // In a mount namespace private from this machine's where it can make one (private-mounts.ts).
+  const { executable, args } = bwrapCommand(sandbox.bwrapPath, [...options, '--', realNode, heap, vmModules, ...entry]);
+  return { executable, args, env, cwd, privateTmp, writable, seccompFilter: filter, ...carried, ...(networkDirectory !== undefined ? { networkDirectory } : {}) };
 }
 
 function realDirectory(path: string, what: string): string {

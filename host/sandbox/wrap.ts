@@ -13,6 +13,8 @@ import type { LaunchCommand } from './command.ts';
 import { emptyNetworkReport, openAllowlist, SANDBOX_NETWORK_DIRECTORY, type NetworkSession } from './allowlist.ts';
 import type { NetworkReport } from './network/proxy.ts';
 import { bwrapArgs, within } from '../../supervision/bwrap.ts';
+import { systemEntries } from '../../supervision/host-view.ts';
+import { bwrapCommand } from '../../supervision/private-mounts.ts';
 import { removeTree, removeTreeSync } from '../../supervision/remove-tree.ts';
 import { seccompFilter, seccompUnavailable } from '../../supervision/seccomp.ts';
 import { resolverLayout } from '../../supervision/resolver.ts';
@@ -94,9 +96,11 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   const hidden = shared.filter((path) => !within(path, '/tmp') && path === realpathSync(path));
   // The proxy's directory goes at a short path in the sandbox's own /run (allowlist.ts).
   const runBinds = allowlist === undefined ? [] : [{ source: allowlist.directory, target: SANDBOX_NETWORK_DIRECTORY }];
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: launch.paths, cwd, hidden, runBinds, ...resolverLayout(policy) }), '--', launch.executable, ...launch.args];
+  const confined = bwrapArgs(policy, { system: systemEntries(), privateTmp, launchPaths: launch.paths, cwd, hidden, runBinds, ...resolverLayout(policy) });
+  // In a mount namespace private from the host's where this machine can make one (private-mounts.ts).
+  const { executable, args } = bwrapCommand(plan.bwrapPath, [...confined, '--', launch.executable, ...launch.args]);
   const wrapped: WrappedLaunch = {
-    command: { ...command, executable: plan.bwrapPath, args, env, seccompFilter: filter },
+    command: { ...command, executable, args, env, seccompFilter: filter },
     report,
     privateTmp,
     cleanup: async () => {
@@ -122,8 +126,8 @@ export function setupReport(plan: SandboxPlan): SandboxSetup {
 }
 
 /**
- * The files the launch runs, as real paths, and argv rewritten to use them where they sit under
- * /tmp: the sandbox's /tmp is private, so they are bound back read-only at their real location.
+ * The files the launch runs, as real paths, and argv rewritten to use them: the sandbox's root
+ * holds only what is bound into it, and they are bound read-only at their real location.
  */
 function exposeLaunchPaths(command: LaunchCommand, extra: string[]): { executable: string; args: string[]; paths: string[] } {
   const paths: string[] = [];
@@ -136,7 +140,7 @@ function exposeLaunchPaths(command: LaunchCommand, extra: string[]): { executabl
       return path;
     }
     paths.push(real);
-    return within(path, '/tmp') ? real : path;
+    return real;
   };
   const executable = expose(command.executable);
   const args = command.args.map(expose);
