@@ -12,7 +12,7 @@ import { isAbsolute } from 'node:path';
 import { bwrapArgs, within, writablePaths, type ConfinedPolicy } from './bwrap.ts';
 import { privateDirectory, sharedTempPaths } from './host-temp.ts';
 import { systemEntries } from './host-view.ts';
-import { bwrapCommand } from './private-mounts.ts';
+import { bwrapCommand, privateMountPrefix } from './private-mounts.ts';
 import { permissionArgs, readableRoots } from './node-permission.ts';
 import { seccompFilter, seccompUnavailable } from './seccomp.ts';
 import { resolverLayout } from './resolver.ts';
@@ -104,7 +104,7 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string, source?: 
   const runBinds = networkDirectory === undefined ? [] : [{ source: networkDirectory, target: SANDBOX_NETWORK_DIRECTORY }];
   const options = bwrapArgs(policy, { system: systemEntries(), privateTmp, launchPaths, cwd, hidden, runBinds, ...resolverLayout(policy) });
   // In a mount namespace private from this machine's where it can make one (private-mounts.ts).
-  const { executable, args } = bwrapCommand(sandbox.bwrapPath, [...options, '--', realNode, heap, vmModules, ...entry]);
+  const { executable, args } = bwrapCommand(sandbox.bwrapPath, [...options, '--', realNode, heap, vmModules, ...entry], privateMountPrefix());
   return { executable, args, env, cwd, privateTmp, writable, seccompFilter: filter, ...carried, ...(networkDirectory !== undefined ? { networkDirectory } : {}) };
 }
 

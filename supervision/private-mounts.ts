@@ -35,8 +35,8 @@ export function unshareArgs(uid: number | undefined): string[] {
   return [...user, '--mount', '--propagation', 'private'];
 }
 
-/** The command that runs bwrap with `args`, inside the private mount namespace when there is one. */
-export function bwrapCommand(bwrapPath: string, args: string[], prefix: MountPrefix | undefined = privateMountPrefix()): MountPrefix {
+/** The command that runs bwrap with `args`, inside the private mount namespace when `prefix` (privateMountPrefix()) is one. */
+export function bwrapCommand(bwrapPath: string, args: string[], prefix: MountPrefix | undefined): MountPrefix {
   return prefix === undefined ? { executable: bwrapPath, args } : { executable: prefix.executable, args: [...prefix.args, bwrapPath, ...args] };
 }
 

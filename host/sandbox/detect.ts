@@ -112,7 +112,7 @@ function probeBwrap(bwrapPath: string): Promise<string | undefined> {
   return new Promise((resolve) => {
     const filter = seccompFilter();
     // Through the same private mount namespace as launches (private-mounts.ts), so a pass covers both.
-    const { executable, args } = bwrapCommand(bwrapPath, bwrapProbeArgs(bwrapPath));
+    const { executable, args } = bwrapCommand(bwrapPath, bwrapProbeArgs(bwrapPath), privateMountPrefix());
     const child = spawn(executable, args, { stdio: filterStdio(['ignore', 'ignore', 'pipe'], filter), env: {} });
     sendFilter(child, filter);
     let stderr = '';

@@ -14,7 +14,7 @@ import { emptyNetworkReport, openAllowlist, SANDBOX_NETWORK_DIRECTORY, type Netw
 import type { NetworkReport } from './network/proxy.ts';
 import { bwrapArgs, within } from '../../supervision/bwrap.ts';
 import { systemEntries } from '../../supervision/host-view.ts';
-import { bwrapCommand } from '../../supervision/private-mounts.ts';
+import { bwrapCommand, privateMountPrefix } from '../../supervision/private-mounts.ts';
 import { removeTree, removeTreeSync } from '../../supervision/remove-tree.ts';
 import { seccompFilter, seccompUnavailable } from '../../supervision/seccomp.ts';
 import { resolverLayout } from '../../supervision/resolver.ts';
@@ -98,7 +98,7 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   const runBinds = allowlist === undefined ? [] : [{ source: allowlist.directory, target: SANDBOX_NETWORK_DIRECTORY }];
   const confined = bwrapArgs(policy, { system: systemEntries(), privateTmp, launchPaths: launch.paths, cwd, hidden, runBinds, ...resolverLayout(policy) });
   // In a mount namespace private from the host's where this machine can make one (private-mounts.ts).
-  const { executable, args } = bwrapCommand(plan.bwrapPath, [...confined, '--', launch.executable, ...launch.args]);
+  const { executable, args } = bwrapCommand(plan.bwrapPath, [...confined, '--', launch.executable, ...launch.args], privateMountPrefix());
   const wrapped: WrappedLaunch = {
     command: { ...command, executable, args, env, seccompFilter: filter },
     report,
