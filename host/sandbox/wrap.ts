@@ -10,14 +10,11 @@ import { NETWORK_SOCKET_ENV, proxyEnvironment } from '../../wire/network.ts';
 import { tmpdir } from 'node:os';
 import { isAbsolute } from 'node:path';
 import type { LaunchCommand } from './command.ts';
-import { emptyNetworkReport, openAllowlist, SANDBOX_NETWORK_DIRECTORY, type NetworkSession } from './allowlist.ts';
+import { emptyNetworkReport, openAllowlist, type NetworkSession } from './allowlist.ts';
 import type { NetworkReport } from './network/proxy.ts';
-import { bwrapArgs, within } from '../../supervision/bwrap.ts';
-import { systemEntries } from '../../supervision/host-view.ts';
-import { bwrapCommand, privateMountPrefix } from '../../supervision/private-mounts.ts';
+import { confinedCommand } from '../../supervision/launch.ts';
 import { removeTree, removeTreeSync } from '../../supervision/remove-tree.ts';
 import { seccompFilter, seccompUnavailable } from '../../supervision/seccomp.ts';
-import { resolverLayout } from '../../supervision/resolver.ts';
 import { privateDirectory, sharedTempPaths } from '../../supervision/host-temp.ts';
 import { appendNodeOptions, permissionArgs, readableRoots } from '../../supervision/node-permission.ts';
 import type { Enforcement, SandboxBackend } from './options.ts';
@@ -92,13 +89,9 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   const allowlist = rules === undefined ? undefined : openAllowlist(rules, base);
   if (allowlist !== undefined) Object.assign(env, proxyEnvironment(), { [NETWORK_SOCKET_ENV]: allowlist.sandboxSocketPath });
   const launch = exposeLaunchPaths(command, []);
-  // An allowlist gets its own network namespace and no /run sockets: the proxy is the only way out.
-  const hidden = shared.filter((path) => !within(path, '/tmp') && path === realpathSync(path));
-  // The proxy's directory goes at a short path in the sandbox's own /run (allowlist.ts).
-  const runBinds = allowlist === undefined ? [] : [{ source: allowlist.directory, target: SANDBOX_NETWORK_DIRECTORY }];
-  const confined = bwrapArgs(policy, { system: systemEntries(), privateTmp, launchPaths: launch.paths, cwd, hidden, runBinds, ...resolverLayout(policy) });
-  // In a mount namespace private from the host's where this machine can make one (private-mounts.ts).
-  const { executable, args } = bwrapCommand(plan.bwrapPath, [...confined, '--', launch.executable, ...launch.args], privateMountPrefix());
+  // An allowlist gets its own network namespace and no /run sockets: the proxy is the only way
+  // out, its directory at a short path in the sandbox's own /run (allowlist.ts). The same build as the relay's.
+  const { executable, args } = confinedCommand(plan.bwrapPath, policy, { privateTmp, sharedTemp: shared, launchPaths: launch.paths, cwd, networkDirectory: allowlist?.directory }, [launch.executable, ...launch.args]);
   const wrapped: WrappedLaunch = {
     command: { ...command, executable, args, env, seccompFilter: filter },
     report,
