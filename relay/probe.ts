@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import { bwrapProbeArgs, isExecutableFile, locateBwrap } from '../supervision/bwrap-probe.ts';
 import { PROTOCOL_REVISION } from '../wire/revision.ts';
 import { seccompFilter, seccompUnavailable } from '../supervision/seccomp.ts';
+import { bwrapCommand, privateMountPrefix } from '../supervision/private-mounts.ts';
 
 export interface ProbeReport {
   revision: number;
@@ -29,7 +30,9 @@ function bwrapProblem(path: string): string | undefined {
   if (filter === undefined) return seccompUnavailable();
   if (!isExecutableFile(path)) return `bubblewrap is not installed (${path} not found)`;
   // spawnSync writes only to stdin, so here bwrap reads the filter from fd 0 (the probe reads no input).
-  const result = spawnSync(path, bwrapProbeArgs(path, 0), { encoding: 'utf8', timeout: 10_000, stdio: ['pipe', 'ignore', 'pipe'], input: filter, env: {} });
+  // Through the same private mount namespace as launches (supervision/private-mounts.ts).
+  const { executable, args } = bwrapCommand(path, bwrapProbeArgs(path, 0), privateMountPrefix());
+  const result = spawnSync(executable, args, { encoding: 'utf8', timeout: 10_000, stdio: ['pipe', 'ignore', 'pipe'], input: filter, env: {} });
   if (result.status === 0) return undefined;
   const detail = (result.stderr ?? '').trim().slice(0, 2_000) || (result.error?.message ?? `exit code ${result.status}`);
   return `bubblewrap at ${path} cannot create a sandbox here: ${detail}`;

@@ -1,11 +1,13 @@
-// bubblewrap arguments for one carrier: the whole host read-only, fresh read-only /dev with a
-// sized /dev/shm, fresh read-only /proc, a private read-only /tmp (and temp directory, when
-// elsewhere) holding only the run's temp directory (a sized tmpfs), an empty read-only /run, the
-// policy's writable roots bound read-write, and new pid, ipc and (unless the whole network is
-// allowed) network namespaces. Pure: paths arrive
-// resolved, and the argv is a function of them alone. It lives with the wire code because both the
-// host (local carriers) and the relay (carriers on the far side of SSH) confine with it. bwrap reads
-// the seccomp filter (seccomp.ts) from SECCOMP_FD, which every spawn of this argv must supply.
+// bubblewrap arguments for one carrier: a fresh root (a read-only tmpfs) holding only what is
+// bound into it (docs/host-view.md): the host's system directories and the /etc files programs
+// read (host-view.ts), the launch's files, the workspace (read-only in read-only mode) and the cwd,
+// the policy's writable roots read-write; fresh read-only /dev with a sized /dev/shm, fresh
+// read-only /proc, a private read-only /tmp (and temp directory, when elsewhere) holding only the
+// run's temp directory (a sized tmpfs), an empty read-only /run, and new pid, ipc and (unless the
+// whole network is allowed) network namespaces. Pure: paths arrive resolved, and the argv is a
+// function of them alone. Both the host (local carriers) and the relay (carriers on the far side
+// of SSH) confine with it. bwrap reads the seccomp filter (seccomp.ts) from SECCOMP_FD, which
+// every spawn of this argv must supply.
 import { SECCOMP_FD } from './seccomp.ts';
 
 /** The parts of a resolved policy (host/sandbox/policy.ts) that shape a sandbox; paths are real. */
@@ -24,12 +26,17 @@ export function writablePaths(policy: ConfinedPolicy): string[] {
   return [policy.workspaceRoot, ...policy.writableRoots.filter((root) => root !== policy.workspaceRoot)];
 }
 
+/** One entry of the sandbox's root taken from the host (host-view.ts): bound read-only, or a symlink made anew. */
+export type SystemEntry = { path: string; kind: 'bind'; /** What is bound there, when not `path` itself. */ source?: string } | { path: string; kind: 'symlink'; target: string };
+
 export interface BwrapLayout {
+  /** The host's system directories and /etc files, as they exist (host-view.ts systemEntries()). */
+  system?: SystemEntry[];
   /** The run's private temp directory (real path): a sized tmpfs is mounted over it. */
   privateTmp: string;
-  /** Real paths the launch reads (executable, script, caches); bound read-only where /tmp hides them. */
+  /** Real paths the launch reads (executable, script, caches); bound read-only unless a bound directory shows them. */
   launchPaths?: string[];
-  /** The carrier's working directory: entered with --chdir, so a missing one fails the launch loudly. */
+  /** The carrier's working directory, bound read-only unless writable: entered with --chdir, so a missing one fails the launch loudly. */
   cwd?: string;
   /** Where /etc/resolv.conf really lives when under /run (resolver.ts): bound back read-only with the network. */
   resolver?: string;
@@ -55,36 +62,42 @@ export const PRIVATE_TMP_BYTES = 512 * 1024 * 1024;
 /** The bwrap options (everything before `--`) that confine a carrier to `policy`. */
 export function bwrapArgs(policy: ConfinedPolicy, layout: BwrapLayout): string[] {
   const writable = [...writablePaths(policy), layout.privateTmp];
-  // The host's /tmp is replaced, so what the program may read there must be bound back:
-  // the workspace in read-only mode, its cwd, and the files the launch itself runs.
-  // One inside a writable root is the program's to write anyway: hiding it would cover the root.
+  const system = layout.system ?? [];
+  const shared = policy.network === true;
+  // A directory bound whole already shows what lies in it.
+  const shown = system.filter((entry) => entry.kind === 'bind').map((entry) => entry.path);
+  // The host's /tmp and temp directory are replaced, so other runs' files there stay out of sight
+  // even where a bound directory contains them; one inside a writable root is the program's to
+  // write anyway: hiding it would cover the root.
   const hidden = [PRIVATE_TMP, ...unique(layout.hidden ?? []).filter((path) => path !== '/' && !within(path, PRIVATE_TMP) && !writable.some((root) => within(path, root)))];
+  // Everything else the program may read is bound: the launch's files, the workspace in read-only
+  // mode, its cwd.
   const readable = [...(layout.launchPaths ?? []), ...(policy.mode === 'read-only' ? [policy.workspaceRoot] : []), ...(layout.cwd === undefined ? [] : [layout.cwd])]
-    .filter((path) => hidden.some((root) => within(path, root)) && !writable.some((root) => within(path, root)));
-  const binds = [
-    ...unique(writable).map((path) => ({ path, option: '--bind' })),
-    ...unique(readable).map((path) => ({ path, option: '--ro-bind' })),
+    .filter((path) => !writable.some((root) => within(path, root)) && !shown.some((root) => within(path, root)));
+  const mounts: Array<{ path: string; args: string[] }> = [
+    ...system.map((entry) => ({ path: entry.path, args: entry.kind === 'bind' ? ['--ro-bind', entry.source ?? entry.path, entry.path] : ['--symlink', entry.target, entry.path] })),
+    ...hidden.map((path) => ({ path, args: ['--tmpfs', path] })),
+    ...unique(readable).map((path) => ({ path, args: ['--ro-bind', path, path] })),
+    ...unique(writable).map((path) => ({ path, args: path === layout.privateTmp ? privateTmpArgs(path) : ['--bind', path, path] })),
+    // The sandbox's own /run, empty: the host's service sockets (docker, containerd, the dbus
+    // buses, systemd's own) are not there, with the network or without (a network namespace does
+    // not cover Unix sockets on the file system). With the network the resolver's directory comes back.
+    { path: '/run', args: ['--tmpfs', '/run'] },
+    ...(shared && layout.resolver !== undefined ? [{ path: layout.resolver, args: ['--ro-bind', layout.resolver, layout.resolver] }] : []),
+    ...(layout.runBinds ?? []).map(({ source, target }) => ({ path: target, args: ['--ro-bind', source, target] })),
   ];
-  // A parent is mounted before anything inside it, or it would cover the child's mount.
-  binds.sort((a, b) => depth(a.path) - depth(b.path));
+  // A parent is mounted before anything inside it, or it would cover the child's mount (stable:
+  // at equal depth the order above holds).
+  mounts.sort((a, b) => depth(a.path) - depth(b.path));
 
   // /proc read-only: root without capabilities still writes every sysctl that checks only file
-  // modes (kernel.core_pattern runs a helper as host root), and /proc/sysrq-trigger. /sys is
-  // already read-only, under the bind of /.
-  const args = ['--ro-bind', '/', '/', '--dev', '/dev', ...sharedMemoryArgs(), '--proc', '/proc', '--remount-ro', '/proc'];
-  for (const path of hidden) args.push('--tmpfs', path);
-  // The host's service sockets (docker, containerd, the dbus buses, systemd's own, under /run) go
-  // too, with the network or without: a network namespace does not cover Unix sockets on the file
-  // system, and through them root (or a user's session bus) runs anything outside the sandbox.
-  const shared = policy.network === true;
-  args.push('--tmpfs', '/run');
-  if (shared && layout.resolver !== undefined) args.push('--ro-bind', layout.resolver, layout.resolver);
-  for (const { source, target } of layout.runBinds ?? []) args.push('--ro-bind', source, target);
-  for (const { path, option } of binds) args.push(...(path === layout.privateTmp ? privateTmpArgs(path) : [option, path, path]));
+  // modes (kernel.core_pattern runs a helper as host root), and /proc/sysrq-trigger. /sys is absent.
+  const args = ['--dev', '/dev', ...sharedMemoryArgs(), '--proc', '/proc', '--remount-ro', '/proc'];
+  for (const mount of mounts) args.push(...mount.args);
   // Read-only once the mount points exist; non-recursive, so the binds inside keep their modes.
   for (const path of hidden) if (!writable.includes(path)) args.push('--remount-ro', path);
-  // Read-only /dev and /run: RAM-backed, unbounded tmpfs mounts a program could otherwise fill.
-  args.push('--remount-ro', '/dev', '--remount-ro', '/run');
+  // Read-only /dev, /run and root: RAM-backed, unbounded tmpfs mounts a program could otherwise fill.
+  args.push('--remount-ro', '/dev', '--remount-ro', '/run', '--remount-ro', '/');
   // --unshare-pid: every descendant dies with the sandbox's pid 1. --cap-drop ALL: a host running
   // as root would otherwise keep CAP_SYS_ADMIN inside and could remount / read-write.
   // Nested user namespaces (in which a program could mount an unbounded tmpfs) are refused by the

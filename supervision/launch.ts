@@ -11,6 +11,8 @@ import { hostname } from 'node:os';
 import { isAbsolute } from 'node:path';
 import { bwrapArgs, within, writablePaths, type ConfinedPolicy } from './bwrap.ts';
 import { privateDirectory, sharedTempPaths } from './host-temp.ts';
+import { systemEntries } from './host-view.ts';
+import { bwrapCommand, privateMountPrefix } from './private-mounts.ts';
 import { permissionArgs, readableRoots } from './node-permission.ts';
 import { seccompFilter, seccompUnavailable } from './seccomp.ts';
 import { resolverLayout } from './resolver.ts';
@@ -95,13 +97,33 @@ export function carrierLaunch(spec: RelayStart, bootstrapPath: string, source?: 
     const readable = readableRoots({ hidden: shared, exposed: [...writable, policy.workspaceRoot, cwd, ...launchPaths] });
     return { executable: node, args: [...permissionArgs(sandbox.permissionFlag, writable, readable, { allowNet: sandbox.allowNet === true }), heap, vmModules, ...entry], env, cwd, privateTmp, writable, ...carried };
   }
-  const hidden = shared.filter((path) => !within(path, '/tmp') && path === realpathSync(path));
   // An allowlist: no network namespace of the host's but loopback, and the proxy socket's directory.
   const networkDirectory = sandbox.allowlist === true && !policy.network ? privateDirectory('net') : undefined;
   if (networkDirectory !== undefined) Object.assign(env, proxyEnvironment(), { [NETWORK_SOCKET_ENV]: `${SANDBOX_NETWORK_DIRECTORY}/${PROXY_SOCKET_NAME}` });
-  const runBinds = networkDirectory === undefined ? [] : [{ source: networkDirectory, target: SANDBOX_NETWORK_DIRECTORY }];
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths, cwd, hidden, runBinds, ...resolverLayout(policy) }), '--', realNode, heap, vmModules, ...entry];
-  return { executable: sandbox.bwrapPath, args, env, cwd, privateTmp, writable, seccompFilter: filter, ...carried, ...(networkDirectory !== undefined ? { networkDirectory } : {}) };
+  const { executable, args } = confinedCommand(sandbox.bwrapPath, policy, { privateTmp, sharedTemp: shared, launchPaths, cwd, networkDirectory }, [realNode, heap, vmModules, ...entry]);
+  return { executable, args, env, cwd, privateTmp, writable, seccompFilter: filter, ...carried, ...(networkDirectory !== undefined ? { networkDirectory } : {}) };
+}
+
+/** What shapes a confined launch besides its policy: real paths, as the launch build resolved them. */
+export interface ConfinedLayout {
+  privateTmp: string;
+  /** The shared temp directories around the private one (host-temp.ts sharedTempPaths()). */
+  sharedTemp: string[];
+  launchPaths: string[];
+  cwd?: string | undefined;
+  /** With an allowlist, the proxy socket's directory, bound at SANDBOX_NETWORK_DIRECTORY. */
+  networkDirectory?: string | undefined;
+}
+
+/** The command that runs `command` confined to `policy` by the bwrap at `bwrapPath` on this
+ * machine: its fresh root (host-view.ts), inside a mount namespace private from this machine's
+ * where one can be made (private-mounts.ts). The host's launches and the relay's both build it here. */
+export function confinedCommand(bwrapPath: string, policy: ConfinedPolicy, layout: ConfinedLayout, command: string[]): { executable: string; args: string[] } {
+  // /tmp is replaced whole; a temp directory elsewhere is hidden at its real path.
+  const hidden = layout.sharedTemp.filter((path) => !within(path, '/tmp') && path === realpathSync(path));
+  const runBinds = layout.networkDirectory === undefined ? [] : [{ source: layout.networkDirectory, target: SANDBOX_NETWORK_DIRECTORY }];
+  const options = bwrapArgs(policy, { system: systemEntries(), privateTmp: layout.privateTmp, launchPaths: layout.launchPaths, cwd: layout.cwd, hidden, runBinds, ...resolverLayout(policy) });
+  return bwrapCommand(bwrapPath, [...options, '--', ...command], privateMountPrefix());
 }
 
 function realDirectory(path: string, what: string): string {

@@ -7,6 +7,7 @@ import { statSync } from 'node:fs';
 import { bwrapProbeArgs, isExecutableFile, locateBwrap as locateOnDisk } from '../../supervision/bwrap-probe.ts';
 import { filterStdio, sendFilter } from '../../supervision/seccomp-fd.ts';
 import { seccompFilter, seccompUnavailable } from '../../supervision/seccomp.ts';
+import { bwrapCommand, privateMountPrefix } from '../../supervision/private-mounts.ts';
 import { cachedPass, probeCacheFile, probeKey, recordPass } from './probe-cache.ts';
 
 /** bwrap prints its error and exits at once; a probe this slow means something is wedged. */
@@ -97,7 +98,8 @@ async function probeOrRecall(bwrapPath: string, cacheFile: string): Promise<Bwra
     return { unavailable: `bubblewrap is not installed (${bwrapPath} not found)`, source: 'none' };
   }
   if (!stats.isFile() || !isExecutableFile(bwrapPath)) return { unavailable: `bubblewrap at ${bwrapPath} is not an executable file`, source: 'none' };
-  const key = probeKey(bwrapPath, stats);
+  // A pass without the private mount namespace says nothing of launches inside one.
+  const key = probeKey(bwrapPath, stats, privateMountPrefix()?.executable ?? null);
   if (cachedPass(cacheFile, key)) return { unavailable: undefined, source: 'cache', cacheFile };
   const unavailable = await probeBwrap(bwrapPath);
   // Only a pass is kept: a failure may be passing (namespaces used up, a wedged probe), and a
@@ -109,7 +111,9 @@ async function probeOrRecall(bwrapPath: string, cacheFile: string): Promise<Bwra
 function probeBwrap(bwrapPath: string): Promise<string | undefined> {
   return new Promise((resolve) => {
     const filter = seccompFilter();
-    const child = spawn(bwrapPath, bwrapProbeArgs(bwrapPath), { stdio: filterStdio(['ignore', 'ignore', 'pipe'], filter), env: {} });
+    // Through the same private mount namespace as launches (private-mounts.ts), so a pass covers both.
+    const { executable, args } = bwrapCommand(bwrapPath, bwrapProbeArgs(bwrapPath), privateMountPrefix());
+    const child = spawn(executable, args, { stdio: filterStdio(['ignore', 'ignore', 'pipe'], filter), env: {} });
     sendFilter(child, filter);
     let stderr = '';
     child.stderr!.setEncoding('utf8').on('data', (text: string) => {

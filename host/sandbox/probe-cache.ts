@@ -30,10 +30,11 @@ export function probeCacheFile(env: NodeJS.ProcessEnv = process.env): string {
   return join(cacheDirectory(env), FILE_NAME);
 }
 
-/** What a probe of `bwrapPath` (whose stats are given) depends on, as a comparable string. */
-export function probeKey(bwrapPath: string, stats: Stats): string {
+/** What a probe of `bwrapPath` (whose stats are given), run through `unshare` or not, depends on, as a comparable string. */
+export function probeKey(bwrapPath: string, stats: Stats, unshare: string | null = null): string {
   return JSON.stringify({
     bwrap: { path: bwrapPath, dev: stats.dev, ino: stats.ino, size: stats.size, mtimeMs: stats.mtimeMs },
+    unshare,
     kernel: { release: release(), bootId: readSmall('/proc/sys/kernel/random/boot_id') },
     userns: USERNS_SYSCTLS.map(readSmall),
     uid: process.getuid?.() ?? null,

@@ -10,12 +10,11 @@ import { NETWORK_SOCKET_ENV, proxyEnvironment } from '../../wire/network.ts';
 import { tmpdir } from 'node:os';
 import { isAbsolute } from 'node:path';
 import type { LaunchCommand } from './command.ts';
-import { emptyNetworkReport, openAllowlist, SANDBOX_NETWORK_DIRECTORY, type NetworkSession } from './allowlist.ts';
+import { emptyNetworkReport, openAllowlist, type NetworkSession } from './allowlist.ts';
 import type { NetworkReport } from './network/proxy.ts';
-import { bwrapArgs, within } from '../../supervision/bwrap.ts';
+import { confinedCommand } from '../../supervision/launch.ts';
 import { removeTree, removeTreeSync } from '../../supervision/remove-tree.ts';
 import { seccompFilter, seccompUnavailable } from '../../supervision/seccomp.ts';
-import { resolverLayout } from '../../supervision/resolver.ts';
 import { privateDirectory, sharedTempPaths } from '../../supervision/host-temp.ts';
 import { journalKeyDirectory } from './private-directory.ts';
 import { appendNodeOptions, permissionArgs, readableRoots } from '../../supervision/node-permission.ts';
@@ -93,13 +92,11 @@ export function wrapLaunch(command: LaunchCommand, plan: SandboxPlan, options: W
   const allowlist = rules === undefined ? undefined : openAllowlist(rules, base);
   if (allowlist !== undefined) Object.assign(env, proxyEnvironment(), { [NETWORK_SOCKET_ENV]: allowlist.sandboxSocketPath });
   const launch = exposeLaunchPaths(command, []);
-  // An allowlist gets its own network namespace and no /run sockets: the proxy is the only way out.
-  const hidden = shared.filter((path) => !within(path, '/tmp') && path === realpathSync(path));
-  // The proxy's directory goes at a short path in the sandbox's own /run (allowlist.ts).
-  const runBinds = allowlist === undefined ? [] : [{ source: allowlist.directory, target: SANDBOX_NETWORK_DIRECTORY }];
-  const args = [...bwrapArgs(policy, { privateTmp, launchPaths: launch.paths, cwd, hidden, runBinds, ...resolverLayout(policy) }), '--', launch.executable, ...launch.args];
+  // An allowlist gets its own network namespace and no /run sockets: the proxy is the only way
+  // out, its directory at a short path in the sandbox's own /run (allowlist.ts). The same build as the relay's.
+  const { executable, args } = confinedCommand(plan.bwrapPath, policy, { privateTmp, sharedTemp: shared, launchPaths: launch.paths, cwd, networkDirectory: allowlist?.directory }, [launch.executable, ...launch.args]);
   const wrapped: WrappedLaunch = {
-    command: { ...command, executable: plan.bwrapPath, args, env, seccompFilter: filter },
+    command: { ...command, executable, args, env, seccompFilter: filter },
     report,
     privateTmp,
     cleanup: async () => {
@@ -125,8 +122,8 @@ export function setupReport(plan: SandboxPlan): SandboxSetup {
 }
 
 /**
- * The files the launch runs, as real paths, and argv rewritten to use them where they sit under
- * /tmp: the sandbox's /tmp is private, so they are bound back read-only at their real location.
+ * The files the launch runs, as real paths, and argv rewritten to use them: the sandbox's root
+ * holds only what is bound into it, and they are bound read-only at their real location.
  */
 function exposeLaunchPaths(command: LaunchCommand, extra: string[]): { executable: string; args: string[]; paths: string[] } {
   const paths: string[] = [];
@@ -139,7 +136,7 @@ function exposeLaunchPaths(command: LaunchCommand, extra: string[]): { executabl
       return path;
     }
     paths.push(real);
-    return within(path, '/tmp') ? real : path;
+    return real;
   };
   const executable = expose(command.executable);
   const args = command.args.map(expose);

@@ -87,7 +87,9 @@ export function launchCommand(launch: LocalLaunch | undefined, maxOldGenerationS
         env: privateCompileCache(cache) ? { ...env, NODE_COMPILE_CACHE: cache } : env,
         // The carrier imports its sibling modules and node_modules from the checkout (the
         // installed package's carrier is one file, which the sandbox exposes as an argument).
-        readable: typeof PTC_PACKAGE_CARRIER === 'string' ? readable : [fileURLToPath(new URL('../..', import.meta.url)), ...readable],
+        // node_modules by its real path: in a worktree it is a link elsewhere, which the sandbox's
+        // fresh root would not otherwise hold.
+        readable: typeof PTC_PACKAGE_CARRIER === 'string' ? readable : [fileURLToPath(new URL('../..', import.meta.url)), fileURLToPath(new URL('../../node_modules', import.meta.url)), ...readable],
       };
     }
   }

@@ -100,9 +100,9 @@ return { status: run.status, stderr: run.stderr.trim() };`;
 test('dist/ptc run as root: root without capabilities cannot read a file another user keeps to itself (0600)', async () => {
   const [root, victim] = victims();
   if (victim === undefined || root!.uid !== 0) return console.log('  (skipped: needs root and the victim)');
-  // In the victim's home: /tmp is private inside the sandbox.
-  const secret = join(victim.home, `.ptc-attack-secret-${process.pid}`);
+  // In the workspace, which the sandbox shows: the victim's home is not in its root at all (host-view.test.ts).
   const ws = ownedDirectory(root!);
+  const secret = join(ws.path, `.ptc-attack-secret-${process.pid}`);
   try {
     writeFileSync(secret, 'the victim\'s\n', { mode: 0o600 });
     chownSync(secret, victim.uid, victim.gid);

@@ -48,14 +48,20 @@ const tryWrites = (paths: string[]) => `
 test('bwrap: the default policy writes the workspace and nothing outside it, and says so', async () => {
   const inside = join(workspace, 'inside.txt');
   const result = await run(tryWrites([inside, join(outside, 'a.txt'), join(workspace, 'escape', 'b.txt'), join(workspace, '..', 'outside', 'c.txt'), `/proc/self/root${outside}/d.txt`]), undefined);
+  // Outside the workspace is absent from the sandbox's fresh root (docs/host-view.md): ENOENT,
+  // which `denied` does not count, as no program can tell it from a file that does not exist.
   assert.equal(value(result), {
     [inside]: 'ok',
-    [join(outside, 'a.txt')]: 'EROFS',
-    [join(workspace, 'escape', 'b.txt')]: 'EROFS',
-    [join(workspace, '..', 'outside', 'c.txt')]: 'EROFS',
-    [`/proc/self/root${outside}/d.txt`]: 'EROFS',
+    [join(outside, 'a.txt')]: 'ENOENT',
+    [join(workspace, 'escape', 'b.txt')]: 'ENOENT',
+    [join(workspace, '..', 'outside', 'c.txt')]: 'ENOENT',
+    [`/proc/self/root${outside}/d.txt`]: 'ENOENT',
   });
-  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true, memory: 'none', disk: 'watchdog', ...reportLocation() });
+  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: false, memory: 'none', disk: 'watchdog', ...reportLocation() });
+  // What the sandbox shows read-only refuses the write, and that is a denial.
+  const system = await run(tryWrites(['/usr/ptc-sandbox-test.txt']), undefined);
+  assert.equal(value(system), { '/usr/ptc-sandbox-test.txt': 'EROFS' });
+  assert.is(system.sandbox.denied, true);
   assert.ok(existsSync(inside));
   assert.not.ok(existsSync(join(outside, 'a.txt')));
 });
@@ -83,13 +89,15 @@ test('without a cwd a program runs in its policy\'s workspace root, and writes t
 });
 
 test('denied: a denial the program swallows is still reported, and a clean run is not', async () => {
+  // Under bwrap a path outside the workspace is absent (ENOENT, not a denial); a system directory
+  // is there read-only. Node's permission model denies both.
   const swallowed = `const fs = await import('node:fs'); const fsp = await import('node:fs/promises');
-    try { fs.writeFileSync(${JSON.stringify(join(outside, 'quiet.txt'))}, 'x') } catch {}
+    try { fs.writeFileSync('/usr/ptc-quiet.txt', 'x') } catch {}
     return 1`;
   const quiet = await run(swallowed, undefined);
   assert.is(value(quiet), 1);
   assert.is(quiet.sandbox.denied, true);
-  const viaPromise = await run(`const fsp = await import('node:fs/promises'); await fsp.writeFile(${JSON.stringify(join(outside, 'p.txt'))}, 'x').catch(() => {}); return 2`, undefined);
+  const viaPromise = await run(`const fsp = await import('node:fs/promises'); await fsp.writeFile('/usr/ptc-p.txt', 'x').catch(() => {}); return 2`, undefined);
   assert.is(viaPromise.sandbox.denied, true);
   const clean = await run(`const fs = await import('node:fs'); fs.writeFileSync('clean.txt', 'x'); return 3`, undefined);
   assert.is(clean.sandbox.denied, false);
@@ -110,7 +118,8 @@ test('bwrap: read-only writes only the private temp directory; extra writable ro
 });
 
 test('bwrap: a child process cannot write outside either', async () => {
-  const target = join(outside, 'child.txt');
+  // Into a directory the sandbox shows read-only; one it does not show is absent (the table above).
+  const target = '/usr/ptc-child.txt';
   const result = await run(`const { execSync } = await import('node:child_process'); try { execSync('echo x > ${target}', { stdio: 'pipe' }); return 'written' } catch (error) { return String(error.stderr) }`, undefined);
   assert.match(value(result), /Read-only file system/);
   assert.not.ok(existsSync(target));

@@ -9,18 +9,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LaunchCommand } from '../../host/worker/launch.ts';
 import { seccompFilter } from '../../supervision/seccomp.ts';
+import type { SystemEntry } from '../../supervision/bwrap.ts';
+import { privateMountPrefix } from '../../supervision/private-mounts.ts';
 import { appendNodeOptions, bwrapArgs, permissionArgs, readableRoots, wrapLaunch, type ResolvedPolicy, type SandboxPlan } from '../../host/sandbox/index.ts';
 import { journalKeyDirectory } from '../../host/sandbox/private-directory.ts';
 
 /** /dev/shm: the one RAM-backed place a program may write, 64 MiB, world-writable like the host's. */
 const SHM = ['--perms', '1777', '--size', String(64 * 1024 * 1024), '--tmpfs', '/dev/shm'];
-/** /proc read-only: root would otherwise write sysctls (kernel.core_pattern) as host root. The
- * host's /run (service sockets) is replaced, with the network or without. */
-const HEAD = ['--ro-bind', '/', '/', '--dev', '/dev', ...SHM, '--proc', '/proc', '--remount-ro', '/proc', '--tmpfs', '/tmp', '--tmpfs', '/run'];
-const HEAD_NO_NET = HEAD;
-/** The unsized tmpfs mounts (/dev, /run) are read-only once their mount points exist. */
-const RO = ['--remount-ro', '/dev', '--remount-ro', '/run'];
-const RO_NO_NET = RO;
+/** /proc read-only: root would otherwise write sysctls (kernel.core_pattern) as host root. */
+const HEAD = ['--dev', '/dev', ...SHM, '--proc', '/proc', '--remount-ro', '/proc'];
+/** The fresh root's first level: a private /tmp, and the sandbox's own /run instead of the host's
+ * (service sockets), with the network or without. */
+const BASE = ['--tmpfs', '/tmp', '--tmpfs', '/run'];
+/** The unsized tmpfs mounts (/dev, /run) and the fresh root are read-only once their mount points exist. */
+const RO = ['--remount-ro', '/dev', '--remount-ro', '/run', '--remount-ro', '/'];
 /** Nested user namespaces and mounts are refused by the seccomp filter. */
 const NS = ['--unshare-pid', '--unshare-ipc'];
 /** The seccomp filter arrives on fd 4 (supervision/seccomp.ts). */
@@ -34,19 +36,20 @@ function policy(mode: ResolvedPolicy['mode'], network: boolean, writableRoots: s
 }
 
 const ARGV: Array<[string, ResolvedPolicy, string[]]> = [
-  ['read-only, no network', policy('read-only', false, ['/srv/extra']), [...HEAD_NO_NET, ...TMP, '--remount-ro', '/tmp', ...RO_NO_NET, ...NS, '--unshare-net', ...TAIL]],
-  ['read-only, network', policy('read-only', true), [...HEAD, ...TMP, '--remount-ro', '/tmp', ...RO, ...NS, ...TAIL]],
-  ['workspace-write, no network', policy('workspace-write', false, ['/srv/extra']), [...HEAD_NO_NET, '--bind', '/srv/ws', '/srv/ws', '--bind', '/srv/extra', '/srv/extra', ...TMP, '--remount-ro', '/tmp', ...RO_NO_NET, ...NS, '--unshare-net', ...TAIL]],
-  ['workspace-write, network', policy('workspace-write', true), [...HEAD, '--bind', '/srv/ws', '/srv/ws', ...TMP, '--remount-ro', '/tmp', ...RO, ...NS, ...TAIL]],
+  // The read-only workspace is bound read-only: nothing of the host is there unless bound.
+  ['read-only, no network', policy('read-only', false, ['/srv/extra']), [...HEAD, ...BASE, '--ro-bind', '/srv/ws', '/srv/ws', ...TMP, '--remount-ro', '/tmp', ...RO, ...NS, '--unshare-net', ...TAIL]],
+  ['read-only, network', policy('read-only', true), [...HEAD, ...BASE, '--ro-bind', '/srv/ws', '/srv/ws', ...TMP, '--remount-ro', '/tmp', ...RO, ...NS, ...TAIL]],
+  ['workspace-write, no network', policy('workspace-write', false, ['/srv/extra']), [...HEAD, ...BASE, '--bind', '/srv/ws', '/srv/ws', '--bind', '/srv/extra', '/srv/extra', ...TMP, '--remount-ro', '/tmp', ...RO, ...NS, '--unshare-net', ...TAIL]],
+  ['workspace-write, network', policy('workspace-write', true), [...HEAD, ...BASE, '--bind', '/srv/ws', '/srv/ws', ...TMP, '--remount-ro', '/tmp', ...RO, ...NS, ...TAIL]],
   // Parents are mounted before children, whatever order the roots were given in.
-  ['nested roots', policy('workspace-write', false, ['/srv/ws/a/b', '/srv']), [...HEAD_NO_NET, '--bind', '/srv', '/srv', '--bind', '/srv/ws', '/srv/ws', ...TMP, '--bind', '/srv/ws/a/b', '/srv/ws/a/b', '--remount-ro', '/tmp', ...RO_NO_NET, ...NS, '--unshare-net', ...TAIL]],
+  ['nested roots', policy('workspace-write', false, ['/srv/ws/a/b', '/srv']), [...HEAD, '--tmpfs', '/tmp', '--bind', '/srv', '/srv', '--tmpfs', '/run', '--bind', '/srv/ws', '/srv/ws', ...TMP, '--bind', '/srv/ws/a/b', '/srv/ws/a/b', '--remount-ro', '/tmp', ...RO, ...NS, '--unshare-net', ...TAIL]],
   // The host's /tmp is writable only when it is itself a root; then it must not be remounted.
-  ['/tmp as a root', policy('workspace-write', false, ['/tmp']), [...HEAD_NO_NET, '--bind', '/tmp', '/tmp', '--bind', '/srv/ws', '/srv/ws', ...TMP, ...RO_NO_NET, ...NS, '--unshare-net', ...TAIL]],
+  ['/tmp as a root', policy('workspace-write', false, ['/tmp']), [...HEAD, '--tmpfs', '/tmp', '--bind', '/tmp', '/tmp', '--tmpfs', '/run', '--bind', '/srv/ws', '/srv/ws', ...TMP, ...RO, ...NS, '--unshare-net', ...TAIL]],
 ];
 
-// With the network, the resolver's directory under /run comes back read-only; without, it has no use.
-ARGV.push(['network, resolv.conf under /run', policy('read-only', true), [...HEAD, '--ro-bind', '/run/systemd/resolve', '/run/systemd/resolve', ...TMP, '--remount-ro', '/tmp', ...RO, ...NS, ...TAIL]]);
-ARGV.push(['no network, resolv.conf under /run', policy('read-only', false), [...HEAD, ...TMP, '--remount-ro', '/tmp', ...RO, ...NS, '--unshare-net', ...TAIL]]);
+// With the network, the resolver's directory under /run comes back read-only, after the /run it lies in; without, it has no use.
+ARGV.push(['network, resolv.conf under /run', policy('read-only', true), [...HEAD, ...BASE, '--ro-bind', '/srv/ws', '/srv/ws', ...TMP, '--ro-bind', '/run/systemd/resolve', '/run/systemd/resolve', '--remount-ro', '/tmp', ...RO, ...NS, ...TAIL]]);
+ARGV.push(['no network, resolv.conf under /run', policy('read-only', false), [...HEAD, ...BASE, '--ro-bind', '/srv/ws', '/srv/ws', ...TMP, '--remount-ro', '/tmp', ...RO, ...NS, '--unshare-net', ...TAIL]]);
 
 for (const [name, resolved, expected] of ARGV) {
   test(`bwrapArgs: ${name}`, () => {
@@ -55,14 +58,38 @@ for (const [name, resolved, expected] of ARGV) {
   });
 }
 
-test('bwrapArgs binds back, read-only, what the private /tmp hides: a read-only workspace, the cwd, launch files', () => {
+test('bwrapArgs builds the root from the system entries: directories and files bound read-only, links made anew, a link elsewhere bound as its content', () => {
+  const system: SystemEntry[] = [
+    { path: '/usr', kind: 'bind' },
+    { path: '/bin', kind: 'symlink', target: '/usr/bin' },
+    { path: '/etc/passwd', kind: 'bind' },
+    { path: '/etc/resolv.conf', kind: 'bind', source: '/var/lib/resolv/resolv.conf' },
+  ];
+  const args = bwrapArgs(policy('workspace-write', false), { system, privateTmp: PRIV });
+  assert.equal(args.slice(HEAD.length, args.indexOf('--bind')), [
+    '--ro-bind', '/usr', '/usr',
+    '--symlink', '/usr/bin', '/bin',
+    '--tmpfs', '/tmp',
+    '--tmpfs', '/run',
+    '--ro-bind', '/etc/passwd', '/etc/passwd',
+    '--ro-bind', '/var/lib/resolv/resolv.conf', '/etc/resolv.conf',
+  ]);
+  // Nothing else of the host: no bind of / and nothing from the rest of /etc.
+  assert.not.ok(args.some((arg) => arg === '/' && args[args.indexOf(arg) - 1] === '--ro-bind'), args.join(' '));
+});
+
+test('bwrapArgs binds, read-only, what the program may read and no system directory shows: a read-only workspace, the cwd, launch files', () => {
   const resolved = policy('read-only', false, [], '/tmp/ws');
-  const args = bwrapArgs(resolved, { privateTmp: PRIV, launchPaths: ['/usr/bin/node', '/tmp/app/bootstrap.mjs'], cwd: '/tmp/ws/sub' });
-  assert.equal(args.slice(HEAD_NO_NET.length, args.indexOf('--remount-ro', HEAD_NO_NET.length)), [
-    ...TMP,
+  const system: SystemEntry[] = [{ path: '/usr', kind: 'bind' }];
+  const args = bwrapArgs(resolved, { system, privateTmp: PRIV, launchPaths: ['/usr/bin/node', '/opt/node/bin/node', '/tmp/app/bootstrap.mjs'], cwd: '/tmp/ws/sub' });
+  assert.equal(args.slice(HEAD.length, args.indexOf('--remount-ro', HEAD.length)), [
+    '--ro-bind', '/usr', '/usr',
+    ...BASE,
     '--ro-bind', '/tmp/ws', '/tmp/ws',
+    ...TMP,
     '--ro-bind', '/tmp/app/bootstrap.mjs', '/tmp/app/bootstrap.mjs',
     '--ro-bind', '/tmp/ws/sub', '/tmp/ws/sub',
+    '--ro-bind', '/opt/node/bin/node', '/opt/node/bin/node',
   ]);
   assert.equal(args.slice(-2), ['--chdir', '/tmp/ws/sub']);
 });
@@ -145,15 +172,19 @@ test('wrapLaunch under bwrap: bwrap runs the command after --, with a private te
   const tmp = wrapped.privateTmp!;
   assert.match(tmp.slice(dir.length), new RegExp(`^/ptc-${process.getuid!()}-${process.pid}-\\d+-\\d+-[0-9a-f]+-[^/-]+/tmp-[^/]+$`));
   assert.ok(existsSync(tmp), tmp);
-  assert.is(wrapped.command.executable, '/usr/bin/bwrap');
+  // bwrap runs inside a mount namespace private from the host's where unshare can make one.
+  const prefix = privateMountPrefix();
+  const bwrapAt = prefix === undefined ? -1 : prefix.args.length;
+  assert.is(wrapped.command.executable, prefix?.executable ?? '/usr/bin/bwrap');
+  if (prefix !== undefined) assert.equal(wrapped.command.args.slice(0, bwrapAt + 1), [...prefix.args, '/usr/bin/bwrap']);
   assert.is(wrapped.command.kind, 'node-script');
-  const separator = wrapped.command.args.indexOf('--');
+  const separator = wrapped.command.args.indexOf('--', bwrapAt + 1);
   // The symlinked executable under /tmp is replaced by its target, which the sandbox can see.
   assert.equal(wrapped.command.args.slice(separator + 1), [process.execPath, ...original.args]);
   assert.equal(wrapped.command.env, { ...original.env, TMPDIR: tmp, TMP: tmp, TEMP: tmp });
   assert.equal(wrapped.report, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false });
-  const options = wrapped.command.args.slice(0, separator).join(' ');
-  assert.ok(options.includes(`--bind ${ws} ${ws} --ro-bind ${join(dir, 'bootstrap.mjs')} ${join(dir, 'bootstrap.mjs')} --perms 0700 --size 536870912 --tmpfs ${tmp}`), options);
+  const options = wrapped.command.args.slice(bwrapAt + 1, separator).join(' ');
+  assert.ok(options.includes(`--ro-bind ${join(dir, 'bootstrap.mjs')} ${join(dir, 'bootstrap.mjs')} --bind ${ws} ${ws} --perms 0700 --size 536870912 --tmpfs ${tmp}`), options);
   assert.ok(options.endsWith(`--chdir ${ws}`), options);
   // The spawn hands bwrap this filter on the fd that --seccomp names.
   assert.equal(wrapped.command.seccompFilter, seccompFilter());
