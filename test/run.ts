@@ -74,7 +74,7 @@ async function usesTestLaunch(file: string, launch: string): Promise<boolean> {
   const source = await readFile(file, 'utf8');
   if (launch === 'ssh' && source.includes('launch: local only')) return false;
   if (launch === 'podman' && !source.includes('launch: podman')) return false;
-  return /\b(runProgram|createTestRuntime)\(/.test(source) && !source.includes('launch: source only');
+  return /\b(runProgram|createTestRuntime|runtimesPerTest)\(/.test(source) && !source.includes('launch: source only');
 }
 timings.sort((a, b) => b[1] - a[1]);
 const seconds = (ms: number): string => (ms / 1000).toFixed(1);

@@ -5,13 +5,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { binding, createRuntime, type PendingAction, type RunResult } from '../../host/index.ts';
 import { createTestRuntime } from '../helpers/runtime.ts';
+import { valueOf } from '../helpers/assert.ts';
 
 const CAUGHT = 'catch (e) { return { caught: e instanceof BindingError, binding: e.binding, code: e.code, message: e.message } }';
-
-function valueOf(result: RunResult): unknown {
-  assert.is(result.status, 'ok', `expected ok, got ${JSON.stringify(result)}`);
-  return (result as Extract<RunResult, { status: 'ok' }>).value;
-}
 
 /** A binding that counts its executions. */
 function counted(): { fn: (...args: unknown[]) => Promise<unknown>; calls: unknown[][] } {
