@@ -3,6 +3,9 @@
 // recently used idle one when another owner needs one, a busy one is never released, and the
 // released owner's next run starts fresh with `environment.replaced` saying why. Each released
 // carrier's process is gone.
+// launch: source only (test/run.ts runs it once): which environment goes, and when, is the host's
+// (host/execution/owners.ts), the same whatever started the carrier; ending a released carrier is
+// the host's release, which retained.test.ts runs per launch (release() starts fresh).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, readFileSync } from 'node:fs';
