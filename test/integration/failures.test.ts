@@ -2,6 +2,8 @@
 // during execution, while a binding is pending, and none), cancellation, the carrier ending
 // (exit code, signal, abort with its stderr tail, heap limit, no executable) and a peer that breaks
 // the protocol. Each test asserts the whole failure, not just its kind.
+// runs alone (test/run.ts gives it the machine): deadlines of 1 to 1.5 s count from the run's
+// start, carrier start-up included, and the program must reach its code before they pass.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';

@@ -7,6 +7,8 @@
 // container (launch: podman) the detection reads the container's files, and a program's pids are
 // the container's, looked up there.
 // launch: podman (test/run.ts runs this suite again through the container of test/helpers/podman.sh)
+// runs alone (test/run.ts gives it the machine): where no cgroup can be made, the watchdog samples
+// the tree's memory on a timer, and a second suite's load must not make it late.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, RuntimeConfig } from '../../host/index.ts';

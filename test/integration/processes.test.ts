@@ -1,6 +1,8 @@
 // Process hygiene: each carrier is a session and process-group leader, and every way a per-call
 // run ends (completion, timeout, abort, failure) kills the whole group, including processes the
 // program started. The host reaps its children, closes its descriptors and does not grow with use.
+// runs alone (test/run.ts gives it the machine): deadlines of 1 to 1.5 s count from the run's
+// start, carrier start-up included, and the program must reach its code before they pass.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import v8 from 'node:v8';
