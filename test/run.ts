@@ -78,6 +78,7 @@ for (const launch of LAUNCHES) {
   }
 }
 const JOBS = jobCount();
+const began = performance.now();
 // Suites start in queue order: one that runs alone waits for the running ones to end and holds back
 // the rest until it ends; the others start while fewer than JOBS run.
 await new Promise<void>((allDone) => {
@@ -126,7 +127,7 @@ async function usesTestLaunch(file: string, launch: string): Promise<boolean> {
 }
 timings.sort((a, b) => b[1] - a[1]);
 const seconds = (ms: number): string => (ms / 1000).toFixed(1);
-process.stdout.write(`\n# slowest suites (of ${timings.length}, ${seconds(timings.reduce((sum, [, ms]) => sum + ms, 0))} s in all, up to ${JOBS} integration suites at once)\n${timings.slice(0, 25).map(([label, ms]) => `#   ${seconds(ms).padStart(6)} s  ${label}`).join('\n')}\n`);
+process.stdout.write(`\n# slowest suites (of ${timings.length}, ${seconds(timings.reduce((sum, [, ms]) => sum + ms, 0))} s in all; ${seconds(performance.now() - began)} s of wall time, up to ${JOBS} integration suites at once)\n${timings.slice(0, 25).map(([label, ms]) => `#   ${seconds(ms).padStart(6)} s  ${label}`).join('\n')}\n`);
 if (failedSuites.length > 0) process.stdout.write(`\nfailed suites:\n${failedSuites.map((s) => `  ${s}`).join('\n')}\n`);
 process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
 process.exitCode = failed > 0 ? 1 : 0;
