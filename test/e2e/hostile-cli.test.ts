@@ -1,7 +1,8 @@
 // The attacks on the host that matter most to the command line, through the built binary
 // (`npm run build` first): a program that kills the host, and an image read that would block it.
 // ptc must print the failure and exit on its own, under bubblewrap and Node's permission model.
-import { BACKENDS, failure, processesIn, removeTempRoot, tempLeftovers, workspace, type Failure } from '../helpers/hostile.ts';
+import { BACKENDS, processesIn, removeTempRoot, tempLeftovers, workspace, type Failure } from '../helpers/hostile.ts';
+import { failureOf } from '../helpers/assert.ts';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
@@ -61,7 +62,7 @@ for (const backend of BACKENDS) {
       assert.equal([run.code, run.signal], [1, null], run.stderr);
       const result = JSON.parse(run.stdout) as RunResult;
       assert.is(result.sandbox.backend, backend);
-      row.expect(failure(result), ws);
+      row.expect(failureOf(result), ws);
       assert.equal(processesIn(ws), []);
       rmSync(ws, { recursive: true, force: true });
       assert.equal(tempLeftovers(), []);

@@ -4,7 +4,6 @@
 // other suites' files; import it before anything starts a carrier.
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import * as assert from 'uvu/assert';
 import type { RunResult } from '../../host/index.ts';
 
 export const TEMP_ROOT = mkdtempSync(join(realpathSync('/tmp'), `ptc-hostile-${process.pid}-`));
@@ -13,12 +12,6 @@ process.env.TMPDIR = TEMP_ROOT;
 export const BACKENDS = ['bwrap', 'node-permission'] as const;
 export type Backend = (typeof BACKENDS)[number];
 export type Failure = Extract<RunResult, { status: 'failed' }>['failure'];
-
-/** The failure of a result that must have failed. */
-export function failure(result: RunResult): Failure {
-  assert.is(result.status, 'failed', JSON.stringify(result).slice(0, 400));
-  return (result as Extract<RunResult, { status: 'failed' }>).failure;
-}
 
 /** A fresh workspace directory under the temp root. */
 export function workspace(): string {

@@ -2,7 +2,8 @@
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, readdirSync, readFileSync } from 'node:fs';
 import type { CgroupFiles } from '../../supervision/resources/cgroup.ts';
-import { createRuntime, type RuntimeConfig, type RunResult } from '../../host/index.ts';
+import type { Test } from 'uvu';
+import { createRuntime, type Runtime, type RuntimeConfig, type RunResult } from '../../host/index.ts';
 
 export const repoRoot = new URL('../..', import.meta.url).pathname;
 
@@ -41,6 +42,22 @@ export function launchUnderTest(): RuntimeConfig['launch'] {
 export function createTestRuntime(config: RuntimeConfig = {}): ReturnType<typeof createRuntime> {
   const launch = launchUnderTest();
   return createRuntime({ policy: { mode: 'full-access' }, ...(launch && !config.launch ? { launch } : {}), ...config });
+}
+
+/**
+ * A suite's maker of runtimes: each is createTestRuntime with `defaults` under the config a test
+ * gives, and is disposed after the test that made it (through `test`'s after-each hook).
+ */
+export function runtimesPerTest(test: Test, defaults: RuntimeConfig = {}): (config?: RuntimeConfig) => Runtime {
+  const made: Runtime[] = [];
+  test.after.each(async () => {
+    await Promise.all(made.splice(0).map((runtime) => runtime.dispose()));
+  });
+  return (config = {}) => {
+    const runtime = createTestRuntime({ ...defaults, ...config });
+    made.push(runtime);
+    return runtime;
+  };
 }
 
 /** A result as whole-result comparisons see it: without `warm`, which says only how far the warm pool had come when the run began (pool.test.ts asserts it). */

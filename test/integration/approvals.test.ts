@@ -1,17 +1,17 @@
 // Approval gates in real carriers: a gated call waits in place for the host's decision (approve
 // runs it, reject and the approval timeout throw coded BindingErrors in the program), Promise.all
 // of gated calls waits for each, and the run's deadline does not run while a person decides.
+// launch: source only (test/run.ts runs it once): the gate, the decisions, the approval timeout,
+// the withdrawal and the deadline are the host's, the same whatever starts the carrier, which sees
+// a gated call as any binding call; bindings.test.ts runs per launch for that side (a call that
+// waits, a coded BindingError, calls in flight together).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { binding, createRuntime, type PendingAction, type RunResult } from '../../host/index.ts';
 import { createTestRuntime } from '../helpers/runtime.ts';
+import { valueOf } from '../helpers/assert.ts';
 
 const CAUGHT = 'catch (e) { return { caught: e instanceof BindingError, binding: e.binding, code: e.code, message: e.message } }';
-
-function valueOf(result: RunResult): unknown {
-  assert.is(result.status, 'ok', `expected ok, got ${JSON.stringify(result)}`);
-  return (result as Extract<RunResult, { status: 'ok' }>).value;
-}
 
 /** A binding that counts its executions. */
 function counted(): { fn: (...args: unknown[]) => Promise<unknown>; calls: unknown[][] } {

@@ -7,13 +7,9 @@ import * as assert from 'uvu/assert';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { binding, type RunResult } from '../../host/index.ts';
+import { binding } from '../../host/index.ts';
 import { createTestRuntime } from '../helpers/runtime.ts';
-
-function valueOf(result: RunResult): unknown {
-  assert.is(result.status, 'ok', `expected ok, got ${JSON.stringify(result)}`);
-  return (result as Extract<RunResult, { status: 'ok' }>).value;
-}
+import { valueOf } from '../helpers/assert.ts';
 
 async function withJournal(body: (runtime: ReturnType<typeof createTestRuntime>) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'ptc-audit-test-'));

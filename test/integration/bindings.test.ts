@@ -4,23 +4,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join, resolve as resolvePath } from 'node:path';
-import { image, type Bindings, type Failure, type RunResult } from '../../host/index.ts';
+import { image, type Bindings } from '../../host/index.ts';
 import { runProgram, createTestRuntime } from '../helpers/runtime.ts';
+import { failureOf, show, valueOf } from '../helpers/assert.ts';
 
 const IMAGES = resolvePath(new URL('../fixtures/images', import.meta.url).pathname);
 const FILE = resolvePath('program.ts');
 
-const show = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
-
-function valueOf(result: RunResult): unknown {
-  assert.is(result.status, 'ok', `expected ok, got ${show(result)}`);
-  return (result as Extract<RunResult, { status: 'ok' }>).value;
-}
-
-function failureOf(result: RunResult): Failure {
-  assert.is(result.status, 'failed', `expected a failure, got ${show(result)}`);
-  return (result as Extract<RunResult, { status: 'failed' }>).failure;
-}
 
 /** Catches whatever the program's call throws and returns its observable shape. */
 const CAUGHT = '(e) => ({ name: e.name, message: e.message, binding: e.binding ?? null, code: e.code ?? null, isBindingError: e instanceof BindingError, isError: e instanceof Error })';

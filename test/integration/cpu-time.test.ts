@@ -7,34 +7,16 @@
 // launch: podman (test/run.ts runs this suite again through the container of test/helpers/podman.sh)
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
-import { carrierSideProcesses, createTestRuntime, reportLocation, waitUntil, withoutWarm } from '../helpers/runtime.ts';
+import type { RunResult, RuntimeConfig } from '../../host/index.ts';
+import { carrierSideProcesses, reportLocation, runtimesPerTest, waitUntil, withoutWarm } from '../helpers/runtime.ts';
+import { failureOf, valueOf } from '../helpers/assert.ts';
 
 /** Time for the kernel to finish a death the host has already caused; not a speed assertion. */
 const SETTLE_MS = 2_000;
 import { createRuntime } from '../../host/index.ts';
 
-const runtimes: Runtime[] = [];
-test.after.each(async () => {
-  await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
-});
-
-function runtimeWith(config: RuntimeConfig = {}): Runtime {
-  // The wall deadline is far beyond every budget here, so a timeout can only be the CPU's.
-  const runtime = createTestRuntime({ timeoutMs: 60_000, ...config });
-  runtimes.push(runtime);
-  return runtime;
-}
-
-function failure(result: RunResult) {
-  assert.is(result.status, 'failed', JSON.stringify(result));
-  return (result as Extract<RunResult, { status: 'failed' }>).failure;
-}
-
-function value(result: RunResult): unknown {
-  assert.is(result.status, 'ok', JSON.stringify(result));
-  return (result as { value?: unknown }).value;
-}
+// The wall deadline is far beyond every budget here, so a timeout can only be the CPU's.
+const runtimeWith = runtimesPerTest(test, { timeoutMs: 60_000 });
 
 /** Spins until this process has used `ms` of CPU time since the statement began. */
 const burn = (ms: number): string => `{ const s = process.cpuUsage(); for (;;) { const u = process.cpuUsage(s); if ((u.user + u.system) / 1000 >= ${ms}) break; } }`;
@@ -43,7 +25,7 @@ const HOT_LOOP = '{ const end = Date.now() + 10_000; while (Date.now() < end) {}
 
 /** A CPU timeout, whole: kind, message naming budget and use, the numbers, no wall deadline. */
 function assertCpuTimeout(result: RunResult, budget: number): void {
-  const failed = failure(result);
+  const failed = failureOf(result);
   assert.is(failed.kind, 'timeout');
   assert.match(failed.message, new RegExp(`^the program used [\\d,]+ ms of CPU time, over its cpuTimeMs budget of ${budget.toLocaleString('en-US')} ms$`));
   assert.is(failed.cpuTimeMs, budget);
@@ -105,11 +87,11 @@ test('per-call: CPU burnt by a child process counts, and the child is killed wit
 
 test('a request sets its own budget, or none with null', async () => {
   const runtime = runtimeWith({ cpuTimeMs: 300 });
-  assert.is(value(await runtime.run(runtime.resolve({ program: `${burn(600)} return 'spent 600 ms'`, cpuTimeMs: null }))), 'spent 600 ms');
-  assert.is(value(await runtime.run(runtime.resolve({ program: `${burn(600)} return 'spent 600 ms'`, cpuTimeMs: 2_000 }))), 'spent 600 ms');
+  assert.is(valueOf(await runtime.run(runtime.resolve({ program: `${burn(600)} return 'spent 600 ms'`, cpuTimeMs: null }))), 'spent 600 ms');
+  assert.is(valueOf(await runtime.run(runtime.resolve({ program: `${burn(600)} return 'spent 600 ms'`, cpuTimeMs: 2_000 }))), 'spent 600 ms');
   assertCpuTimeout(await runtime.run(runtime.resolve({ program: `${burn(600)} return 'spent 600 ms'` })), 300);
   const none = runtimeWith();
-  assert.is(value(await none.run(none.resolve({ program: `${burn(600)} return 'no budget'` }))), 'no budget');
+  assert.is(valueOf(await none.run(none.resolve({ program: `${burn(600)} return 'no budget'` }))), 'no budget');
 });
 
 test('a budget spent in one burst fails, whether a sample or the last look when the run ends catches it', async () => {
@@ -132,17 +114,17 @@ for (const [name, config] of RETAINED) {
     const owner = {};
     const run = (program: string) => runtime.run(runtime.resolve({ program, stateOwner: owner }));
     // 250 ms a run: two runs together are over 400, one alone is not.
-    assert.is(value(await run(`var kept = 'state'; ${burn(250)} 'first'`)), 'first');
+    assert.is(valueOf(await run(`var kept = 'state'; ${burn(250)} 'first'`)), 'first');
     const second = await run(`${burn(250)} kept`);
-    assert.is(value(second), 'state');
+    assert.is(valueOf(second), 'state');
     assert.equal(second.environment, { fresh: false });
     const stopped = await run(`${HOT_LOOP} 'finished'`);
     assertCpuTimeout(stopped, 400);
     // The tree was killed at once: a hot loop cannot take a cooperative stop.
-    assert.is(failure(stopped).state, 'cleared');
+    assert.is(failureOf(stopped).state, 'cleared');
     assert.equal(stopped.environment, { fresh: false });
     const after = await run('typeof kept');
-    assert.is(value(after), 'undefined');
+    assert.is(valueOf(after), 'undefined');
     assert.equal(after.environment, { fresh: true });
   });
 }
@@ -151,7 +133,7 @@ for (const [name, config] of RETAINED) {
   test(`${name}: the environment's set-up on a first run is not the program's: a trivial program fits 100 ms`, async () => {
     const runtime = runtimeWith({ ...config, cpuTimeMs: 100 });
     for (let round = 0; round < 4; round++) {
-      assert.is(value(await runtime.run(runtime.resolve({ program: "'trivial'", stateOwner: {} }))), 'trivial');
+      assert.is(valueOf(await runtime.run(runtime.resolve({ program: "'trivial'", stateOwner: {} }))), 'trivial');
     }
   });
 }
@@ -159,7 +141,7 @@ for (const [name, config] of RETAINED) {
 test('vm-script without persistence: the budget applies to each run', async () => {
   const runtime = runtimeWith({ executionMode: 'vm-script', cpuTimeMs: 300 });
   assertCpuTimeout(await runtime.run(runtime.resolve({ program: `${HOT_LOOP} 'finished'` })), 300);
-  assert.is(value(await runtime.run(runtime.resolve({ program: "'next run'" }))), 'next run');
+  assert.is(valueOf(await runtime.run(runtime.resolve({ program: "'next run'" }))), 'next run');
 });
 
 // ---------------------------------------------------------------- bad input

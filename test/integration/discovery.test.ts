@@ -3,14 +3,10 @@
 // calls it; the runtime's discovery setting, its guidance, and the request errors.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { toolCatalog, type RunResult } from '../../host/index.ts';
+import { toolCatalog } from '../../host/index.ts';
 import { createTestRuntime } from '../helpers/runtime.ts';
+import { valueOf } from '../helpers/assert.ts';
 import { REAL_TOOLS } from '../fixtures/discovery/tools.ts';
-
-function valueOf(result: RunResult): unknown {
-  assert.is(result.status, 'ok', JSON.stringify(result));
-  return (result as Extract<RunResult, { status: 'ok' }>).value;
-}
 
 // Every real tool is a binding that answers with its own path and arguments.
 const bindings: Record<string, Record<string, (args: unknown) => Promise<unknown>>> = {};

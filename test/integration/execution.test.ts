@@ -6,23 +6,12 @@ import * as assert from 'uvu/assert';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve as resolvePath } from 'node:path';
-import type { Failure, RunResult } from '../../host/index.ts';
 import { runProgram, withoutWarm } from '../helpers/runtime.ts';
+import { failureOf, valueOf } from '../helpers/assert.ts';
 
 /** Where the default filename puts the program: program.ts in the cwd. */
 const FILE = resolvePath('program.ts');
 
-const show = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
-
-function failureOf(result: RunResult): Failure {
-  assert.is(result.status, 'failed', `expected a failure, got ${show(result)}`);
-  return (result as Extract<RunResult, { status: 'failed' }>).failure;
-}
-
-function valueOf(result: RunResult): unknown {
-  assert.is(result.status, 'ok', `expected ok, got ${show(result)}`);
-  return (result as Extract<RunResult, { status: 'ok' }>).value;
-}
 
 /** 1-based column of `needle` in line `line` (1-based) of `program`. */
 function columnOf(program: string, line: number, needle: string): number {

@@ -2,13 +2,16 @@
 // during execution, while a binding is pending, and none), cancellation, the carrier ending
 // (exit code, signal, abort with its stderr tail, heap limit, no executable) and a peer that breaks
 // the protocol. Each test asserts the whole failure, not just its kind.
+// runs alone (test/run.ts gives it the machine): deadlines of 1 to 1.5 s count from the run's
+// start, carrier start-up included, and the program must reach its code before they pass.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PROTOCOL_REVISION, type RunResult, type SandboxReport } from '../../host/index.ts';
+import { PROTOCOL_REVISION, type SandboxReport } from '../../host/index.ts';
 import { repoRoot, runProgram, createTestRuntime, reportLocation, withoutWarm } from '../helpers/runtime.ts';
+import { failureOf } from '../helpers/assert.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/launch');
 const node = join(repoRoot, 'node_modules/.bin/node');
@@ -17,11 +20,6 @@ const LOCAL_SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enf
 const SANDBOX: SandboxReport = { ...LOCAL_SANDBOX, ...reportLocation() };
 /** Keeps a program alive until the host ends it; a failure to end it shows up as a timeout. */
 const WAIT_FOREVER = 'await new Promise(() => {});';
-
-function failure(result: RunResult) {
-  assert.equal(result.status, 'failed', `expected a failure, got ${JSON.stringify(result)}`);
-  return (result as Extract<RunResult, { status: 'failed' }>).failure;
-}
 
 // ---------------------------------------------------------------- timeout
 
@@ -110,7 +108,7 @@ test('abort: the abort reason is part of the message', async () => {
     signal: controller.signal,
     onOutput: () => controller.abort(new Error('the user pressed stop')),
   });
-  const reported = failure(result);
+  const reported = failureOf(result);
   assert.ok(reported.message.startsWith('execution aborted'), reported.message);
   assert.equal(reported, { kind: 'abort', message: 'execution aborted: the user pressed stop' });
 });
@@ -129,7 +127,7 @@ test('abort: an already-aborted signal fails without starting a process', async 
     // The control: without the abort, the same launch is started (and fails, as it never speaks).
     const started = await runProgram('return 1', {}, { launch, prestartCarrier: false });
     assert.ok(existsSync(marker), 'the record-start fixture did not record its start');
-    assert.equal(failure(started).kind, 'worker-exit');
+    assert.equal(failureOf(started).kind, 'worker-exit');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -149,7 +147,7 @@ test('worker-exit: process.exit(7) reports exit code 7', async () => {
 
 test('worker-exit: a carrier killed by SIGKILL reports the signal', async () => {
   const result = await runProgram("process.kill(process.pid, 'SIGKILL'); " + WAIT_FOREVER);
-  assert.equal(failure(result), {
+  assert.equal(failureOf(result), {
     kind: 'worker-exit',
     message: 'the carrier was killed by SIGKILL before the program finished',
     exitCode: null,
@@ -160,7 +158,7 @@ test('worker-exit: a carrier killed by SIGKILL reports the signal', async () => 
 
 test('worker-exit: the stderr tail keeps what was written to fd 2 before process.abort()', async () => {
   const result = await runProgram("(await import('node:fs')).writeSync(2, 'boom: last words\\n'); process.abort();");
-  const reported = failure(result);
+  const reported = failureOf(result);
   assert.is(reported.kind, 'worker-exit');
   assert.is(reported.message, 'the carrier was killed by SIGABRT before the program finished');
   assert.is(reported.exitCode, null);
@@ -172,7 +170,7 @@ test('worker-exit: reaching the heap limit names it, and the host keeps working'
   const runtime = createTestRuntime({ timeoutMs: 30_000, maxOldGenerationSizeMb: 64 });
   try {
     const result = await runtime.run(runtime.resolve({ program: 'const a = []; for (;;) a.push(new Array(1e5).fill(1));' }));
-    const reported = failure(result);
+    const reported = failureOf(result);
     assert.is(reported.kind, 'worker-exit');
     assert.match(reported.message, /heap limit \(maxOldGenerationSizeMb\)/);
     assert.match(reported.stderrTail ?? '', /heap out of memory|Reached heap limit/);
@@ -188,7 +186,7 @@ test('worker-exit: reaching the heap limit names it, and the host keeps working'
 test('worker-exit: a carrier that closes its control channel but keeps running is not waited for', async () => {
   // The interval keeps it running: with nothing pending it would be a stall (stall.test.ts).
   const result = await runProgram(`inspect('closing'); (await import('node:fs')).closeSync(3); setInterval(() => {}, 1000); ${WAIT_FOREVER}`, { timeoutMs: 20_000 });
-  const reported = failure(result);
+  const reported = failureOf(result);
   assert.is(reported.kind, 'worker-exit');
   assert.is(reported.message, 'the carrier closed its control channel before the program finished');
   // The observed exit status is the host's kill that followed.
@@ -198,13 +196,13 @@ test('worker-exit: a carrier that closes its control channel but keeps running i
 
 test('worker-exit: a carrier that closes its control channel and exits reports its exit', async () => {
   const result = await runProgram("(await import('node:fs')).closeSync(3); process.exit(5);", { timeoutMs: 20_000 });
-  assert.equal(failure(result), { kind: 'worker-exit', message: 'the carrier exited with code 5 before the program finished', exitCode: 5, signal: null, stderrTail: '' });
+  assert.equal(failureOf(result), { kind: 'worker-exit', message: 'the carrier exited with code 5 before the program finished', exitCode: 5, signal: null, stderrTail: '' });
 });
 
 test('worker-exit: a missing launch executable is named in the failure', async () => {
   const missing = join(repoRoot, 'test/fixtures/launch/no-such-node');
   const result = await runProgram('return 1', {}, { launch: { kind: 'node-script', executable: missing } });
-  const reported = failure(result);
+  const reported = failureOf(result);
   assert.is(reported.kind, 'worker-exit');
   assert.ok(reported.message.includes(missing), reported.message);
   assert.match(reported.message, /ENOENT/);
@@ -222,7 +220,7 @@ test('protocol: garbage on the control channel', async () => {
 
 test('protocol: a frame longer than maxMessageBytes and its envelope', async () => {
   const result = await runProgram(`(await import('node:fs')).writeSync(3, 'x'.repeat(4096 + 65536 + 1)); ${WAIT_FOREVER}`, {}, { maxMessageBytes: 4096 });
-  const reported = failure(result);
+  const reported = failureOf(result);
   assert.is(reported.kind, 'protocol');
   // The count is what the line held when it went over: at least one byte past the limit, more when
   // the pipe delivered a bigger chunk or a frame of the carrier's own was cut into by the write.
@@ -235,14 +233,14 @@ test('protocol: a frame longer than maxMessageBytes and its envelope', async () 
 test('protocol: a well-formed frame calling an unknown method is forged', async () => {
   const frame = JSON.stringify({ t: 'q', i: 'forged-1', m: 'shell', a: ['rm -rf /'] });
   const result = await runProgram(`(await import('node:fs')).writeSync(3, ${JSON.stringify(`${frame}\n`)}); ${WAIT_FOREVER}`);
-  assert.equal(failure(result), { kind: 'protocol', message: FORGED(0) });
+  assert.equal(failureOf(result), { kind: 'protocol', message: FORGED(0) });
 });
 
 test('protocol: a handshake with another revision names both revisions', async () => {
   const result = await runProgram('inspect("never runs"); return 1', {}, {
     launch: { kind: 'node-script', executable: node, bootstrapPath: join(fixtures, 'wrong-revision.mjs') },
   });
-  const reported = failure(result);
+  const reported = failureOf(result);
   assert.is(reported.kind, 'protocol');
   assert.ok(reported.message.includes('revision 999'), reported.message);
   assert.ok(reported.message.includes(`host revision ${PROTOCOL_REVISION}`), reported.message);

@@ -7,7 +7,8 @@
 // carrier's host is another machine (the far side's kill and cleanup are in remote.test.ts).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { BACKENDS, failure, processesIn, removeTempRoot, tempLeftovers, workspace, type Backend } from '../helpers/hostile.ts';
+import { BACKENDS, processesIn, removeTempRoot, tempLeftovers, workspace, type Backend } from '../helpers/hostile.ts';
+import { failureOf } from '../helpers/assert.ts';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -35,7 +36,7 @@ interface Case {
 /** An uncaught error the guard or the sandbox threw: exception, the code, a message naming it. */
 function refused(code: string, message: string | RegExp) {
   return (result: RunResult): void => {
-    const seen = failure(result);
+    const seen = failureOf(result);
     assert.is(seen.kind, 'exception', seen.message);
     assert.is(seen.code, code, seen.message);
     if (typeof message === 'string') assert.ok(seen.message.includes(message), seen.message);
@@ -46,7 +47,7 @@ function refused(code: string, message: string | RegExp) {
 
 function workerExit(exitCode: number | null, signal: string | null, message: RegExp) {
   return (result: RunResult): void => {
-    const seen = failure(result);
+    const seen = failureOf(result);
     assert.is(seen.kind, 'worker-exit', seen.message);
     assert.equal([seen.exitCode, seen.signal], [exitCode, signal], seen.message);
     assert.match(seen.message, message);
@@ -121,7 +122,7 @@ return seen;`,
     setup: (ws) => execFileSync('mkfifo', [join(ws, 'pipe.png')]),
     program: `await Image.fromFile('pipe.png')`,
     expect: (result, _backend, ws) => {
-      const seen = failure(result);
+      const seen = failureOf(result);
       assert.equal([seen.kind, seen.name, seen.message], ['exception', 'TypeError', `Image.fromFile: "${ws}/pipe.png" is not a regular file (it is a FIFO)`]);
     },
   },
@@ -129,7 +130,7 @@ return seen;`,
     name: 'Image.fromFile on /dev/kmsg fails at once instead of blocking on a read',
     program: `await Image.fromFile('/dev/kmsg')`,
     expect: (result, backend) => {
-      const seen = failure(result);
+      const seen = failureOf(result);
       // bwrap's fresh /dev has no kmsg; node-permission does not grant the host's /dev.
       const message = backend === 'bwrap'
         ? /^Image\.fromFile: "\/dev\/kmsg" cannot be read: ENOENT/
@@ -142,7 +143,7 @@ return seen;`,
     name: 'Image.fromFile on a readable character device (/dev/zero) is refused, not read forever',
     program: `await Image.fromFile('/dev/zero')`,
     expect: (result) => {
-      const seen = failure(result);
+      const seen = failureOf(result);
       assert.equal([seen.kind, seen.name, seen.message], ['exception', 'TypeError', 'Image.fromFile: "/dev/zero" is not a regular file (it is a character device)']);
     },
   },
@@ -152,7 +153,7 @@ return seen;`,
     backends: ['bwrap'],
     program: `await Image.fromFile('/dev/tty')`,
     expect: (result) => {
-      const seen = failure(result);
+      const seen = failureOf(result);
       assert.equal([seen.kind, seen.name, seen.message], ['exception', 'TypeError', 'Image.fromFile: "/dev/tty" is not a regular file (it is a character device)']);
     },
   },
@@ -178,7 +179,7 @@ return seen;`,
     setup: () => writeFileSync(HIDDEN_PNG, PNG),
     program: `const image = await Image.fromFile(${JSON.stringify(`/tmp/ptc-hostile-${process.pid}.png`)}); return [image.width, image.height]`,
     expect: (result) => {
-      const seen = failure(result);
+      const seen = failureOf(result);
       assert.is(seen.kind, 'exception');
       assert.match(seen.message, /^Image\.fromFile: "\/tmp\/ptc-hostile-\d+\.png" cannot be read: ENOENT/);
     },
@@ -189,7 +190,7 @@ return seen;`,
     timeoutMs: 5_000,
     program: `const bomb = () => { Promise.resolve().then(bomb); Promise.resolve().then(bomb); }; bomb(); ${WAIT_FOREVER}`,
     expect: (result) => {
-      const seen = failure(result);
+      const seen = failureOf(result);
       assert.ok(seen.kind === 'worker-exit' || seen.kind === 'timeout', `${seen.kind}: ${seen.message}`);
       if (seen.kind === 'worker-exit') assert.match(seen.message, /heap limit/);
     },
@@ -200,7 +201,7 @@ return seen;`,
     timeoutMs: 5_000,
     program: `const bomb = () => { setTimeout(bomb, 0); setTimeout(bomb, 0); setImmediate(bomb); }; bomb(); ${WAIT_FOREVER}`,
     expect: (result) => {
-      const seen = failure(result);
+      const seen = failureOf(result);
       assert.ok(seen.kind === 'worker-exit' || seen.kind === 'timeout', `${seen.kind}: ${seen.message}`);
       if (seen.kind === 'worker-exit') assert.match(seen.message, /heap limit/);
     },
@@ -210,7 +211,7 @@ return seen;`,
     config: SMALL_HEAP,
     program: 'const hold = []; for (;;) hold.push(new Array(1 << 20).fill(7));',
     expect: (result) => {
-      const seen = failure(result);
+      const seen = failureOf(result);
       assert.is(seen.kind, 'worker-exit');
       assert.match(seen.message, /^the carrier (was killed by SIG[A-Z]+|exited with code \d+) after reaching its heap limit \(maxOldGenerationSizeMb\) before the program finished$/);
     },
@@ -234,7 +235,7 @@ return seen;`,
     expect: (result) => {
       // stdin is /dev/null: the write is accepted and discarded, or refused; the host sees nothing either way.
       if (result.status === 'ok') assert.is(result.value, 8);
-      else assert.is(failure(result).kind, 'exception');
+      else assert.is(failureOf(result).kind, 'exception');
     },
   },
   {
@@ -242,7 +243,7 @@ return seen;`,
     timeoutMs: 1_500,
     program: 'for (;;) {}',
     expect: (result) => {
-      const seen = failure(result);
+      const seen = failureOf(result);
       assert.is(seen.kind, 'timeout');
       assert.match(seen.message, /^execution timed out during execution/);
     },
@@ -251,7 +252,7 @@ return seen;`,
     name: 'an unhandled rejection fails the run as its exception',
     program: "Promise.reject(new RangeError('nobody catches this')); await new Promise((resolve) => setTimeout(resolve, 200)); return 'unreached'",
     expect: (result) => {
-      const seen = failure(result);
+      const seen = failureOf(result);
       assert.equal([seen.kind, seen.name, seen.message], ['exception', 'RangeError', 'nobody catches this']);
     },
   },

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { binding, createRuntime, type RunResult } from '../../host/index.ts';
 import { createTestRuntime, repoRoot } from '../helpers/runtime.ts';
+import { valueOf } from '../helpers/assert.ts';
 
 const HOST = join(repoRoot, 'test/fixtures/journal/host.ts');
 
@@ -61,11 +62,6 @@ async function rejection(promise: Promise<unknown>): Promise<string> {
     return (error as Error).message;
   }
   throw new Error('expected a rejection');
-}
-
-function valueOf(result: RunResult): unknown {
-  assert.is(result.status, 'ok', `expected ok, got ${JSON.stringify(result)}`);
-  return (result as Extract<RunResult, { status: 'ok' }>).value;
 }
 
 test('a run waiting for approval survives kill -9 of its host: resumed, no journaled call runs again, step values come back', async () => {

@@ -4,14 +4,10 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { failureText, type RunResult, type SandboxReport } from '../../host/index.ts';
 import { reportLocation, runProgram, withoutWarm } from '../helpers/runtime.ts';
+import { failureOf } from '../helpers/assert.ts';
 
 const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog' } as SandboxReport;
 const SMALLEST = { maxMessageBytes: 1024 };
-
-function failureOf(result: RunResult) {
-  assert.is(result.status, 'failed', JSON.stringify(result).slice(0, 500));
-  return (result as Extract<RunResult, { status: 'failed' }>).failure;
-}
 
 test('maxMessageBytes 1024: plain completions succeed', async () => {
   assert.equal(withoutWarm(await runProgram('return 1', {}, SMALLEST)), { status: 'ok', value: 1, output: [], sandbox: SANDBOX });

@@ -7,46 +7,30 @@
 // container (launch: podman) the detection reads the container's files, and a program's pids are
 // the container's, looked up there.
 // launch: podman (test/run.ts runs this suite again through the container of test/helpers/podman.sh)
+// runs alone (test/run.ts gives it the machine): where no cgroup can be made, the watchdog samples
+// the tree's memory on a timer, and a second suite's load must not make it late.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
+import type { RunResult, RuntimeConfig } from '../../host/index.ts';
 import { createRuntime } from '../../host/index.ts';
 import { findCgroupBase } from '../../supervision/resources/cgroup.ts';
-import { carrierSideCgroupFiles, carrierSideProcesses, createTestRuntime, reportLocation, waitUntil, withoutWarm } from '../helpers/runtime.ts';
+import { carrierSideCgroupFiles, carrierSideProcesses, reportLocation, runtimesPerTest, waitUntil, withoutWarm } from '../helpers/runtime.ts';
+import { failureOf, valueOf } from '../helpers/assert.ts';
 
 /** Time for the kernel to finish a death the host has already caused; not a speed assertion. */
 const SETTLE_MS = 2_000;
 
-const runtimes: Runtime[] = [];
-test.after.each(async () => {
-  await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
-});
-
-function runtimeWith(config: RuntimeConfig = {}): Runtime {
-  const runtime = createTestRuntime({ timeoutMs: 60_000, ...config });
-  runtimes.push(runtime);
-  return runtime;
-}
+const runtimeWith = runtimesPerTest(test, { timeoutMs: 60_000 });
 
 const LIMIT = 200;
 /** What the carrier's side offers (this machine, or the container), found the way the host or relay finds it. */
 const MECHANISM = 'directory' in findCgroupBase(carrierSideCgroupFiles()) ? 'cgroup' : 'watchdog';
 
-function failure(result: RunResult) {
-  assert.is(result.status, 'failed', JSON.stringify(result).slice(0, 1000));
-  return (result as Extract<RunResult, { status: 'failed' }>).failure;
-}
-
-function value(result: RunResult): unknown {
-  assert.is(result.status, 'ok', JSON.stringify(result).slice(0, 1000));
-  return (result as { value?: unknown }).value;
-}
-
 /** Grows native memory (filled Buffers, outside the V8 heap) to 640 MiB, then returns: far past the limit, and it ends. */
 const NATIVE_GROWTH = `const kept = []; for (let i = 0; i < 40; i++) { kept.push(Buffer.alloc(16 * 1024 * 1024, 1)); await new Promise((resolve) => setTimeout(resolve, 10)); }`;
 
 function assertOverLimit(result: RunResult): void {
-  const failed = failure(result);
+  const failed = failureOf(result);
   assert.is(failed.kind, 'worker-exit');
   assert.is(failed.maxMemoryMb, LIMIT);
   assert.is(failed.signal, 'SIGKILL');
@@ -92,7 +76,7 @@ test('sandbox.memory is on every result: the mechanism with maxMemoryMb, none wi
     status: 'ok', value: 1, output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: MECHANISM, disk: 'watchdog' },
   });
   const thrown = await limited.run(limited.resolve({ program: "throw new Error('boom')" }));
-  assert.is(failure(thrown).kind, 'exception');
+  assert.is(failureOf(thrown).kind, 'exception');
   assert.is(thrown.sandbox.memory, MECHANISM);
   const free = runtimeWith();
   assert.is((await free.run(free.resolve({ program: `${NATIVE_GROWTH} return kept.length` }))).sandbox.memory, 'none');
@@ -109,7 +93,7 @@ for (const [name, config] of RETAINED) {
     const runtime = runtimeWith({ ...config, maxMemoryMb: LIMIT, maxOldGenerationSizeMb: 2048 });
     const owner = {};
     const run = (program: string) => runtime.run(runtime.resolve({ program, stateOwner: owner }));
-    assert.is(value(await run("globalThis.kept = [Buffer.alloc(32 * 1024 * 1024, 1)]; 'first'")), 'first');
+    assert.is(valueOf(await run("globalThis.kept = [Buffer.alloc(32 * 1024 * 1024, 1)]; 'first'")), 'first');
     // Each run adds less than the limit; what the environment keeps makes the total go over.
     let over: RunResult | undefined;
     for (let round = 0; round < 10 && over === undefined; round++) {
@@ -118,9 +102,9 @@ for (const [name, config] of RETAINED) {
     }
     assert.ok(over !== undefined, 'ten runs of 64 MiB each never went over 200 MiB');
     assertOverLimit(over);
-    assert.is(failure(over).state, 'cleared');
+    assert.is(failureOf(over).state, 'cleared');
     const after = await run('typeof kept');
-    assert.is(value(after), 'undefined');
+    assert.is(valueOf(after), 'undefined');
     assert.equal(after.environment, { fresh: true });
     assert.is(after.sandbox.memory, MECHANISM);
   });
@@ -131,11 +115,11 @@ test('scoped REPL: memory a timer grows between runs ends the idle environment, 
   const owner = {};
   const run = (program: string) => runtime.run(runtime.resolve({ program, stateOwner: owner }));
   // The run returns at once; its timer keeps growing native memory after it (to 640 MiB, then stops).
-  const carrier = value(await run("const kept = []; const grow = setInterval(() => { kept.push(Buffer.alloc(16 * 1024 * 1024, 1)); if (kept.length === 40) clearInterval(grow); }, 20); process.pid")) as number;
+  const carrier = valueOf(await run("const kept = []; const grow = setInterval(() => { kept.push(Buffer.alloc(16 * 1024 * 1024, 1)); if (kept.length === 40) clearInterval(grow); }, 20); process.pid")) as number;
   const gone = await waitUntil(() => !carrierSideProcesses().some((entry) => entry.pid === carrier), 30_000);
   assert.ok(gone, `the idle carrier ${carrier} grew past the limit and was not killed`);
   const next = await run('typeof kept');
-  assert.is(value(next), 'undefined');
+  assert.is(valueOf(next), 'undefined');
   assert.is(next.environment?.fresh, true);
   const replaced = next.environment?.replaced ?? '';
   if (MECHANISM === 'watchdog') {
@@ -148,7 +132,7 @@ test('scoped REPL: memory a timer grows between runs ends the idle environment, 
 test('vm-script without persistence: each run gets the limit', async () => {
   const runtime = runtimeWith({ executionMode: 'vm-script', maxMemoryMb: LIMIT, maxOldGenerationSizeMb: 2048 });
   assertOverLimit(await runtime.run(runtime.resolve({ program: `${NATIVE_GROWTH} kept.length` })));
-  assert.is(value(await runtime.run(runtime.resolve({ program: "'next run'" }))), 'next run');
+  assert.is(valueOf(await runtime.run(runtime.resolve({ program: "'next run'" }))), 'next run');
 });
 
 test('maxMemoryMb must be an integer of at least 64; a remote launch takes it', async () => {

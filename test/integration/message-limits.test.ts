@@ -6,15 +6,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, SandboxReport } from '../../host/index.ts';
 import { reportLocation, runProgram, withoutWarm } from '../helpers/runtime.ts';
+import { failureOf } from '../helpers/assert.ts';
 
 const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog' } as SandboxReport;
 const MiB = 1024 * 1024;
 const LIMIT = { maxMessageBytes: MiB };
-
-function failure(result: RunResult) {
-  assert.equal(result.status, 'failed', `expected a failure, got ${JSON.stringify(result).slice(0, 300)}`);
-  return (result as Extract<RunResult, { status: 'failed' }>).failure;
-}
 
 test('a value of 500,000 quotes (1,000,002 bytes of JSON) fits a 1 MiB message', async () => {
   const result = await runProgram(`return '"'.repeat(500_000)`, {}, LIMIT);
@@ -70,7 +66,7 @@ test('a binding result over maxMessageBytes fails the call with PTC_MESSAGE_LIMI
 
 test('a 2 MB exception message under a 1 MiB message is an exception, its report cut to fit', async () => {
   const result = await runProgram(`throw new Error('"'.repeat(2_000_000))`, {}, LIMIT);
-  const reported = failure(result);
+  const reported = failureOf(result);
   assert.is(reported.kind, 'exception');
   assert.is(reported.name, 'Error');
   assert.ok(/^"+$/.test(reported.message), 'the message is a prefix of the thrown one');

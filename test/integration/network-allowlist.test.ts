@@ -16,7 +16,8 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig, SandboxPolicy } from '../../host/index.ts';
-import { createTestRuntime, launchUnderTest, reportLocation, repoRoot, unavailablePrefix, withoutWarm } from '../helpers/runtime.ts';
+import { createTestRuntime, launchUnderTest, repoRoot, reportLocation, runtimesPerTest, unavailablePrefix, withoutWarm } from '../helpers/runtime.ts';
+import { valueOf } from '../helpers/assert.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/network');
 const workspace = realpathSync(mkdtempSync(join('/var/tmp', 'ptc-network-')));
@@ -58,29 +59,18 @@ const rawServer = createTcpServer((socket) => {
 });
 const [A, B, T, R] = await Promise.all([listen(allowedServer), listen(deniedServer), listen(tlsServer), listen(rawServer)]);
 
-const runtimes: Runtime[] = [];
-test.after.each(async () => {
-  await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
-});
+const runtimeWith = runtimesPerTest(test);
 test.after(() => {
   for (const server of [allowedServer, deniedServer, tlsServer, rawServer]) server.close();
   rmSync(workspace, { recursive: true, force: true });
 });
 
-function runtimeWith(network: SandboxPolicy['network'], config: RuntimeConfig = {}): Runtime {
-  const runtime = createTestRuntime({ timeoutMs: 20_000, ...config, policy: { mode: 'workspace-write', network } });
-  runtimes.push(runtime);
-  return runtime;
-}
+/** A runtime whose policy is workspace-write with `network`, whatever `config` says. */
+const allowlisted = (network: SandboxPolicy['network'], config: RuntimeConfig = {}): Runtime => runtimeWith({ timeoutMs: 20_000, ...config, policy: { mode: 'workspace-write', network } });
 
 async function run(network: SandboxPolicy['network'], program: string): Promise<RunResult> {
-  const runtime = runtimeWith(network);
+  const runtime = allowlisted(network);
   return runtime.run(runtime.resolve({ program, cwd: workspace }));
-}
-
-function value(result: RunResult): any {
-  assert.is(result.status, 'ok', JSON.stringify(result));
-  return (result as { value?: unknown }).value;
 }
 
 const loopbackDenied = (port: number) => `blocked by ptc network policy: 127.0.0.1:${port} is not allowed (default: loopback addresses are denied unless named)`;
@@ -99,7 +89,7 @@ const fetchAll = (urls: string[]) => `
 
 test('fetch reaches the allowed port, is refused the denied one with the rule, and the report counts both', async () => {
   const result = await run({ allow: [`127.0.0.1:${A}`] }, fetchAll([`http://127.0.0.1:${A}/one`, `http://127.0.0.1:${B}/`, `http://127.0.0.1:${A}/two`]));
-  assert.equal(value(result), [`allowed GET /one`, `TypeError: ${loopbackDenied(B)}`, `allowed GET /two`]);
+  assert.equal(valueOf(result), [`allowed GET /one`, `TypeError: ${loopbackDenied(B)}`, `allowed GET /two`]);
   assert.equal(result.sandbox, bwrapReport({ mode: 'allowlist', allowed: [{ host: '127.0.0.1', port: A, count: perRequest(2) }], denied: [{ host: '127.0.0.1', port: B, count: 1 }] }, true));
 });
 
@@ -115,21 +105,21 @@ test('an uncaught denied fetch is an exception carrying the proxy\'s sentence; t
 
 test('an allowed name that does not resolve fails fetch with the proxy\'s reason, over HTTP and CONNECT alike', async () => {
   // .invalid never resolves (RFC 6761), with or without a network.
-  const [plain, tunnelled] = value(await run({ allow: ['unresolvable.invalid'] }, fetchAll(['http://unresolvable.invalid/', 'https://unresolvable.invalid/']))) as string[];
+  const [plain, tunnelled] = valueOf(await run({ allow: ['unresolvable.invalid'] }, fetchAll(['http://unresolvable.invalid/', 'https://unresolvable.invalid/']))) as string[];
   assert.match(plain!, /^TypeError: ptc network proxy: cannot resolve unresolvable\.invalid \((ENOTFOUND|EAI_AGAIN)\)$/);
   assert.match(tunnelled!, /^TypeError: ptc network proxy: cannot resolve unresolvable\.invalid \((ENOTFOUND|EAI_AGAIN)\)$/);
 });
 
 test('localhost and 127.0.0.1 are different rules; a CIDR rule allows the addresses in it; a wildcard matches only names under it', async () => {
   const byName = await run({ allow: [`localhost:${A}`] }, fetchAll([`http://localhost:${A}/name`, `http://127.0.0.1:${A}/address`]));
-  assert.equal(value(byName), [`allowed GET /name`, `TypeError: ${loopbackDenied(A)}`]);
+  assert.equal(valueOf(byName), [`allowed GET /name`, `TypeError: ${loopbackDenied(A)}`]);
   const byRange = await run({ allow: [`127.0.0.0/8:${A}`] }, fetchAll([`http://127.0.0.1:${A}/range`, `http://127.0.0.1:${B}/`]));
-  assert.equal(value(byRange), [`allowed GET /range`, `TypeError: ${loopbackDenied(B)}`]);
+  assert.equal(valueOf(byRange), [`allowed GET /range`, `TypeError: ${loopbackDenied(B)}`]);
   const wildcard = await run({ allow: [`*.example.com:${A}`] }, fetchAll([`http://example.com:${A}/`, `http://127.0.0.1:${A}/`]));
-  assert.equal(value(wildcard), [`TypeError: ${notListed('example.com', A)}`, `TypeError: ${loopbackDenied(A)}`]);
+  assert.equal(valueOf(wildcard), [`TypeError: ${notListed('example.com', A)}`, `TypeError: ${loopbackDenied(A)}`]);
   // deny beats allow
   const denied = await run({ allow: [`127.0.0.0/8`], deny: [`127.0.0.1:${B}`] }, fetchAll([`http://127.0.0.1:${A}/`, `http://127.0.0.1:${B}/`]));
-  assert.equal(value(denied), [`allowed GET /`, `TypeError: blocked by ptc network policy: 127.0.0.1:${B} is not allowed (127.0.0.1:${B})`]);
+  assert.equal(valueOf(denied), [`allowed GET /`, `TypeError: blocked by ptc network policy: 127.0.0.1:${B} is not allowed (127.0.0.1:${B})`]);
 });
 
 test('a name that resolves to a loopback address is denied unless the address is named', async (context) => {
@@ -141,7 +131,7 @@ test('a name that resolves to a loopback address is denied unless the address is
     return;
   }
   const result = await run({ allow: [`${alias}:${A}`] }, fetchAll([`http://${alias}:${A}/`]));
-  assert.equal(value(result), [`TypeError: blocked by ptc network policy: ${alias}:${A} is not allowed (default: loopback addresses are denied unless named)`]);
+  assert.equal(valueOf(result), [`TypeError: blocked by ptc network policy: ${alias}:${A} is not allowed (default: loopback addresses are denied unless named)`]);
 });
 
 test('HTTPS goes through CONNECT to a local TLS server; a denied CONNECT fails with the reason', async () => {
@@ -157,7 +147,7 @@ test('HTTPS goes through CONNECT to a local TLS server; a denied CONNECT fails w
     // Node before 24.5 does not proxy its https module: there the carrier's fetch is what tunnels.
     return [${envProxy} ? await get('https://127.0.0.1:${T}/') : null, refused];`;
   const result = await run({ allow: [`127.0.0.1:${T}`] }, program);
-  assert.equal(value(result), [envProxy ? '200 secret over tls' : null, loopbackDenied(B)]);
+  assert.equal(valueOf(result), [envProxy ? '200 secret over tls' : null, loopbackDenied(B)]);
   assert.equal(result.sandbox, bwrapReport({ mode: 'allowlist', allowed: envProxy ? [{ host: '127.0.0.1', port: T, count: 1 }] : [], denied: [{ host: '127.0.0.1', port: B, count: 1 }] }, true));
 });
 
@@ -168,7 +158,7 @@ test('a raw TCP connect cannot leave the sandbox: the namespace has only loopbac
     return [await attempt(${R}, '127.0.0.1'), await attempt(80, '192.0.2.1')];`;
   const result = await run({ allow: [`127.0.0.1:${R}`] }, program);
   const hint = ' (ptc network policy: the sandbox has no network interface, only the allowlist proxy; use fetch, http(s) with HTTP_PROXY, or SOCKS5 at ALL_PROXY=socks5h://127.0.0.1:3128)';
-  assert.equal(value(result), [`ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:${R}${hint}`, `ENETUNREACH: connect ENETUNREACH 192.0.2.1:80 - Local (0.0.0.0:0)${hint}`]);
+  assert.equal(valueOf(result), [`ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:${R}${hint}`, `ENETUNREACH: connect ENETUNREACH 192.0.2.1:80 - Local (0.0.0.0:0)${hint}`]);
   assert.is(deniedConnections, 0);
   assert.equal(result.sandbox, bwrapReport({ mode: 'allowlist', allowed: [], denied: [] }, true));
 });
@@ -185,7 +175,7 @@ test('curl in a child process goes through the proxy unchanged: HTTP, HTTPS and 
       curl('--proxy', process.env.ALL_PROXY, 'http://127.0.0.1:${A}/socks'),
     ];`;
   const result = await run({ allow: [`127.0.0.1:${A}`, `127.0.0.1:${T}`] }, program);
-  assert.equal(value(result), ['allowed GET /curl', '403', 'secret over tls', 'allowed GET /socks']);
+  assert.equal(valueOf(result), ['allowed GET /curl', '403', 'secret over tls', 'allowed GET /socks']);
   assert.equal(result.sandbox, bwrapReport({
     mode: 'allowlist',
     allowed: [{ host: '127.0.0.1', port: A, count: 2 }, { host: '127.0.0.1', port: T, count: 1 }],
@@ -227,7 +217,7 @@ test('a slow reader gets a 32 MB body whole through the forwarder and the proxy,
     return [await viaFetch('http://127.0.0.1:${A}/big'), ${envProxy} ? await viaHttps('https://127.0.0.1:${T}/big') : null];`;
   const result = await run({ allow: [`127.0.0.1:${A}`, `127.0.0.1:${T}`] }, program);
   const expected = [BIG.length, fnv(BIG)];
-  assert.equal(value(result), [expected, envProxy ? expected : null]);
+  assert.equal(valueOf(result), [expected, envProxy ? expected : null]);
 });
 
 test('a refusal another client met does not relabel a fetch that failed for its own reason', async () => {
@@ -236,26 +226,25 @@ test('a refusal another client met does not relabel a fetch that failed for its 
     const { execFileSync } = await import('node:child_process');
     try { execFileSync('curl', ['-sS', 'https://127.0.0.1:${B}/'], { stdio: 'ignore' }) } catch {}
     try { await fetch('https://127.0.0.1:${B}/', { signal: AbortSignal.abort() }) } catch (error) { return error.name }`;
-  assert.is(value(await run({ allow: [`127.0.0.1:${A}`] }, program)), 'AbortError');
+  assert.is(valueOf(await run({ allow: [`127.0.0.1:${A}`] }, program)), 'AbortError');
 });
 
 test('a retained environment keeps its proxy and rules, counts per run; a changed allowlist is refused, or replaces it when asked', async () => {
-  const runtime = createTestRuntime({ timeoutMs: 20_000, executionMode: 'persistent-in-memory' });
-  runtimes.push(runtime);
+  const runtime = runtimeWith({ timeoutMs: 20_000, executionMode: 'persistent-in-memory' });
   const owner = {};
   const go = (program: string, network: SandboxPolicy['network'], extra: Record<string, unknown> = {}) => runtime.run(runtime.resolve({ program, cwd: workspace, stateOwner: owner, policy: { mode: 'workspace-write', network }, ...extra }));
   const first = await go(`var seen = await (await fetch('http://127.0.0.1:${A}/1')).text(); seen`, { allow: [`127.0.0.1:${A}`] });
-  assert.is(value(first), 'allowed GET /1');
+  assert.is(valueOf(first), 'allowed GET /1');
   assert.equal(first.environment, { fresh: true });
   const second = await go(`let refused; try { await fetch('http://127.0.0.1:${B}/') } catch (error) { refused = error.message }; [seen, refused]`, { allow: [`127.0.0.1:${A}`] });
-  assert.equal(value(second), ['allowed GET /1', loopbackDenied(B)]);
+  assert.equal(valueOf(second), ['allowed GET /1', loopbackDenied(B)]);
   assert.equal(second.environment, { fresh: false });
   assert.equal(second.sandbox.network, { mode: 'allowlist', allowed: [], denied: [{ host: '127.0.0.1', port: B, count: 1 }] });
   const refused = await go('seen', { allow: [`127.0.0.1:${B}`] }).then(() => 'ran', (error: Error) => error.message);
   assert.match(refused, /^ptc run\(\): this run's sandbox policy differs from the one this stateOwner's environment started with \(network \{ allow: \[ '127\.0\.0\.1:\d+' \], deny: \[\] \} → \{ allow: \[ '127\.0\.0\.1:\d+' \], deny: \[\] \}\)/);
-  assert.is(value(await go('seen', { allow: [`127.0.0.1:${A}`] })), 'allowed GET /1');
+  assert.is(valueOf(await go('seen', { allow: [`127.0.0.1:${A}`] })), 'allowed GET /1');
   const changed = await go(`[typeof seen, await (await fetch('http://127.0.0.1:${B}/')).text()]`, { allow: [`127.0.0.1:${B}`] }, { onPolicyChange: 'replace' });
-  assert.equal(value(changed), ['undefined', 'the denied server answered']);
+  assert.equal(valueOf(changed), ['undefined', 'the denied server answered']);
   assert.equal(changed.environment, { fresh: true, replaced: `the sandbox policy changed (network { allow: [ '127.0.0.1:${A}' ], deny: [] } → { allow: [ '127.0.0.1:${B}' ], deny: [] }), so the previous environment was ended (onPolicyChange: "replace")` });
 });
 
@@ -310,7 +299,7 @@ function assertHostScript(host: string, tmp: string, expected: string): void {
 }
 
 test('only bubblewrap can enforce an allowlist: node-permission and full-access refuse it, bad rules throw', async () => {
-  const runtime = runtimeWith({ allow: ['api.example.com'] }, { sandbox: { backend: 'node-permission' } });
+  const runtime = allowlisted({ allow: ['api.example.com'] }, { sandbox: { backend: 'node-permission' } });
   const result = await runtime.run(runtime.resolve({ program: 'return 1', cwd: workspace }));
   assert.equal(withoutWarm(result), {
     status: 'failed',
@@ -318,8 +307,7 @@ test('only bubblewrap can enforce an allowlist: node-permission and full-access 
     output: [],
     sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, ...reportLocation(), denied: false, memory: 'none', disk: 'none' },
   });
-  const open = createTestRuntime();
-  runtimes.push(open);
+  const open = runtimeWith();
   // A request's policy is checked by resolve(), before anything runs.
   const refused = (policy: SandboxPolicy): Error => {
     try {
@@ -340,13 +328,12 @@ test('only bubblewrap can enforce an allowlist: node-permission and full-access 
 });
 
 test('a command-prefix launch carries the allowlist too: the far sandbox reaches the host\'s proxy through the relay', async () => {
-  const runtime = createTestRuntime({
+  const runtime = runtimeWith({
     launch: { kind: 'command', command: ['env', '-i', 'PATH=/usr/bin:/bin'], node: '/usr/bin/node', bootstrapPath: join(repoRoot, 'dist/bootstrap.mjs') },
     policy: { mode: 'workspace-write', network: { allow: [`127.0.0.1:${A}`] } },
   });
-  runtimes.push(runtime);
   const result = await runtime.run(runtime.resolve({ program: fetchAll([`http://127.0.0.1:${A}/far`, `http://127.0.0.1:${B}/`]), cwd: workspace }));
-  assert.equal(value(result), ['allowed GET /far', `TypeError: ${loopbackDenied(B)}`]);
+  assert.equal(valueOf(result), ['allowed GET /far', `TypeError: ${loopbackDenied(B)}`]);
   assert.equal(result.sandbox, {
     mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', location: 'remote', denied: true, memory: 'none', disk: 'watchdog',
     network: { mode: 'allowlist', allowed: [{ host: '127.0.0.1', port: A, count: 1 }], denied: [{ host: '127.0.0.1', port: B, count: 1 }] },

@@ -4,22 +4,17 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { join, resolve as resolvePath } from 'node:path';
-import type { Bindings, Failure, OutputEntry, RunResult } from '../../host/index.ts';
+import type { Bindings, OutputEntry, RunResult } from '../../host/index.ts';
 import { runProgram, withoutWarm } from '../helpers/runtime.ts';
+import { failureOf, show } from '../helpers/assert.ts';
 
 const PNG = resolvePath(new URL('../fixtures/images/rgb-300x7.png', import.meta.url).pathname);
 const GIF = join(PNG, '..', 'gif89a-303x11.gif');
 
-const show = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
 
 function okOutput(result: RunResult): OutputEntry[] {
   assert.is(result.status, 'ok', `expected ok, got ${show(result)}`);
   return result.output;
-}
-
-function failureOf(result: RunResult): Failure {
-  assert.is(result.status, 'failed', `expected a failure, got ${show(result)}`);
-  return (result as Extract<RunResult, { status: 'failed' }>).failure;
 }
 
 /** The single text entry a run printed. */

@@ -13,8 +13,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createRuntime, type RunResult, type RuntimeConfig } from '../../host/index.ts';
+import { createRuntime, type RuntimeConfig } from '../../host/index.ts';
 import { podmanContainers, podmanLaunch, repoRoot, waitUntil } from '../helpers/runtime.ts';
+import { failureOf } from '../helpers/assert.ts';
 
 const containers = podmanContainers();
 if (containers === undefined) {
@@ -65,11 +66,6 @@ function hostPodmanExecs(command: string[]): number[] {
     }
   }
   return found;
-}
-
-function failureOf(result: RunResult) {
-  assert.is(result.status, 'failed', JSON.stringify(result).slice(0, 1000));
-  return (result as Extract<RunResult, { status: 'failed' }>).failure;
 }
 
 for (const which of WHICH) {

@@ -11,6 +11,7 @@ import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createRuntime, PROTOCOL_REVISION, type RunResult, type RuntimeConfig } from '../../host/index.ts';
 import { childrenOf, liveProcesses, repoRoot, sshLaunch, sshServer, waitUntil, withoutWarm } from '../helpers/runtime.ts';
+import { failureOf } from '../helpers/assert.ts';
 
 const server = sshServer();
 const fixtures = join(repoRoot, 'test/fixtures/remote');
@@ -24,11 +25,6 @@ async function run(program: string, config: RuntimeConfig = {}, request: Record<
   } finally {
     await runtime.dispose();
   }
-}
-
-function failure(result: RunResult): Record<string, unknown> {
-  assert.is(result.status, 'failed', JSON.stringify(result));
-  return (result as Extract<RunResult, { status: 'failed' }>).failure as unknown as Record<string, unknown>;
 }
 
 function alive(pid: number): boolean {
@@ -143,7 +139,7 @@ if (server === undefined) {
       assert.is((await runtime.run(spec)).status, 'ok');
       const marker = join(server.dir, 'tampered-ran');
       writeFileSync(cached, `require('fs').writeFileSync(${JSON.stringify(marker)}, '')`);
-      const refused = failure(await runtime.run(spec));
+      const refused = failureOf(await runtime.run(spec));
       assert.is(refused.kind, 'worker-exit');
       assert.match(String(refused.message), new RegExp(`^ssh root@127\\.0\\.0\\.1 \\(port ${server.port}\\) ended \\(exit code 65\\) before the relay started: the bootstrap ${cached.replace(/[.]/g, '\\.')} has sha256 [0-9a-f]{64}, expected [0-9a-f]{64}`));
       assert.not.ok(existsSync(marker), 'the changed bootstrap ran');
@@ -236,7 +232,7 @@ if (server === undefined) {
       assert.equal(ok.value, [300, 7, '/dev/shm/only-there.png']);
       assert.equal(ok.output.map((entry) => (entry.type === 'image' ? { ...entry, attachmentId: '<id>' } : entry)), [{ type: 'image', attachmentId: '<id>', path: '/dev/shm/only-there.png', width: 300, height: 7 }]);
       assert.is(ok.sandbox.location, 'remote');
-      const notImage = failure(await run(`
+      const notImage = failureOf(await run(`
         (await import('node:fs')).writeFileSync('/dev/shm/not-an-image.png', 'hello');
         await Image.fromFile('/dev/shm/not-an-image.png');
       `, { policy: { mode: 'workspace-write', workspaceRoot: workspace } }, { cwd: workspace }));
@@ -249,7 +245,7 @@ if (server === undefined) {
 
   test('a preinstalled bootstrap of another revision fails naming both revisions', async () => {
     const result = await run('return 1', { launch: sshLaunch({ bootstrapPath: join(fixtures, 'old-bootstrap.mjs') }) });
-    assert.equal(failure(result), {
+    assert.equal(failureOf(result), {
       kind: 'worker-exit',
       message: `ssh ${server.destination} (port ${server.port}): the bootstrap ${join(fixtures, 'old-bootstrap.mjs')} speaks protocol revision 1, this ptc speaks revision ${PROTOCOL_REVISION}; install the matching bootstrap.mjs or leave bootstrapPath unset`,
       exitCode: null,
@@ -259,7 +255,7 @@ if (server === undefined) {
 
   test('no Node on the far side is a clear failure naming it', async () => {
     const result = await run('return 1', { launch: sshLaunch({ node: '/nonexistent/node' }) });
-    assert.equal(failure(result), {
+    assert.equal(failureOf(result), {
       kind: 'worker-exit',
       message: `ssh ${server.destination} (port ${server.port}): there is no Node at "/nonexistent/node" on the remote PATH (install Node >= 20.12 there, or set launch.node / --remote-node)`,
       exitCode: null,
@@ -269,8 +265,8 @@ if (server === undefined) {
 
   test('a remote Node older than 20.12 is a clear failure naming its version', async () => {
     const result = await run('return 1', { launch: sshLaunch({ node: join(fixtures, 'old-node.sh') }) });
-    assert.is(failure(result).kind, 'worker-exit');
-    assert.is(failure(result).message, `ssh ${server.destination} (port ${server.port}): the remote Node v18.19.0 at ${JSON.stringify(join(fixtures, 'old-node.sh'))} is too old: the bootstrap needs Node >= 20.12`);
+    assert.is(failureOf(result).kind, 'worker-exit');
+    assert.is(failureOf(result).message, `ssh ${server.destination} (port ${server.port}): the remote Node v18.19.0 at ${JSON.stringify(join(fixtures, 'old-node.sh'))} is too old: the bootstrap needs Node >= 20.12`);
   });
 
   test('an unreachable host, a wrong key and a wrong host key each fail with what ssh said', async () => {
@@ -278,7 +274,7 @@ if (server === undefined) {
     try {
       // A port nothing listens on: the one sshd.sh picked, once its server is... not ours to stop;
       // port 1 is privileged and unused on a test machine.
-      const refused = failure(await run('return 1', { launch: sshLaunch({ port: 1 }) }));
+      const refused = failureOf(await run('return 1', { launch: sshLaunch({ port: 1 }) }));
       assert.is(refused.kind, 'worker-exit');
       assert.match(String(refused.message), /^ssh root@127\.0\.0\.1 \(port 1\): could not connect \(ssh exit code 255\): .*Connection refused/);
 
@@ -286,13 +282,13 @@ if (server === undefined) {
       const stranger = join(dir, 'stranger');
       await new Promise((resolve) => spawn('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', stranger], { stdio: 'ignore' }).once('close', resolve));
       writeFileSync(join(dir, 'wrong-key'), config.replace(/IdentityFile .*/, `IdentityFile ${stranger}`));
-      const denied = failure(await run('return 1', { launch: sshLaunch({ sshArgs: ['-F', join(dir, 'wrong-key')] }) }));
+      const denied = failureOf(await run('return 1', { launch: sshLaunch({ sshArgs: ['-F', join(dir, 'wrong-key')] }) }));
       assert.is(denied.kind, 'worker-exit');
       assert.match(String(denied.message), /could not connect \(ssh exit code 255\): .*Permission denied \(publickey\)/);
 
       writeFileSync(join(dir, 'known_hosts'), `[127.0.0.1]:${server.port} ${readFileSync(`${stranger}.pub`, 'utf8').split(' ').slice(0, 2).join(' ')}\n`);
       writeFileSync(join(dir, 'wrong-host-key'), config.replace(/UserKnownHostsFile .*/, `UserKnownHostsFile ${join(dir, 'known_hosts')}`));
-      const spoofed = failure(await run('return 1', { launch: sshLaunch({ sshArgs: ['-F', join(dir, 'wrong-host-key')] }) }));
+      const spoofed = failureOf(await run('return 1', { launch: sshLaunch({ sshArgs: ['-F', join(dir, 'wrong-host-key')] }) }));
       assert.is(spoofed.kind, 'worker-exit');
       assert.match(String(spoofed.message), /could not connect \(ssh exit code 255\): [\s\S]*Host key verification failed/);
     } finally {
@@ -320,7 +316,7 @@ if (server === undefined) {
           for (const pid of relayClients()) process.kill(pid, 'SIGKILL');
         },
       });
-      const reported = failure(result);
+      const reported = failureOf(result);
       assert.is(reported.kind, 'worker-exit');
       assert.is(reported.signal, 'SIGKILL', JSON.stringify(reported));
       assert.is(reported.message, `${describeServer()}: the connection to the far side was lost (ssh was killed by SIGKILL)`);
@@ -354,7 +350,7 @@ if (server === undefined) {
       const [socket] = sockets;
       const [master, ...others] = sshMasters().filter((pid) => controlSocket(pid) === socket);
       assert.ok(master !== undefined && others.length === 0, `expected one ssh master on ${socket}, got ${JSON.stringify(sshMasters().map((pid) => [pid, controlSocket(pid)]))}`);
-      const refused = failure(await elsewhere.run(elsewhere.resolve({ program: 'return 1', timeoutMs: 30_000 })));
+      const refused = failureOf(await elsewhere.run(elsewhere.resolve({ program: 'return 1', timeoutMs: 30_000 })));
       assert.is(refused.kind, 'worker-exit', JSON.stringify(refused));
       assert.is(refused.message, `${describeServer()}: the working directory ${missing} does not exist on ${hostname()}: ENOENT: no such file or directory, lstat '${missing}'`);
       const [warm, fresh] = await Promise.all([

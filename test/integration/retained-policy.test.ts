@@ -8,8 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
-import { createTestRuntime } from '../helpers/runtime.ts';
+import type { RunResult, Runtime } from '../../host/index.ts';
+import { runtimesPerTest } from '../helpers/runtime.ts';
+import { valueOf } from '../helpers/assert.ts';
 
 // Under /tmp on purpose: bubblewrap gives the carrier a private /tmp, so a later cwd there is
 // visible only because the workspace root that holds it is bound in.
@@ -24,10 +25,7 @@ for (const [dir, where] of [[a, 'a'], [sub, 'sub'], [b, 'b'], [extra, 'extra']] 
   writeFileSync(join(dir, 'where.txt'), where);
 }
 
-const runtimes: Runtime[] = [];
-test.after.each(async () => {
-  await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
-});
+const runtimeWith = runtimesPerTest(test, { timeoutMs: 20_000, policy: { mode: 'workspace-write' } });
 test.after(() => rmSync(root, { recursive: true, force: true }));
 
 const FORMATS = [
@@ -36,19 +34,8 @@ const FORMATS = [
   ['vm-script + scriptPersistence', { executionMode: 'vm-script', scriptPersistence: true }],
 ] as const;
 
-function runtimeWith(config: RuntimeConfig): Runtime {
-  const runtime = createTestRuntime({ timeoutMs: 20_000, policy: { mode: 'workspace-write' }, ...config });
-  runtimes.push(runtime);
-  return runtime;
-}
-
 function runner(runtime: Runtime, owner: object) {
   return (program: string, request: Record<string, unknown> = {}) => runtime.run(runtime.resolve({ program, stateOwner: owner, ...request }));
-}
-
-function value(result: RunResult): unknown {
-  assert.is(result.status, 'ok', JSON.stringify(result));
-  return (result as { value?: unknown }).value;
 }
 
 /** The message run() rejects with, or a marker when it resolved. */
@@ -73,15 +60,15 @@ for (const [label, config] of FORMATS) {
     const run = runner(runtime, {});
     assert.equal((await run('var x = 41', { cwd: a })).environment, { fresh: true });
     const moved = await run('x + 1', { cwd: sub });
-    assert.is(value(moved), 42);
+    assert.is(valueOf(moved), 42);
     assert.equal(moved.environment, { fresh: false });
     assert.is(moved.sandbox.backend, backend === 'auto' ? 'bwrap' : 'node-permission');
-    const [cwd, inside, escaped] = value(await run(writes, { cwd: sub })) as string[];
+    const [cwd, inside, escaped] = valueOf(await run(writes, { cwd: sub })) as string[];
     assert.equal([cwd, inside], [sub, 'ok']);
     assert.ok((backend === 'auto' ? ['EROFS', 'ENOENT'] : ['ERR_ACCESS_DENIED']).includes(escaped!), escaped);
     assert.is(readFileSync(join(sub, 'written.txt'), 'utf8'), 'x');
     rmSync(join(sub, 'written.txt'));
-    assert.is(value(await run('x', { cwd: a })), 41);
+    assert.is(valueOf(await run('x', { cwd: a })), 41);
   });
 
   test(`${label}: a cwd outside the first run's workspace is refused, naming both, and the environment survives`, async () => {
@@ -94,12 +81,12 @@ for (const [label, config] of FORMATS) {
     assert.match(message, RELEASE);
     assert.match(message, /give the owner's runs a policy\.workspaceRoot that holds all of them$/);
     const kept = await run('x + 1', { cwd: a });
-    assert.is(value(kept), 42);
+    assert.is(valueOf(kept), 42);
     assert.equal(kept.environment, { fresh: false });
     // Released, the owner starts again wherever its next run is.
     await runtime.release(owner);
     const after = await run('typeof x', { cwd: b });
-    assert.is(value(after), 'undefined');
+    assert.is(valueOf(after), 'undefined');
     assert.equal(after.environment, { fresh: true });
   });
 
@@ -109,10 +96,10 @@ for (const [label, config] of FORMATS) {
     // Inside the workspace nothing changes, so nothing is replaced.
     assert.equal((await run('x', { cwd: sub, onPolicyChange: 'replace' })).environment, { fresh: false });
     const replaced = await run('typeof x', { cwd: b, onPolicyChange: 'replace' });
-    assert.is(value(replaced), 'undefined');
+    assert.is(valueOf(replaced), 'undefined');
     assert.equal(replaced.environment, { fresh: true, replaced: `the sandbox policy changed (workspaceRoot '${a}' → '${b}'), so the previous environment was ended (onPolicyChange: "replace")` });
     // The new environment's workspace is b.
-    assert.equal((value(await run(writes.replace(join(b, 'escaped.txt'), join(a, 'escaped.txt')), { cwd: b })) as string[]).slice(0, 2), [b, 'ok']);
+    assert.equal((valueOf(await run(writes.replace(join(b, 'escaped.txt'), join(a, 'escaped.txt')), { cwd: b })) as string[]).slice(0, 2), [b, 'ok']);
     rmSync(join(b, 'written.txt'));
   });
 
@@ -134,15 +121,15 @@ for (const [label, config] of FORMATS) {
     }
     // The same policy, spelled with no workspaceRoot from a subdirectory, is no change.
     const same = await run('x + 1', { cwd: sub });
-    assert.is(value(same), 42);
+    assert.is(valueOf(same), 42);
     assert.equal(same.environment, { fresh: false });
     assert.match(await refusal(run('x', { cwd: b })), new RegExp(`^ptc run\\(\\): cwd '${b}' is outside this stateOwner's workspace root '${a}' \\(the one its environment started with`));
     // A one-time run takes its own policy in an environment of its own.
     const once = await run('typeof x', { cwd: a, policy: { mode: 'read-only' }, oneTime: true });
-    assert.is(value(once), 'undefined');
+    assert.is(valueOf(once), 'undefined');
     assert.is(once.sandbox.mode, 'read-only');
     const replaced = await run('typeof x', { cwd: a, policy: { mode: 'read-only' }, onPolicyChange: 'replace' });
-    assert.is(value(replaced), 'undefined');
+    assert.is(valueOf(replaced), 'undefined');
     assert.is(replaced.sandbox.mode, 'read-only');
     assert.equal(replaced.environment, { fresh: true, replaced: `the sandbox policy changed (mode 'workspace-write' → 'read-only'), so the previous environment was ended (onPolicyChange: "replace")` });
   });
@@ -150,11 +137,11 @@ for (const [label, config] of FORMATS) {
   test(`${label}: relative import() and relative file access across a cwd change`, async () => {
     const run = runner(runtimeWith(config), {});
     const probe = '(await import("./where.mjs")).where + " " + process.getBuiltinModule("node:fs").readFileSync("where.txt", "utf8")';
-    assert.is(value(await run(`var first = ${probe}; first`, { cwd: a })), 'a a');
+    assert.is(valueOf(await run(`var first = ${probe}; first`, { cwd: a })), 'a a');
     // The reference: the scoped REPL resolves relative specifiers from the environment's first
     // working directory; Script and Node's REPL from the current one. Files follow the current one.
     const moved = await run(probe, { cwd: sub });
-    assert.is(value(moved), label === 'scoped REPL' ? 'a sub' : 'sub sub');
+    assert.is(valueOf(moved), label === 'scoped REPL' ? 'a sub' : 'sub sub');
     assert.equal(moved.environment, { fresh: false });
   });
 }
@@ -163,7 +150,7 @@ test('full-access has no workspace to keep: a retained owner may run in any cwd'
   const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', policy: { mode: 'full-access' } }), {});
   await run('var x = 41', { cwd: a });
   const moved = await run('[x + 1, process.cwd()]', { cwd: b });
-  assert.equal(value(moved), [42, b]);
+  assert.equal(valueOf(moved), [42, b]);
   assert.equal(moved.environment, { fresh: false });
 });
 
@@ -175,7 +162,7 @@ test('onPolicyChange is checked where a request is resolved and where a spec is 
   assert.is(message, 'ptc run(): spec.onPolicyChange must be "refuse" or "replace", got true');
   // A spec without the field (one built by hand) refuses, as resolve()'s default does.
   const { onPolicyChange: _omitted, ...bare } = runtime.resolve({ program: 'var y = 1', cwd: a, stateOwner: runtime });
-  value(await runtime.run(bare as never));
+  valueOf(await runtime.run(bare as never));
   assert.match(await refusal(runtime.run({ ...bare, cwd: b } as never)), /is outside this stateOwner's workspace root/);
 });
 

@@ -3,33 +3,15 @@
 // cooperative stops that keep (or clear) the environment.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { RunResult, Runtime, RuntimeConfig, Bindings } from '../../host/index.ts';
-import { createTestRuntime } from '../helpers/runtime.ts';
+import type { RunResult, Runtime, Bindings } from '../../host/index.ts';
+import { runtimesPerTest } from '../helpers/runtime.ts';
+import { failureOf, valueOf } from '../helpers/assert.ts';
 
-const runtimes: Runtime[] = [];
-test.after.each(async () => {
-  await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
-});
-
-function runtimeWith(config: RuntimeConfig): Runtime {
-  const runtime = createTestRuntime({ timeoutMs: 20_000, ...config });
-  runtimes.push(runtime);
-  return runtime;
-}
+const runtimeWith = runtimesPerTest(test, { timeoutMs: 20_000 });
 
 function runner(runtime: Runtime, owner?: object, bindings?: Bindings) {
   return (program: string, extra: Record<string, unknown> = {}, options = {}) =>
     runtime.run(runtime.resolve({ program, ...(owner ? { stateOwner: owner } : {}), ...(bindings ? { bindings } : {}), ...extra }), options);
-}
-
-function value(result: RunResult): unknown {
-  assert.is(result.status, 'ok', JSON.stringify(result, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)));
-  return (result as { value?: unknown }).value;
-}
-
-function failure(result: RunResult) {
-  assert.is(result.status, 'failed', JSON.stringify(result));
-  return (result as Extract<RunResult, { status: 'failed' }>).failure;
 }
 
 const text = (result: RunResult): string => result.output.map((entry) => (entry.type === 'text' ? entry.text : `[${entry.type}]`)).join('');
@@ -41,16 +23,16 @@ test('vm-script: the final expression is the awaited result; each call is fresh 
   const runtime = runtimeWith({ executionMode: 'vm-script' });
   assert.is(runtime.programFormat, 'vm-script');
   const run = runner(runtime, {});
-  assert.is(value(await run('var kept = 41; Promise.resolve(kept + 1)')), 42);
-  assert.is(value(await run('typeof kept')), 'undefined');
+  assert.is(valueOf(await run('var kept = 41; Promise.resolve(kept + 1)')), 42);
+  assert.is(valueOf(await run('typeof kept')), 'undefined');
 });
 
 test('vm-script: top-level return and static import are rejected with clear errors', async () => {
   const run = runner(runtimeWith({ executionMode: 'vm-script' }));
-  const returned = failure(await run('return 1'));
+  const returned = failureOf(await run('return 1'));
   assert.is(returned.kind, 'exception');
   assert.match(returned.message, /return/);
-  const imported = failure(await run('import fs from "node:fs";\nfs'));
+  const imported = failureOf(await run('import fs from "node:fs";\nfs'));
   assert.is(imported.kind, 'exception');
   assert.match(imported.message, /import/);
 });
@@ -60,13 +42,13 @@ test('vm-script + scriptPersistence: declarations, await-initialized values and 
   const owner = {};
   const run = runner(runtime, owner);
   const first = await run('const box = await Promise.resolve({ n: 1 });\nfunction get() { return box }\nlet count = 1;\ncount');
-  assert.is(value(first), 1);
+  assert.is(valueOf(first), 1);
   assert.equal(first.environment, { fresh: true });
   const second = await run('box.n++; count++; [get() === box, box.n, count]');
-  assert.equal(value(second), [true, 2, 2]);
+  assert.equal(valueOf(second), [true, 2, 2]);
   assert.equal(second.environment, { fresh: false });
   // Without an owner the same runtime uses a temporary environment.
-  assert.is(value(await runner(runtime)('typeof box')), 'undefined');
+  assert.is(valueOf(await runner(runtime)('typeof box')), 'undefined');
 });
 
 // ---------------------------------------------------------------- persistent-in-memory
@@ -76,23 +58,23 @@ test('scoped REPL: names persist and can be redeclared with any keyword', async 
   assert.is(runtime.programFormat, 'scoped-repl');
   assert.match(runtime.executionInstructions, /Use inspect\(\.\.\.values\) to display output\. Do not use console\./);
   const run = runner(runtime, {});
-  assert.is(value(await run('const x: number = 1;\nx + 1')), 2);
-  assert.is(value(await run('let x = 10;\nx')), 10);
-  assert.is(value(await run('var total = 0; for (const n of [1, 2, 3]) total += n; total')), 6);
-  assert.is(value(await run('x + total')), 16);
+  assert.is(valueOf(await run('const x: number = 1;\nx + 1')), 2);
+  assert.is(valueOf(await run('let x = 10;\nx')), 10);
+  assert.is(valueOf(await run('var total = 0; for (const n of [1, 2, 3]) total += n; total')), 6);
+  assert.is(valueOf(await run('x + total')), 16);
 });
 
 test('Node REPL (replScoped: false): REPL declaration rules and ordinary _', async () => {
   const runtime = runtimeWith({ executionMode: 'persistent-in-memory', replScoped: false });
   assert.is(runtime.programFormat, 'repl');
   const run = runner(runtime, {});
-  assert.is(value(await run('let y = 1; y')), 1);
-  const redeclared = failure(await run('let y = 2'));
+  assert.is(valueOf(await run('let y = 1; y')), 1);
+  const redeclared = failureOf(await run('let y = 2'));
   assert.is(redeclared.kind, 'exception');
   assert.is(redeclared.name, 'SyntaxError');
   assert.match(redeclared.message, /already been declared/);
-  assert.is(value(await run('_ = 5; undeclared = 7; 1 + 1')), 2);
-  assert.equal(value(await run('[_, undeclared, y]')), [5, 7, 1]);
+  assert.is(valueOf(await run('_ = 5; undeclared = 7; 1 + 1')), 2);
+  assert.equal(valueOf(await run('[_, undeclared, y]')), [5, 7, 1]);
 });
 
 // ---------------------------------------------------------------- owners and lifecycle
@@ -103,17 +85,17 @@ for (const [label, config] of [['vm-script + scriptPersistence', { executionMode
   test(`${label}: Node's lazy globals load on first use and then behave as copied`, async () => {
     const run = runner(runtimeWith(config), {});
     const loaded = '[process.moduleLoadList.includes("NativeModule internal/webstreams/readablestream"), process.moduleLoadList.includes("NativeModule internal/file")]';
-    assert.equal(value(await run(loaded)), [false, false]);
-    assert.equal(value(await run('[new File(["abc"], "a.txt").size, typeof TransformStream, new TextEncoderStream().encoding]')), [3, 'function', 'utf-8']);
-    assert.equal(value(await run(loaded)), [true, true]);
+    assert.equal(valueOf(await run(loaded)), [false, false]);
+    assert.equal(valueOf(await run('[new File(["abc"], "a.txt").size, typeof TransformStream, new TextEncoderStream().encoding]')), [3, 'function', 'utf-8']);
+    assert.equal(valueOf(await run(loaded)), [true, true]);
     // After its first read a global is the carrier's own value, and as enumerable as there.
     const same = `const main = process.getBuiltinModule('node:vm').runInThisContext('globalThis');
       const [mine, theirs] = [globalThis, main].map((g) => Object.getOwnPropertyDescriptor(g, 'File'));
       [mine.enumerable === theirs.enumerable, File === main.File, Object.keys(globalThis).includes('File')]`;
-    assert.equal(value(await run(same)), [true, true, false]);
+    assert.equal(valueOf(await run(same)), [true, true, false]);
     // An assignment before the first read shadows the name in this context only.
-    assert.equal(value(await run('FormData = 7; [FormData, Object.keys(globalThis).includes("FormData")]')), [7, false]);
-    assert.equal(value(await run('[FormData, process.getBuiltinModule("node:vm").runInThisContext("typeof FormData")]')), [7, 'function']);
+    assert.equal(valueOf(await run('FormData = 7; [FormData, Object.keys(globalThis).includes("FormData")]')), [7, false]);
+    assert.equal(valueOf(await run('[FormData, process.getBuiltinModule("node:vm").runInThisContext("typeof FormData")]')), [7, 'function']);
   });
 }
 
@@ -130,11 +112,11 @@ test('owners: one run at a time per owner, distinct owners concurrently, release
   );
   assert.match(refused ?? 'the run was admitted', /already has a run in progress/);
   const [slowResult, other] = await Promise.all([slow, runner(runtime, b)('who')]);
-  assert.is(value(slowResult), 'a');
-  assert.is(value(other), 'b');
+  assert.is(valueOf(slowResult), 'a');
+  assert.is(valueOf(other), 'b');
   await runtime.release(a);
   const after = await runner(runtime, a)('typeof who');
-  assert.is(value(after), 'undefined');
+  assert.is(valueOf(after), 'undefined');
   assert.equal(after.environment, { fresh: true });
 });
 
@@ -147,11 +129,11 @@ test('owners: release() called right after run() waits for that run, which keeps
   const inFlight = run('await new Promise((resolve) => setTimeout(resolve, 100)); kept');
   const released = runtime.release(owner);
   const result = await inFlight;
-  assert.is(value(result), 'before');
+  assert.is(valueOf(result), 'before');
   assert.equal(result.environment, { fresh: false });
   await released;
   const after = await run('typeof kept');
-  assert.is(value(after), 'undefined');
+  assert.is(valueOf(after), 'undefined');
   assert.equal(after.environment, { fresh: true });
 });
 
@@ -160,17 +142,17 @@ test('owners: a function is an owner too, and release() takes it like any object
   const agent = function agent() {};
   const run = runner(runtime, agent);
   await run('var kept = 41');
-  assert.is(value(await run('kept + 1')), 42);
+  assert.is(valueOf(await run('kept + 1')), 42);
   await runtime.release(agent);
   const after = await run('typeof kept');
-  assert.is(value(after), 'undefined');
+  assert.is(valueOf(after), 'undefined');
   assert.equal(after.environment, { fresh: true });
 });
 
 test('owners: the working directory is reset for each evaluation', async () => {
   const run = runner(runtimeWith({ executionMode: 'persistent-in-memory' }), {});
   await run('process.chdir("/tmp")', { cwd: '/' });
-  assert.is(value(await run('process.cwd()', { cwd: '/usr' })), '/usr');
+  assert.is(valueOf(await run('process.cwd()', { cwd: '/usr' })), '/usr');
 });
 
 test('initializer: runs once per new environment, output included, before the program', async () => {
@@ -178,15 +160,15 @@ test('initializer: runs once per new environment, output included, before the pr
   runtime.registerEnvironmentInitializer('inspect("initializing"); var greet = (name: string) => `hi ${name}`;');
   const owner = {};
   const first = await runner(runtime, owner)('inspect("program"); greet("a")');
-  assert.is(value(first), 'hi a');
+  assert.is(valueOf(first), 'hi a');
   assert.is(text(first), 'initializing\nprogram\n');
   const second = await runner(runtime, owner)('greet("b")');
-  assert.is(value(second), 'hi b');
+  assert.is(valueOf(second), 'hi b');
   assert.is(text(second), '');
   await runtime.release(owner);
   assert.is(text(await runner(runtime, owner)('1')), 'initializing\n');
   // Owner-less runs get a new environment, so they initialize too.
-  assert.is(value(await runner(runtime)('greet("c")')), 'hi c');
+  assert.is(valueOf(await runner(runtime)('greet("c")')), 'hi c');
   assert.throws(() => runtime.registerEnvironmentInitializer('1'), /before the first run/);
 });
 
@@ -218,14 +200,14 @@ test('initializer: unregistering stops it for new environments and waits for the
   await unregistered;
   assert.equal(events, ['initializer went on', 'unregistered']);
   const result = await first;
-  assert.is(value(result), true);
+  assert.is(valueOf(result), true);
   assert.is(text(result), 'initialized\n');
   // The environment it initialized keeps what it made; new ones start without it.
-  assert.is(value(await runner(runtime, owner, bindings)('ready')), true);
+  assert.is(valueOf(await runner(runtime, owner, bindings)('ready')), true);
   const other = await runner(runtime, {}, bindings)('typeof ready');
-  assert.is(value(other), 'undefined');
+  assert.is(valueOf(other), 'undefined');
   assert.is(text(other), '');
-  assert.is(value(await runner(runtime, undefined, bindings)('typeof ready')), 'undefined');
+  assert.is(valueOf(await runner(runtime, undefined, bindings)('typeof ready')), 'undefined');
   await unregister();
   assert.throws(() => runtime.registerEnvironmentInitializer('1'), /before the first run/);
 });
@@ -235,13 +217,13 @@ test('initializer: a replaced registration is not unregistered by the old one\'s
   const unregisterOld = runtime.registerEnvironmentInitializer('var from = "old"');
   runtime.registerEnvironmentInitializer('var from = "new"');
   await unregisterOld();
-  assert.is(value(await runner(runtime, {})('from')), 'new');
+  assert.is(valueOf(await runner(runtime, {})('from')), 'new');
 });
 
 test('initializer: a failure ends the environment before the program runs; other modes refuse it', async () => {
   const runtime = runtimeWith({ executionMode: 'persistent-in-memory' });
   runtime.registerEnvironmentInitializer('throw new Error("no database")');
-  const result = failure(await runner(runtime, {})('inspect("never")'));
+  const result = failureOf(await runner(runtime, {})('inspect("never")'));
   assert.is(result.kind, 'exception');
   assert.match(result.message, /initializer failed: no database/);
   assert.throws(() => runtimeWith({ executionMode: 'vm-script', scriptPersistence: true }).registerEnvironmentInitializer('1'), /persistent-in-memory/);
@@ -255,7 +237,7 @@ test('callbacks from a completed evaluation can neither call bindings nor print'
   // name is not the one a later call sees.
   await run('globalThis.lateCode = "none"; setTimeout(() => { inspect("late output"); ping("late").catch((e) => { globalThis.lateCode = e.code }) }, 200); 1');
   const second = await run('await new Promise((resolve) => setTimeout(resolve, 500)); await ping("now"); globalThis.lateCode');
-  assert.is(value(second), 'PTC_EVALUATION_ENDED');
+  assert.is(valueOf(second), 'PTC_EVALUATION_ENDED');
   assert.not.match(text(second), /late output/);
   assert.equal(calls, ['now']);
 });
@@ -265,7 +247,7 @@ test('idle: a process that dies between runs is reported at the next run and rep
   await run('var before = 1; setTimeout(() => process.exit(9), 100); 0');
   await sleep(600);
   const next = await run('typeof before');
-  assert.is(value(next), 'undefined');
+  assert.is(valueOf(next), 'undefined');
   assert.is(next.environment?.fresh, true);
   assert.match(next.environment?.replaced ?? '', /exited with code 9/);
 });
@@ -276,7 +258,7 @@ test('idle: stdout written between runs is discarded, stderr is kept for diagnos
   await sleep(700);
   const quiet = await run('1');
   assert.is(text(quiet), '');
-  const exit = failure(await run('process.exit(4)'));
+  const exit = failureOf(await run('process.exit(4)'));
   assert.is(exit.kind, 'worker-exit');
   assert.is(exit.exitCode, 4);
   assert.match(exit.stderrTail ?? '', /idle-err/);
@@ -290,12 +272,12 @@ test('timeout: a cooperative stop keeps the environment; catch and finally run; 
   const run = runner(runtimeWith({ executionMode: 'persistent-in-memory' }), {}, bindings);
   await run('var v = 1; var cleaned = false; var caught = "none"');
   const stopped = await run('v = 2; inspect("before"); try { await hang() } catch (e) { caught = e.code } finally { cleaned = true; inspect("after") }', { timeoutMs: 400 });
-  const reason = failure(stopped);
+  const reason = failureOf(stopped);
   assert.is(reason.kind, 'timeout');
   assert.is(reason.state, 'preserved');
   assert.match(reason.message, /execution timed out during execution \(deadline 400 ms elapsed\)/);
   assert.is(text(stopped), 'before\n');
-  assert.equal(value(await run('[v, cleaned, caught]')), [2, true, 'PTC_REVOKED']);
+  assert.equal(valueOf(await run('[v, cleaned, caught]')), [2, true, 'PTC_REVOKED']);
 });
 
 test('abort: a cooperative stop keeps the environment', async () => {
@@ -304,37 +286,37 @@ test('abort: a cooperative stop keeps the environment', async () => {
   await run('var kept = "yes"');
   const controller = new AbortController();
   setTimeout(() => controller.abort(), 200);
-  const reason = failure(await run('await hang()', {}, { signal: controller.signal }));
+  const reason = failureOf(await run('await hang()', {}, { signal: controller.signal }));
   assert.is(reason.kind, 'abort');
   assert.is(reason.state, 'preserved');
-  assert.is(value(await run('kept')), 'yes');
+  assert.is(valueOf(await run('kept')), 'yes');
 });
 
 test('timeout: a run still waiting on a timer is not cut short by the stop, so the environment is cleared', async () => {
   const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', stopGraceMs: 300 }), {});
   await run('var lost = 1');
   const stopped = await run('await new Promise((resolve) => setTimeout(resolve, 60_000))', { timeoutMs: 300 });
-  assert.equal([failure(stopped).kind, failure(stopped).state], ['timeout', 'cleared']);
+  assert.equal([failureOf(stopped).kind, failureOf(stopped).state], ['timeout', 'cleared']);
   const after = await run('typeof lost');
-  assert.is(value(after), 'undefined');
+  assert.is(valueOf(after), 'undefined');
   assert.equal((after as { environment?: unknown }).environment, { fresh: true });
 });
 
 test('timeout: a synchronous loop cannot acknowledge, so the environment is cleared', async () => {
   const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', stopGraceMs: 300 }), {});
   await run('var lost = 1');
-  const reason = failure(await run('while (true) {}', { timeoutMs: 300 }));
+  const reason = failureOf(await run('while (true) {}', { timeoutMs: 300 }));
   assert.is(reason.kind, 'timeout');
   assert.is(reason.state, 'cleared');
   const next = await run('typeof lost');
-  assert.is(value(next), 'undefined');
+  assert.is(valueOf(next), 'undefined');
   assert.is(next.environment?.fresh, true);
 });
 
 test('timeout: a program that ignores the stop past stopGraceMs is killed and cleared', async () => {
   const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', stopGraceMs: 300 }), {});
   // The interval keeps the run pending (a bare never-settling promise would be a stall, stall.test.ts).
-  const reason = failure(await run('setInterval(() => {}, 1000); await new Promise(() => {})', { timeoutMs: 300 }));
+  const reason = failureOf(await run('setInterval(() => {}, 1000); await new Promise(() => {})', { timeoutMs: 300 }));
   assert.is(reason.kind, 'timeout');
   assert.is(reason.state, 'cleared');
 });
@@ -342,14 +324,14 @@ test('timeout: a program that ignores the stop past stopGraceMs is killed and cl
 test('failures that end the environment report it cleared; exceptions keep earlier mutations', async () => {
   const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', maxOutputBytes: 1000 }), {});
   await run('var a = 1');
-  const thrown = failure(await run('a = 2; throw new Error("oops")'));
+  const thrown = failureOf(await run('a = 2; throw new Error("oops")'));
   assert.is(thrown.kind, 'exception');
   assert.is(thrown.state, undefined);
-  assert.is(value(await run('a')), 2);
-  const overflow = failure(await run('inspect("x".repeat(2000))'));
+  assert.is(valueOf(await run('a')), 2);
+  const overflow = failureOf(await run('inspect("x".repeat(2000))'));
   assert.is(overflow.kind, 'output-limit');
   assert.is(overflow.state, 'cleared');
-  assert.is(value(await run('typeof a')), 'undefined');
+  assert.is(valueOf(await run('typeof a')), 'undefined');
 });
 
 test.run();

@@ -3,35 +3,24 @@
 // recently used idle one when another owner needs one, a busy one is never released, and the
 // released owner's next run starts fresh with `environment.replaced` saying why. Each released
 // carrier's process is gone.
+// launch: source only (test/run.ts runs it once): which environment goes, and when, is the host's
+// (host/execution/owners.ts), the same whatever started the carrier; ending a released carrier is
+// the host's release, which retained.test.ts runs per launch (release() starts fresh).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, readFileSync } from 'node:fs';
 import type { RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
-import { createTestRuntime, waitUntil } from '../helpers/runtime.ts';
+import { createTestRuntime, runtimesPerTest, waitUntil } from '../helpers/runtime.ts';
+import { valueOf } from '../helpers/assert.ts';
 
 const IDLE = (ms: number) => `the previous environment was idle for ${ms} ms (idleTimeoutMs), so it was released`;
 const EVICTED = (most: number) => `the previous environment was the least recently used one past maxRetainedEnvironments (${most}), so it was released`;
-const show = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
 
-const runtimes: Runtime[] = [];
-test.after.each(async () => {
-  await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
-});
-
-function runtimeWith(config: RuntimeConfig): Runtime {
-  const runtime = createTestRuntime({ executionMode: 'persistent-in-memory', timeoutMs: 20_000, ...config });
-  runtimes.push(runtime);
-  return runtime;
-}
+const runtimeWith = runtimesPerTest(test, { executionMode: 'persistent-in-memory', timeoutMs: 20_000 });
 
 function runner(runtime: Runtime) {
   return (owner: object, program: string, bindings?: Record<string, (...args: never[]) => Promise<unknown>>): Promise<RunResult> =>
     runtime.run(runtime.resolve({ program, stateOwner: owner, ...(bindings ? { bindings } : {}) }));
-}
-
-function value(result: RunResult): unknown {
-  assert.is(result.status, 'ok', show(result));
-  return (result as { value?: unknown }).value;
 }
 
 /** Whether a process lives (a zombie has exited). */
@@ -55,11 +44,11 @@ test('idleTimeoutMs: an idle environment is released, its process ends, and the 
   const runtime = runtimeWith({ idleTimeoutMs: 300 });
   const run = runner(runtime);
   const owner = {};
-  const pid = value(await run(owner, PID)) as number;
+  const pid = valueOf(await run(owner, PID)) as number;
   if (localCarriers) assert.ok(await waitUntil(() => !alive(pid), 15_000), `carrier ${pid} still runs after its idle release`);
   else await new Promise((resolve) => setTimeout(resolve, 1_000));
   const next = await run(owner, 'typeof pid');
-  assert.is(value(next), 'undefined');
+  assert.is(valueOf(next), 'undefined');
   assert.equal(next.environment, { fresh: true, replaced: IDLE(300) });
   // The fresh environment is retained as usual: the reason is reported once.
   const again = await run(owner, 'var kept = 1; kept');
@@ -74,13 +63,13 @@ test('idleTimeoutMs: the clock starts when a run ends, so a run longer than the 
   const gate = new Promise<void>((resolve) => {
     finish = resolve;
   });
-  assert.is(value(await run(owner, 'var kept = 41; kept')), 41);
+  assert.is(valueOf(await run(owner, 'var kept = 41; kept')), 41);
   const long = run(owner, 'await hold(); kept', { hold: () => gate.then(() => null) });
   await new Promise((resolve) => setTimeout(resolve, 1_800));
   finish();
-  assert.is(value(await long), 41);
+  assert.is(valueOf(await long), 41);
   const after = await run(owner, 'kept + 1');
-  assert.is(value(after), 42);
+  assert.is(valueOf(after), 42);
   assert.equal(after.environment, { fresh: false });
 });
 
@@ -88,22 +77,22 @@ test('maxRetainedEnvironments: a new owner past the limit releases the least rec
   const runtime = runtimeWith({ maxRetainedEnvironments: 2 });
   const run = runner(runtime);
   const [a, b, c] = [{}, {}, {}];
-  const pidA = value(await run(a, PID)) as number;
-  const pidB = value(await run(b, PID)) as number;
-  assert.is(value(await run(a, 'pid')), pidA); // a is now the most recently used
-  const pidC = value(await run(c, PID)) as number;
+  const pidA = valueOf(await run(a, PID)) as number;
+  const pidB = valueOf(await run(b, PID)) as number;
+  assert.is(valueOf(await run(a, 'pid')), pidA); // a is now the most recently used
+  const pidC = valueOf(await run(c, PID)) as number;
   // b was released before c's environment started.
   if (localCarriers) assert.ok(await waitUntil(() => !alive(pidB), 15_000), `evicted carrier ${pidB} still runs`);
   if (localCarriers) assert.ok(alive(pidA) && alive(pidC), 'a retained carrier ended');
   const keptA = await run(a, 'pid');
-  assert.is(value(keptA), pidA);
+  assert.is(valueOf(keptA), pidA);
   assert.equal(keptA.environment, { fresh: false });
   const freshB = await run(b, 'typeof pid');
-  assert.is(value(freshB), 'undefined');
+  assert.is(valueOf(freshB), 'undefined');
   assert.equal(freshB.environment, { fresh: true, replaced: EVICTED(2) });
   // b's new environment in turn released c, now the least recently used.
   const freshC = await run(c, 'typeof pid');
-  assert.equal([value(freshC), freshC.environment], ['undefined', { fresh: true, replaced: EVICTED(2) }]);
+  assert.equal([valueOf(freshC), freshC.environment], ['undefined', { fresh: true, replaced: EVICTED(2) }]);
   if (localCarriers) assert.ok(await waitUntil(() => !alive(pidC), 15_000), `evicted carrier ${pidC} still runs`);
 });
 
@@ -115,20 +104,20 @@ test('maxRetainedEnvironments: a busy environment is never released; the excess 
   const gate = new Promise<void>((resolve) => {
     finish = resolve;
   });
-  assert.is(value(await run(a, 'var who = "a"; who')), 'a');
+  assert.is(valueOf(await run(a, 'var who = "a"; who')), 'a');
   const busyA = run(a, 'await hold(); who', { hold: () => gate.then(() => null) });
   // a is busy: b's environment starts anyway, over the limit for now.
   const firstB = await run(b, 'var who = "b"; who');
-  assert.equal([value(firstB), firstB.environment], ['b', { fresh: true }]);
+  assert.equal([valueOf(firstB), firstB.environment], ['b', { fresh: true }]);
   finish();
   const endedA = await busyA;
-  assert.is(value(endedA), 'a');
+  assert.is(valueOf(endedA), 'a');
   assert.equal(endedA.environment, { fresh: false });
   // When b's run ended, a was busy and b was the only idle one, so b went; a stays.
   const afterA = await run(a, 'who');
-  assert.equal([value(afterA), afterA.environment], ['a', { fresh: false }]);
+  assert.equal([valueOf(afterA), afterA.environment], ['a', { fresh: false }]);
   const afterB = await run(b, 'typeof who');
-  assert.equal([value(afterB), afterB.environment], ['undefined', { fresh: true, replaced: EVICTED(1) }]);
+  assert.equal([valueOf(afterB), afterB.environment], ['undefined', { fresh: true, replaced: EVICTED(1) }]);
 });
 
 test('config: idleTimeoutMs and maxRetainedEnvironments are validated and quoted', () => {

@@ -13,6 +13,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { launchCommand, type LaunchCommand } from '../../host/worker/launch.ts';
 import { availableBackends, isDenial, planSandbox, resolvePolicy, wrapLaunch, type SandboxOptions, type SandboxPlan, type SandboxPolicy } from '../../host/sandbox/index.ts';
+import { waitUntil } from '../helpers/runtime.ts';
 
 const NODE = join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'node');
 /** Runs and deaths already caused by the test; generous, and never a speed assertion. */
@@ -128,15 +129,6 @@ function markedProcesses(marker: string | ((cmdline: string) => boolean)): numbe
     }
   }
   return found;
-}
-
-async function waitUntil(condition: () => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  return true;
 }
 
 function files(dir: string): string[] {

@@ -6,9 +6,10 @@ import { createServer, type Server } from 'node:net';
 import { join, relative as relativeTo } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { RunResult, Runtime, RuntimeConfig, SandboxPolicy } from '../../host/index.ts';
+import type { RunResult, RuntimeConfig, SandboxPolicy } from '../../host/index.ts';
 import { spawnSync } from 'node:child_process';
-import { createTestRuntime, launchUnderTest, liveProcesses, reportLocation, unavailablePrefix, waitUntil } from '../helpers/runtime.ts';
+import { launchUnderTest, liveProcesses, reportLocation, runtimesPerTest, unavailablePrefix, waitUntil } from '../helpers/runtime.ts';
+import { valueOf } from '../helpers/assert.ts';
 
 // Not under /tmp: bubblewrap gives the program a private /tmp, which would hide these directories
 // altogether (ENOENT) instead of showing them read-only.
@@ -19,21 +20,12 @@ const extra = join(root, 'extra');
 for (const dir of [workspace, outside, extra]) mkdirSync(dir);
 symlinkSync(outside, join(workspace, 'escape'));
 
-const runtimes: Runtime[] = [];
-test.after.each(async () => {
-  await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
-});
+const runtimeWith = runtimesPerTest(test);
 test.after(() => rmSync(root, { recursive: true, force: true }));
 
 async function run(program: string, policy: SandboxPolicy | undefined, config: RuntimeConfig = {}, extraRequest: Record<string, unknown> = {}): Promise<RunResult> {
-  const runtime = createTestRuntime({ timeoutMs: 20_000, ...config, ...(policy ? { policy } : { policy: { mode: 'workspace-write' } }) });
-  runtimes.push(runtime);
+  const runtime = runtimeWith({ timeoutMs: 20_000, ...config, ...(policy ? { policy } : { policy: { mode: 'workspace-write' } }) });
   return runtime.run(runtime.resolve({ program, cwd: workspace, ...extraRequest }));
-}
-
-function value(result: RunResult): any {
-  assert.is(result.status, 'ok', JSON.stringify(result));
-  return (result as { value?: unknown }).value;
 }
 
 /** A program that tries to write each path and returns the error code per path ('ok' when it worked). */
@@ -50,7 +42,7 @@ test('bwrap: the default policy writes the workspace and nothing outside it, and
   const result = await run(tryWrites([inside, join(outside, 'a.txt'), join(workspace, 'escape', 'b.txt'), join(workspace, '..', 'outside', 'c.txt'), `/proc/self/root${outside}/d.txt`]), undefined);
   // Outside the workspace is absent from the sandbox's fresh root (docs/host-view.md): ENOENT,
   // which `denied` does not count, as no program can tell it from a file that does not exist.
-  assert.equal(value(result), {
+  assert.equal(valueOf(result), {
     [inside]: 'ok',
     [join(outside, 'a.txt')]: 'ENOENT',
     [join(workspace, 'escape', 'b.txt')]: 'ENOENT',
@@ -60,27 +52,23 @@ test('bwrap: the default policy writes the workspace and nothing outside it, and
   assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: false, memory: 'none', disk: 'watchdog', ...reportLocation() });
   // What the sandbox shows read-only refuses the write, and that is a denial.
   const system = await run(tryWrites(['/usr/ptc-sandbox-test.txt']), undefined);
-  assert.equal(value(system), { '/usr/ptc-sandbox-test.txt': 'EROFS' });
+  assert.equal(valueOf(system), { '/usr/ptc-sandbox-test.txt': 'EROFS' });
   assert.is(system.sandbox.denied, true);
   assert.ok(existsSync(inside));
   assert.not.ok(existsSync(join(outside, 'a.txt')));
 });
 
 test('without a cwd a program runs in its policy\'s workspace root, and writes there', async () => {
-  const make = (config: RuntimeConfig) => {
-    const runtime = createTestRuntime({ timeoutMs: 20_000, ...config });
-    runtimes.push(runtime);
-    return runtime;
-  };
+  const make = (config: RuntimeConfig) => runtimeWith({ timeoutMs: 20_000, ...config });
   const where = "const fs = await import('node:fs'); fs.writeFileSync('here.txt', 'x'); return process.cwd()";
   // The runtime's policy, then a request's own policy, then a relative root (from this process's directory).
   const configured = make({ policy: { mode: 'workspace-write', workspaceRoot: workspace } });
-  assert.is(value(await configured.run(configured.resolve({ program: where }))), workspace);
+  assert.is(valueOf(await configured.run(configured.resolve({ program: where }))), workspace);
   const plain = make({ policy: { mode: 'workspace-write' } });
-  assert.is(value(await plain.run(plain.resolve({ program: where, policy: { mode: 'workspace-write', workspaceRoot: extra } }))), extra);
+  assert.is(valueOf(await plain.run(plain.resolve({ program: where, policy: { mode: 'workspace-write', workspaceRoot: extra } }))), extra);
   assert.ok(existsSync(join(workspace, 'here.txt')) && existsSync(join(extra, 'here.txt')));
   const relative = make({ policy: { mode: 'workspace-write', workspaceRoot: relativeTo(process.cwd(), outside) } });
-  assert.is(value(await relative.run(relative.resolve({ program: where }))), outside);
+  assert.is(valueOf(await relative.run(relative.resolve({ program: where }))), outside);
   // A cwd given is kept: the root is then the policy's to resolve against it, as before.
   const given = configured.resolve({ program: 'return process.cwd()', cwd: workspace });
   assert.is(given.cwd, workspace);
@@ -95,7 +83,7 @@ test('denied: a denial the program swallows is still reported, and a clean run i
     try { fs.writeFileSync('/usr/ptc-quiet.txt', 'x') } catch {}
     return 1`;
   const quiet = await run(swallowed, undefined);
-  assert.is(value(quiet), 1);
+  assert.is(valueOf(quiet), 1);
   assert.is(quiet.sandbox.denied, true);
   const viaPromise = await run(`const fsp = await import('node:fs/promises'); await fsp.writeFile('/usr/ptc-p.txt', 'x').catch(() => {}); return 2`, undefined);
   assert.is(viaPromise.sandbox.denied, true);
@@ -110,10 +98,10 @@ test('bwrap: read-only writes only the private temp directory; extra writable ro
     const os = await import('node:os');
     fs.writeFileSync(os.tmpdir() + '/t.txt', 'y');
     return [codes, fs.readFileSync(os.tmpdir() + '/t.txt', 'utf8'), os.tmpdir() !== '/tmp'];`, { mode: 'read-only' });
-  assert.equal(value(readOnly), [{ [join(workspace, 'ro.txt')]: 'EROFS' }, 'y', true]);
+  assert.equal(valueOf(readOnly), [{ [join(workspace, 'ro.txt')]: 'EROFS' }, 'y', true]);
   assert.is(readOnly.sandbox.mode, 'read-only');
   const writable = await run(tryWrites([join(extra, 'e.txt'), join(workspace, 'w.txt')]), { mode: 'workspace-write', writableRoots: [extra] });
-  assert.equal(value(writable), { [join(extra, 'e.txt')]: 'ok', [join(workspace, 'w.txt')]: 'ok' });
+  assert.equal(valueOf(writable), { [join(extra, 'e.txt')]: 'ok', [join(workspace, 'w.txt')]: 'ok' });
   assert.is(writable.sandbox.denied, false);
 });
 
@@ -121,7 +109,7 @@ test('bwrap: a child process cannot write outside either', async () => {
   // Into a directory the sandbox shows read-only; one it does not show is absent (the table above).
   const target = '/usr/ptc-child.txt';
   const result = await run(`const { execSync } = await import('node:child_process'); try { execSync('echo x > ${target}', { stdio: 'pipe' }); return 'written' } catch (error) { return String(error.stderr) }`, undefined);
-  assert.match(value(result), /Read-only file system/);
+  assert.match(valueOf(result), /Read-only file system/);
   assert.not.ok(existsSync(target));
   assert.is(result.sandbox.denied, true);
 });
@@ -133,11 +121,11 @@ test('bwrap: network is off unless allowed', async () => {
   const connect = `const net = await import('node:net'); return await new Promise((resolve) => { const s = net.connect(${port}, '127.0.0.1'); s.on('data', (d) => { resolve(String(d)); s.destroy() }); s.on('error', (e) => resolve(e.code)) })`;
   try {
     const off = await run(connect, undefined);
-    assert.is(value(off), 'ECONNREFUSED');
+    assert.is(valueOf(off), 'ECONNREFUSED');
     assert.is(off.sandbox.network, false);
     assert.is(off.sandbox.denied, true);
     const on = await run(connect, { mode: 'workspace-write', network: true });
-    assert.is(value(on), 'hello');
+    assert.is(valueOf(on), 'hello');
     assert.is(on.sandbox.network, true);
   } finally {
     server.close();
@@ -163,9 +151,9 @@ test('bwrap: the host\'s /run sockets are out of reach, with the network or with
   await new Promise<void>((resolve) => server.listen(path, resolve));
   const connect = `const net = await import('node:net'); return await new Promise((resolve) => { const s = net.connect(${JSON.stringify(path)}); s.on('data', (d) => { resolve(String(d)); s.destroy() }); s.on('error', (e) => resolve(e.code)) })`;
   try {
-    assert.is(value(await run(connect, undefined)), 'ENOENT');
+    assert.is(valueOf(await run(connect, undefined)), 'ENOENT');
     // A network namespace does not cover sockets on the file system: /run is replaced either way.
-    assert.is(value(await run(connect, { mode: 'workspace-write', network: true })), 'ENOENT');
+    assert.is(valueOf(await run(connect, { mode: 'workspace-write', network: true })), 'ENOENT');
   } finally {
     server.close();
   }
@@ -174,7 +162,7 @@ test('bwrap: the host\'s /run sockets are out of reach, with the network or with
 test('bwrap: a detached grandchild in its own session dies with the run', async () => {
   const marker = markerFor(987);
   const result = await run(startDetached(marker, 'setsid'), undefined);
-  assert.is(value(result), true, 'the grandchild was running inside the sandbox');
+  assert.is(valueOf(result), true, 'the grandchild was running inside the sandbox');
   const gone = await waitUntil(() => !liveProcesses().some(({ pid }) => commandLine(pid).includes(marker)), 5_000);
   assert.ok(gone, 'the grandchild survived');
 });
@@ -183,7 +171,7 @@ test('unconfined: a child that moved to its own session still dies with the run'
   const marker = markerFor(986);
   // The child is still the carrier's child when the run ends, so the kill reaches it by the tree.
   const result = await run(startDetached(marker, 'sleep'), { mode: 'full-access' });
-  assert.is(value(result), true, 'the child was running');
+  assert.is(valueOf(result), true, 'the child was running');
   assert.equal(result.sandbox, { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog', ...reportLocation() });
   const gone = await waitUntil(() => !liveProcesses().some(({ pid }) => commandLine(pid).includes(marker)), 5_000);
   assert.ok(gone, 'the detached child survived');
@@ -192,13 +180,13 @@ test('unconfined: a child that moved to its own session still dies with the run'
 test('node-permission: partial enforcement denies outside writes and child processes', async () => {
   const config: RuntimeConfig = { sandbox: { backend: 'node-permission' } };
   const writes = await run(tryWrites([join(workspace, 'np.txt'), join(outside, 'np.txt')]), undefined, config);
-  assert.equal(value(writes), { [join(workspace, 'np.txt')]: 'ok', [join(outside, 'np.txt')]: 'ERR_ACCESS_DENIED' });
+  assert.equal(valueOf(writes), { [join(workspace, 'np.txt')]: 'ok', [join(outside, 'np.txt')]: 'ERR_ACCESS_DENIED' });
   // Node 25 and later refuse the network under the model (--allow-net is all or nothing); the machine's Node 20 does not.
   const carrierNode = launchUnderTest()?.kind === 'node-script' || launchUnderTest()?.kind === 'ssh' ? spawnSync('/usr/bin/node', ['--version'], { encoding: 'utf8' }).stdout : process.version;
   const governed = Number(/^v(\d+)/.exec(carrierNode)![1]) >= 25;
   assert.equal(writes.sandbox, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: !governed, denied: true, memory: 'none', disk: 'watchdog', ...reportLocation() });
   const child = await run(`const { execSync } = await import('node:child_process'); try { execSync('true'); return 'spawned' } catch (error) { return error.code }`, undefined, config);
-  assert.is(value(child), 'ERR_ACCESS_DENIED');
+  assert.is(valueOf(child), 'ERR_ACCESS_DENIED');
 });
 
 test('fail closed: missing bubblewrap or too little enforcement is sandbox-unavailable', async () => {
@@ -210,7 +198,7 @@ test('fail closed: missing bubblewrap or too little enforcement is sandbox-unava
   assert.match((tooWeak as { failure: { message: string } }).failure.message, /permission model/);
   // full-access has nothing to enforce, so it runs even without bubblewrap.
   const unconfined = await run('return 1', { mode: 'full-access' }, { sandbox: { backend: 'bwrap', bwrapPath: join(root, 'no-bwrap'), require: 'full' } });
-  assert.is(value(unconfined), 1);
+  assert.is(valueOf(unconfined), 1);
 });
 
 test('auto without bubblewrap: node-permission only where its Node can refuse the network, else sandbox-unavailable saying why', async () => {
@@ -218,7 +206,7 @@ test('auto without bubblewrap: node-permission only where its Node can refuse th
   const result = await run('return 1', undefined, { sandbox: { backend: 'auto', bwrapPath: missing } });
   const carrierNode = launchUnderTest()?.kind === 'node-script' || launchUnderTest()?.kind === 'ssh' ? spawnSync('/usr/bin/node', ['--version'], { encoding: 'utf8' }).stdout.trim() : process.version;
   if (Number(/^v(\d+)/.exec(carrierNode)![1]) >= 25) {
-    assert.is(value(result), 1);
+    assert.is(valueOf(result), 1);
     assert.equal([result.sandbox.backend, result.sandbox.network], ['node-permission', false]);
     return;
   }
@@ -228,32 +216,30 @@ test('auto without bubblewrap: node-permission only where its Node can refuse th
   });
   // Asking for the network leaves nothing for the model to fail at.
   const open = await run('return 1', { mode: 'workspace-write', network: true }, { sandbox: { backend: 'auto', bwrapPath: missing } });
-  assert.equal([value(open), open.sandbox.backend, open.sandbox.network], [1, 'node-permission', true]);
+  assert.equal([valueOf(open), open.sandbox.backend, open.sandbox.network], [1, 'node-permission', true]);
 });
 
 test('retained owners: a policy change is refused, or starts a fresh environment when asked; a one-time run cannot see the owner', async () => {
-  const runtime = createTestRuntime({ executionMode: 'persistent-in-memory', policy: { mode: 'workspace-write' } });
-  runtimes.push(runtime);
+  const runtime = runtimeWith({ executionMode: 'persistent-in-memory', policy: { mode: 'workspace-write' } });
   const owner = {};
   const go = (program: string, extra: Record<string, unknown> = {}) => runtime.run(runtime.resolve({ program, cwd: workspace, stateOwner: owner, ...extra }));
   await go('var secret = 42');
-  assert.is(value(await go('secret')), 42);
+  assert.is(valueOf(await go('secret')), 42);
   const once = await go('typeof secret', { policy: { mode: 'workspace-write', network: true }, oneTime: true });
-  assert.is(value(once), 'undefined');
+  assert.is(valueOf(once), 'undefined');
   assert.is(once.sandbox.network, true);
-  assert.is(value(await go('secret')), 42);
+  assert.is(valueOf(await go('secret')), 42);
   const refused = await go('secret', { policy: { mode: 'read-only' } }).then(() => 'ran', (error: Error) => error.message);
   assert.match(refused, /^ptc run\(\): this run's sandbox policy differs from the one this stateOwner's environment started with \(mode 'workspace-write' → 'read-only'\)/);
-  assert.is(value(await go('secret')), 42);
+  assert.is(valueOf(await go('secret')), 42);
   const changed = await go('typeof secret', { policy: { mode: 'read-only' }, onPolicyChange: 'replace' });
-  assert.is(value(changed), 'undefined');
+  assert.is(valueOf(changed), 'undefined');
   assert.equal(changed.environment, { fresh: true, replaced: 'the sandbox policy changed (mode \'workspace-write\' → \'read-only\'), so the previous environment was ended (onPolicyChange: "replace")' });
   assert.is(changed.sandbox.mode, 'read-only');
 });
 
 test('a policy naming a missing writable root is refused before anything runs', async () => {
-  const runtime = createTestRuntime({});
-  runtimes.push(runtime);
+  const runtime = runtimeWith({});
   // A remote launch resolves the paths over there: the far side refuses it, before any carrier starts.
   const remote = reportLocation().location === 'remote';
   const refused = await runtime.run(runtime.resolve({ program: 'return 1', cwd: workspace, policy: { mode: 'workspace-write', writableRoots: [join(root, 'missing')] } })).then(

@@ -11,8 +11,9 @@ import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Bindings, Failure, RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
-import { createTestRuntime } from '../helpers/runtime.ts';
+import type { Bindings, Failure, RunResult, RuntimeConfig } from '../../host/index.ts';
+import { runtimesPerTest } from '../helpers/runtime.ts';
+import { show, valueOf } from '../helpers/assert.ts';
 
 const STALL = 'ptc: the program is waiting on a promise that nothing can settle: no binding call, timer, I/O or child process is pending';
 // Long enough that a run which waited for its deadline instead of failing fast is caught below.
@@ -21,18 +22,8 @@ const DEADLINE_MS = 60_000;
 // is a test timeout (the deadline is far beyond it), not an assertion about speed.
 const GUARD_MS = 30_000;
 
-const show = (value: unknown): string => JSON.stringify(value, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
 
-const runtimes: Runtime[] = [];
-test.after.each(async () => {
-  await Promise.all(runtimes.splice(0).map((runtime) => runtime.dispose()));
-});
-
-function runtimeWith(config: RuntimeConfig = {}): Runtime {
-  const runtime = createTestRuntime({ timeoutMs: DEADLINE_MS, ...config });
-  runtimes.push(runtime);
-  return runtime;
-}
+const runtimeWith = runtimesPerTest(test, { timeoutMs: DEADLINE_MS });
 
 async function guarded(label: string, result: Promise<RunResult>): Promise<RunResult> {
   let timer: NodeJS.Timeout | undefined;
@@ -51,11 +42,6 @@ function stalled(label: string, result: RunResult): Failure {
   const failure = (result as Extract<RunResult, { status: 'failed' }>).failure;
   assert.equal({ kind: failure.kind, name: failure.name, message: failure.message }, { kind: 'exception', name: 'Error', message: STALL }, label);
   return failure;
-}
-
-function valueOf(label: string, result: RunResult): unknown {
-  assert.is(result.status, 'ok', `${label}: expected ok, got ${show(result)}`);
-  return (result as Extract<RunResult, { status: 'ok' }>).value;
 }
 
 const NEVER_SETTLES: Array<[string, string]> = [
@@ -100,12 +86,12 @@ for (const [label, config, setup, program] of RETAINED) {
     const runtime = runtimeWith(config);
     const owner = {};
     const run = (source: string) => guarded(label, runtime.run(runtime.resolve({ program: source, stateOwner: owner, bindings: echo })));
-    assert.is(valueOf(label, await run(setup)), 41);
+    assert.is(valueOf(await run(setup), label), 41);
     // Like any exception, it leaves the environment as it is (no `state`: nothing was cleared).
     const failure = stalled(label, await run(program));
     assert.is(failure.state, undefined, `${label}: ${show(failure)}`);
     const after = await run('await echo(kept + 1)');
-    assert.is(valueOf(label, after), 42);
+    assert.is(valueOf(after, label), 42);
     assert.equal(after.environment, { fresh: false });
     // A stall after a binding call of the same environment is still found.
     stalled(label, await run('await echo(1); await new Promise(() => {}); 0'));
@@ -121,7 +107,7 @@ for (const backend of ['bwrap', 'node-permission'] as const) {
       const failed = await run('await echo(1); await new Promise(() => {});');
       stalled(backend, failed);
       assert.is(failed.sandbox.backend, backend);
-      assert.is(valueOf(backend, await run('return await new Promise((resolve) => setTimeout(() => resolve("timer"), 200))')), 'timer');
+      assert.is(valueOf(await run('return await new Promise((resolve) => setTimeout(() => resolve("timer"), 200))'), backend), 'timer');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -197,7 +183,7 @@ test('keeps waiting (per-call): anything that can still call back settles the ru
       }
       const result = await guarded(label, runtime.run(runtime.resolve({ program, bindings })));
       await writer;
-      assert.equal(valueOf(label, result), expected, label);
+      assert.equal(valueOf(result, label), expected, label);
     }
   } finally {
     server.closeAllConnections();
