@@ -138,11 +138,13 @@ function python(script: string): string {
 return execFileSync('/usr/bin/python3', ['-c', ${JSON.stringify(script)}, ${JSON.stringify(MARKER)}], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();`;
 }
 
+/** Killed at maxMemoryMb: by the kernel where the carrier has a memory cgroup (it charges tmpfs and memfd pages to it), else by the watchdog, which names what it counted. */
 function memoryKilled(result: Record<string, any>): void {
   assert.is(result.status, 'failed', JSON.stringify(result));
   assert.is(result.failure.kind, 'worker-exit');
   assert.is(result.failure.maxMemoryMb, LIMIT_MB);
-  assert.match(result.failure.message, /in tmpfs and memfd files\), over its maxMemoryMb limit of 128 MiB/);
+  if (result.sandbox.memory === 'cgroup') assert.is(result.failure.message, "the carrier's process tree reached its maxMemoryMb limit of 128 MiB and the kernel killed it (cgroup memory limit)");
+  else assert.match(result.failure.message, /in tmpfs and memfd files\), over its maxMemoryMb limit of 128 MiB/);
 }
 
 /** Shared memory of the host (Shmem of /proc/meminfo), which tmpfs and memfd pages are. */

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { decodeJson } from '../../wire/decode.ts';
-import { repoRoot, withoutWarm } from '../helpers/runtime.ts';
+import { repoRoot, withoutWarm, reportLimits } from '../helpers/runtime.ts';
 
 const BIN = join(repoRoot, 'dist', 'ptc');
 const BWRAP = ['--sandbox-backend', 'bwrap', '--require-enforcement', 'full'];
@@ -36,7 +36,7 @@ test('--cpu-time-ms under bwrap: a child process burning CPU fails the run as ti
   assert.match(result.failure.message, /^the program used [\d,]+ ms of CPU time, over its cpuTimeMs budget of 400 ms$/);
   assert.is(result.failure.cpuTimeMs, 400);
   assert.ok(result.failure.cpuUsedMs > 400);
-  assert.equal(result.sandbox, { ...CONFINED, memory: 'none', disk: 'watchdog' });
+  assert.equal(result.sandbox, { ...CONFINED, memory: 'none', disk: 'watchdog', ...reportLimits() });
 });
 
 test('--max-memory-mb under bwrap: native memory growth is worker-exit naming the limit, and the result says what enforced it', () => {

@@ -8,7 +8,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
-import { carrierSideProcesses, createTestRuntime, reportLocation, waitUntil, withoutWarm } from '../helpers/runtime.ts';
+import { carrierSideProcesses, createTestRuntime, reportLocation, waitUntil, withoutWarm, reportLimits } from '../helpers/runtime.ts';
 
 /** Time for the kernel to finish a death the host has already caused; not a speed assertion. */
 const SETTLE_MS = 2_000;
@@ -79,7 +79,7 @@ test('per-call: time spent awaiting a slow binding or a timer is not counted', a
     program: "const a = await slow(); await new Promise((resolve) => setTimeout(resolve, 1_000)); return a",
     bindings: { slow },
   }));
-  assert.equal(withoutWarm(result), { status: 'ok', value: 'late', output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog' } });
+  assert.equal(withoutWarm(result), { status: 'ok', value: 'late', output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog', ...reportLimits(true) } });
 });
 
 test('per-call: CPU burnt by a child process counts, and the child is killed with the carrier', async () => {

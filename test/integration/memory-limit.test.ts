@@ -11,8 +11,8 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
 import { createRuntime } from '../../host/index.ts';
-import { findCgroupBase } from '../../supervision/resources/cgroup.ts';
-import { carrierSideCgroupFiles, carrierSideProcesses, createTestRuntime, reportLocation, waitUntil, withoutWarm } from '../helpers/runtime.ts';
+import { cgroupKeeps, findCgroups } from '../../supervision/resources/cgroup.ts';
+import { carrierSideCgroupFiles, carrierSideProcesses, createTestRuntime, reportLocation, waitUntil, withoutWarm, reportLimits } from '../helpers/runtime.ts';
 
 /** Time for the kernel to finish a death the host has already caused; not a speed assertion. */
 const SETTLE_MS = 2_000;
@@ -30,7 +30,7 @@ function runtimeWith(config: RuntimeConfig = {}): Runtime {
 
 const LIMIT = 200;
 /** What the carrier's side offers (this machine, or the container), found the way the host or relay finds it. */
-const MECHANISM = 'directory' in findCgroupBase(carrierSideCgroupFiles()) ? 'cgroup' : 'watchdog';
+const MECHANISM = cgroupKeeps(findCgroups(carrierSideCgroupFiles())).memory ? 'cgroup' : 'watchdog';
 
 function failure(result: RunResult) {
   assert.is(result.status, 'failed', JSON.stringify(result).slice(0, 1000));
@@ -55,7 +55,7 @@ function assertOverLimit(result: RunResult): void {
     assert.match(failed.message, new RegExp(`^the carrier's process tree used \\d+ MiB of resident memory, over its maxMemoryMb limit of ${LIMIT} MiB, and was killed$`));
     assert.ok(Number(/used (\d+) MiB/.exec(failed.message)![1]) > LIMIT, failed.message);
   } else {
-    assert.is(failed.message, `the carrier's process tree reached its maxMemoryMb limit of ${LIMIT} MiB and the kernel killed it (cgroup memory.max)`);
+    assert.is(failed.message, `the carrier's process tree reached its maxMemoryMb limit of ${LIMIT} MiB and the kernel killed it (cgroup memory limit)`);
   }
   assert.is(result.sandbox.memory, MECHANISM);
 }
@@ -89,7 +89,7 @@ test('per-call: memory of a child process counts, and the child is killed with t
 test('sandbox.memory is on every result: the mechanism with maxMemoryMb, none without', async () => {
   const limited = runtimeWith({ maxMemoryMb: LIMIT });
   assert.equal(withoutWarm(await limited.run(limited.resolve({ program: 'return 1' }))), {
-    status: 'ok', value: 1, output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: MECHANISM, disk: 'watchdog' },
+    status: 'ok', value: 1, output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: MECHANISM, disk: 'watchdog', ...reportLimits() },
   });
   const thrown = await limited.run(limited.resolve({ program: "throw new Error('boom')" }));
   assert.is(failure(thrown).kind, 'exception');
@@ -141,7 +141,7 @@ test('scoped REPL: memory a timer grows between runs ends the idle environment, 
   if (MECHANISM === 'watchdog') {
     assert.match(replaced, new RegExp(`^the previous environment was lost: the carrier's process tree used \\d+ MiB of resident memory, over its maxMemoryMb limit of ${LIMIT} MiB, and was killed while idle$`));
   } else {
-    assert.is(replaced, `the previous environment was lost: the carrier's process tree reached its maxMemoryMb limit of ${LIMIT} MiB and the kernel killed it (cgroup memory.max) while idle`);
+    assert.is(replaced, `the previous environment was lost: the carrier's process tree reached its maxMemoryMb limit of ${LIMIT} MiB and the kernel killed it (cgroup memory limit) while idle`);
   }
 });
 

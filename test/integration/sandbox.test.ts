@@ -8,7 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig, SandboxPolicy } from '../../host/index.ts';
 import { spawnSync } from 'node:child_process';
-import { createTestRuntime, launchUnderTest, liveProcesses, reportLocation, unavailablePrefix, waitUntil } from '../helpers/runtime.ts';
+import { createTestRuntime, launchUnderTest, liveProcesses, reportLocation, unavailablePrefix, waitUntil, reportLimits } from '../helpers/runtime.ts';
 
 // Not under /tmp: bubblewrap gives the program a private /tmp, which would hide these directories
 // altogether (ENOENT) instead of showing them read-only.
@@ -55,7 +55,7 @@ test('bwrap: the default policy writes the workspace and nothing outside it, and
     [join(workspace, '..', 'outside', 'c.txt')]: 'EROFS',
     [`/proc/self/root${outside}/d.txt`]: 'EROFS',
   });
-  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true, memory: 'none', disk: 'watchdog', ...reportLocation() });
+  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true, memory: 'none', disk: 'watchdog', ...reportLimits(), ...reportLocation() });
   assert.ok(existsSync(inside));
   assert.not.ok(existsSync(join(outside, 'a.txt')));
 });
@@ -175,7 +175,7 @@ test('unconfined: a child that moved to its own session still dies with the run'
   // The child is still the carrier's child when the run ends, so the kill reaches it by the tree.
   const result = await run(startDetached(marker, 'sleep'), { mode: 'full-access' });
   assert.is(value(result), true, 'the child was running');
-  assert.equal(result.sandbox, { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog', ...reportLocation() });
+  assert.equal(result.sandbox, { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog', ...reportLimits(), ...reportLocation() });
   const gone = await waitUntil(() => !liveProcesses().some(({ pid }) => commandLine(pid).includes(marker)), 5_000);
   assert.ok(gone, 'the detached child survived');
 });
@@ -187,7 +187,7 @@ test('node-permission: partial enforcement denies outside writes and child proce
   // Node 25 and later refuse the network under the model (--allow-net is all or nothing); the machine's Node 20 does not.
   const carrierNode = launchUnderTest()?.kind === 'node-script' || launchUnderTest()?.kind === 'ssh' ? spawnSync('/usr/bin/node', ['--version'], { encoding: 'utf8' }).stdout : process.version;
   const governed = Number(/^v(\d+)/.exec(carrierNode)![1]) >= 25;
-  assert.equal(writes.sandbox, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: !governed, denied: true, memory: 'none', disk: 'watchdog', ...reportLocation() });
+  assert.equal(writes.sandbox, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: !governed, denied: true, memory: 'none', disk: 'watchdog', ...reportLimits(), ...reportLocation() });
   const child = await run(`const { execSync } = await import('node:child_process'); try { execSync('true'); return 'spawned' } catch (error) { return error.code }`, undefined, config);
   assert.is(value(child), 'ERR_ACCESS_DENIED');
 });
