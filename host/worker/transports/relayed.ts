@@ -5,13 +5,13 @@
 // above cannot tell the difference. The transport's own stderr (ssh's diagnostics) is kept apart
 // as a bounded tail for failures.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { Duplex, PassThrough } from 'node:stream';
 import { createMuxReader, muxChunks, muxFrame, type RelayHello, type RelayStart } from '../../../wire/mux.ts';
 import { PROTOCOL_REVISION } from '../../../wire/revision.ts';
 import { createMuxStreams } from '../../../wire/mux-streams.ts';
 import type { CpuOverrun, ResourceLimits } from '../../../supervision/resources/guard.ts';
+import { exitedUnreaped } from '../../../supervision/process-tree.ts';
 import type { CarrierConnection } from './connection.ts';
 
 /** Bytes of the transport's own stderr kept for diagnostics. */
@@ -273,18 +273,6 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
 
 function unrefChild(child: ChildProcess): void {
   for (const handle of [child, child.stdin, child.stdout, child.stderr]) (handle as { unref?: () => void } | null)?.unref?.();
-}
-
-/** Whether process `pid` has exited but is not reaped yet (a zombie: this host has not yet
- * handled its SIGCHLD). False where /proc cannot tell. */
-function exitedUnreaped(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    // The state follows the command name, which is in parentheses and may contain any byte.
-    return stat.charAt(stat.lastIndexOf(')') + 2) === 'Z';
-  } catch {
-    return false;
-  }
 }
 
 function parseJson(payload: Buffer): unknown {
