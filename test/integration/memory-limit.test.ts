@@ -49,7 +49,10 @@ function assertOverLimit(result: RunResult): void {
   const failed = failure(result);
   assert.is(failed.kind, 'worker-exit');
   assert.is(failed.maxMemoryMb, LIMIT);
-  assert.is(failed.signal, 'SIGKILL');
+  // cgroup v1 has no group kill: its OOM killer may kill only a child, which the program can
+  // outlive to the end of the run, where the host's last look finds the kill and ends the run
+  // before the carrier's own death is seen (signal null then, as for the disk limit).
+  if (failed.signal !== null || MECHANISM === 'watchdog') assert.is(failed.signal, 'SIGKILL');
   assert.is(failed.exitCode, null);
   if (MECHANISM === 'watchdog') {
     assert.match(failed.message, new RegExp(`^the carrier's process tree used \\d+ MiB of resident memory, over its maxMemoryMb limit of ${LIMIT} MiB, and was killed$`));
