@@ -17,8 +17,13 @@ export interface RelayLimits {
   /** The run ended (D frame). */
   end(): void;
   /** Before a control frame of the carrier's goes to the host: a last look, so a budget spent between
-   * two samples is reported ahead of the completion that follows it, as the host's own last look does. */
-  beforeControl(): void;
+   * two samples is reported ahead of the completion that follows it, as the host's own last look does.
+   * True when the kernel kept a limit since the last look: the tree is being killed, and the frame
+   * must not reach the host (the exit says why). */
+  beforeControl(): boolean;
+  /** The carrier exited: when the kernel killed it for a limit, the host hears it now (M, with
+   * `idle`), so a run it sent meanwhile is run again in a fresh carrier instead of failing. */
+  exited(): void;
   /** Why the tree died of its memory or task limit, if it did. */
   overLimit(): OverLimit | undefined;
   release(): void;
@@ -53,6 +58,10 @@ export function relayLimits(pid: number, maxMemoryMb: number | null, send: (type
     cpu: guard.cpu,
     begin(cpuTimeMs) {
       watch?.stop();
+      watch = undefined;
+      // The kernel may have killed the idle tree for a limit before this relay saw its exit: the
+      // host hears it as idle, and runs the request it sent in a fresh carrier.
+      if (guard.checkLimits()) return;
       const unavailable = cpuTimeMs === null ? undefined : limitsUnavailable('cpuTimeMs');
       if (unavailable !== undefined) {
         // Never run a budget that nothing counts: the run ends, and the host's stderr tail says why.
@@ -69,9 +78,15 @@ export function relayLimits(pid: number, maxMemoryMb: number | null, send: (type
     },
     beforeControl() {
       const over = watch?.check();
-      if (over !== undefined) overrun(over);
-      // A limit the kernel kept since the guard's last look: reported ahead of the completion too.
-      else if (watch !== undefined) guard.checkLimits();
+      if (over !== undefined) {
+        overrun(over);
+        return false;
+      }
+      // A limit the kernel kept since the guard's last look (v1 kills one task, which the program may outlive).
+      return guard.checkLimits();
+    },
+    exited() {
+      guard.checkLimits();
     },
     overLimit: () => guard.overLimit(),
     release: () => guard.release(),

@@ -150,7 +150,7 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
       // Bytes a child process wrote before the carrier sent this are already in the stdio pipes:
       // they go first, so the host sees them in the order they were written.
       drainStdio.forEach((drain, index) => drain(forwards[index]!));
-      bounds.beforeControl();
+      if (bounds.beforeControl()) return;
       for (const frame of muxChunks('C', chunk)) process.stdout.write(frame);
     });
     control.on('error', () => {});
@@ -164,6 +164,7 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
     };
     started.once('close', (code, signal) => finish('X', exited(code, signal)));
     started.once('exit', (code, signal) => {
+      bounds.exited();
       // What the program left running in the carrier's group goes with it, as the host does locally.
       killChildTree(started);
       // A descendant that escaped the kill can hold the pipes open; the exit status is what counts.

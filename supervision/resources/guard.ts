@@ -124,6 +124,7 @@ export class ResourceGuard implements ResourceLimits {
   #kernelOom = false;
   /** The tasks the watchdog counted, or true for the kernel's refusal, when the tree was killed for the task limit. */
   #overTasks: number | true | undefined;
+  #killedForKernel = false;
 
   /**
    * The carrier must be idle (no program started yet). Over a limit the guard calls `kill`; the
@@ -158,7 +159,7 @@ export class ResourceGuard implements ResourceLimits {
   #sample(): void {
     this.#timer = undefined;
     if (this.#released) return;
-    if (this.#overKernel()) return this.#kill();
+    if (this.#overKernel()) return this.#killOnce();
     const pid = this.#pid!;
     if (this.memory === 'watchdog') {
       const usage = treeMemory(pid);
@@ -268,8 +269,15 @@ export class ResourceGuard implements ResourceLimits {
   checkLimits(): boolean {
     if (this.#disk?.sample() === true) return true;
     if (!this.#overKernel()) return false;
-    this.#kill();
+    this.#killOnce();
     return true;
+  }
+
+  /** The kernel's events are seen by the sampler and by every last look: the owner hears of them once. */
+  #killOnce(): void {
+    if (this.#killedForKernel) return;
+    this.#killedForKernel = true;
+    this.#kill();
   }
 
   #overMemory(): string | undefined {
