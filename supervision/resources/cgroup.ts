@@ -244,7 +244,7 @@ export function confineTree(root: number, memoryBytes: number | null, maxTasks: 
       return fail(`could not confine the carrier in ${directory}`, error);
     }
     const read = (file: string): string => systemFiles.read(join(directory, file)) ?? '';
-    return {
+    return remembered({
       keeps,
       cpuMs: () => {
         const usec = /^usage_usec (\d+)$/m.exec(read('cpu.stat'));
@@ -253,7 +253,7 @@ export function confineTree(root: number, memoryBytes: number | null, maxTasks: 
       oomKilled: () => keeps.memory && /^oom_kill [1-9]/m.test(read('memory.events')),
       tasksRefused: () => keeps.tasks && /^max [1-9]/m.test(read('pids.events')),
       remove: () => killAndRemove(directory, 0),
-    };
+    });
   }
   const directories: Partial<Record<V1Controller, string>> = {};
   const used = V1_CONTROLLERS.filter((controller) => found.directories[controller] !== undefined && (controller !== 'memory' || keeps.memory));
@@ -277,7 +277,7 @@ export function confineTree(root: number, memoryBytes: number | null, maxTasks: 
     return fail(`could not confine the carrier in the cgroup v1 ${made.at(-1) ?? name}`, error);
   }
   const read = (controller: V1Controller, file: string): string => (directories[controller] === undefined ? '' : systemFiles.read(join(directories[controller], file)) ?? '');
-  return {
+  return remembered({
     keeps,
     cpuMs: () => {
       const text = read('cpuacct', 'cpuacct.usage').trim();
@@ -289,6 +289,25 @@ export function confineTree(root: number, memoryBytes: number | null, maxTasks: 
     tasksRefused: () => keeps.tasks && /^max [1-9]/m.test(read('pids', 'pids.events')),
     remove: () => {
       for (const directory of made) killAndRemove(directory, 0);
+    },
+  });
+}
+
+/** The kernel's events outlive the cgroup: seen once, they stay seen, and they are read once more before it is removed (the run's failure may be built after). */
+function remembered(cgroup: CarrierCgroup): CarrierCgroup {
+  let oom = false;
+  let refused = false;
+  const oomKilled = (): boolean => (oom ||= cgroup.oomKilled());
+  const tasksRefused = (): boolean => (refused ||= cgroup.tasksRefused());
+  return {
+    keeps: cgroup.keeps,
+    cpuMs: cgroup.cpuMs,
+    oomKilled,
+    tasksRefused,
+    remove() {
+      oomKilled();
+      tasksRefused();
+      cgroup.remove();
     },
   };
 }
