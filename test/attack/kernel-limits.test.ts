@@ -8,12 +8,12 @@
 // Each attack runs through dist/ptc under the real bubblewrap, as root and as the victim; the
 // attacks are bounded themselves (at most 512 MiB, 4,000 tasks) so a guard that fails cannot take
 // the machine down with it.
-import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { cgroupKeeps, findCgroups, type CgroupBase } from '../../supervision/resources/cgroup.ts';
+import { cgroupKeeps, findCgroups, sweepStaleCgroups, type CgroupBase } from '../../supervision/resources/cgroup.ts';
 import { MAX_TASKS } from '../../supervision/resources/guard.ts';
 import { carrierSideCgroupFiles, waitUntil } from '../helpers/runtime.ts';
 import { binaryFor, ownedDirectory, removeReachableBinary, runAs, victims, type TestUser } from '../helpers/users.ts';
@@ -285,5 +285,32 @@ time.sleep(60)`, []);
     await hostFine();
   });
 }
+
+// A host killed with -9 leaves its cgroups, and in them what its program left running; the next
+// host that makes cgroups kills that and removes them, and leaves a live host's alone.
+test(`a dead host's cgroup is swept with what is left in it; a live host's stays (${'unavailable' in found ? 'skipped: no cgroup can be made here' : 'cgroup v' + found.version})`, async () => {
+  if ('unavailable' in found) return;
+  const directory = found.version === 2 ? found.directory : Object.values(found.directories)[0]!;
+  const namespace = /\[(\d+)\]/.exec(readlinkSync('/proc/self/ns/pid'))![1]!;
+  const dead = spawnSync('true').pid!;
+  const stale = join(directory, `ptc-${dead}-1-${namespace}-1`);
+  const startOf = (pid: number): string => { const stat = readFileSync(`/proc/${pid}/stat`, 'utf8'); return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]!; };
+  const live = join(directory, `ptc-${process.pid}-${startOf(process.pid)}-${namespace}-999`);
+  mkdirSync(stale);
+  mkdirSync(live);
+  const leftover = spawn('sleep', ['600', MARKER], { stdio: 'ignore' });
+  try {
+    writeFileSync(join(stale, 'cgroup.procs'), String(leftover.pid));
+    assert.ok(sweepStaleCgroups(directory).includes(stale));
+    await waitUntil(() => !existsSync(stale), SETTLE_MS);
+    assert.not.ok(existsSync(stale), `${stale} is still there`);
+    await waitUntil(() => leftBehind().length === 0, SETTLE_MS);
+    assert.equal(leftBehind(), [], 'what the dead host left in its cgroup still runs');
+    assert.ok(existsSync(live), "a live host's cgroup was swept");
+  } finally {
+    leftover.kill('SIGKILL');
+    execFileSync('rmdir', [live]);
+  }
+});
 
 test.run();
