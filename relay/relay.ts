@@ -134,7 +134,7 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
     // Before the carrier's first run, so a cgroup holds everything the program will start.
     const bounds = relayLimits(started.pid, maxMemoryMb, (type, payload) => out(type, payload), () => killChildTree(started));
     limits = bounds;
-    const hello: RelayHello = { revision: PROTOCOL_REVISION, node: process.version, pid: started.pid, memory: bounds.memory };
+    const hello: RelayHello = { revision: PROTOCOL_REVISION, node: process.version, pid: started.pid, memory: bounds.memory, tasks: bounds.tasks, cpu: bounds.cpu };
     out('H', Buffer.from(JSON.stringify(hello)));
     const forward = (type: 'O' | 'E') => (chunk: Buffer): void => {
       for (const frame of muxChunks(type, chunk)) process.stdout.write(frame);
@@ -150,19 +150,21 @@ export function runRelay(bootstrapPath: string, moduleUrl: string): void {
       // Bytes a child process wrote before the carrier sent this are already in the stdio pipes:
       // they go first, so the host sees them in the order they were written.
       drainStdio.forEach((drain, index) => drain(forwards[index]!));
-      bounds.beforeControl();
+      if (bounds.beforeControl()) return;
       for (const frame of muxChunks('C', chunk)) process.stdout.write(frame);
     });
     control.on('error', () => {});
     // The carrier closed its control channel: the host learns it as it would from a local pipe.
     control.once('end', () => out('C'));
-    // Why the tree was killed, if it was: the memory limit (limits.ts; overLimit) or the disk limit (this file's watch; overDisk).
+    // Why the tree was killed, if it was: the memory or task limit (limits.ts; overLimit) or the disk limit (this file's watch; overDisk).
     const exited = (code: number | null, signal: NodeJS.Signals | null): string => {
-      const memory = bounds.overLimit();
-      return JSON.stringify({ code, signal, ...(memory === undefined ? {} : { overLimit: memory }), ...(overLimit === undefined ? {} : { overDisk: overLimit }) });
+      const over = bounds.overLimit();
+      const limit = over === undefined ? {} : { overLimit: over.message, ...(over.maxTasks === undefined ? {} : { maxTasks: over.maxTasks }) };
+      return JSON.stringify({ code, signal, ...limit, ...(overLimit === undefined ? {} : { overDisk: overLimit }) });
     };
     started.once('close', (code, signal) => finish('X', exited(code, signal)));
     started.once('exit', (code, signal) => {
+      bounds.exited();
       // What the program left running in the carrier's group goes with it, as the host does locally.
       killChildTree(started);
       // A descendant that escaped the kill can hold the pipes open; the exit status is what counts.

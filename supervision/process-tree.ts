@@ -134,3 +134,15 @@ export function readProcFile(path: string): string {
     closeSync(fd);
   }
 }
+
+/** Whether process `pid` has exited but is not reaped yet (a zombie: this host has not yet
+ * handled its SIGCHLD). False where /proc cannot tell. */
+export function exitedUnreaped(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    // The state follows the command name, which is in parentheses and may contain any byte.
+    return stat.charAt(stat.lastIndexOf(')') + 2) === 'Z';
+  } catch {
+    return false;
+  }
+}

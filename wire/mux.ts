@@ -15,8 +15,8 @@
 // | H    | relay -> host  | JSON RelayHello: the relay's revision and Node, once the carrier runs |
 // | O, E | relay -> host  | the carrier's stdout, stderr bytes                             |
 // | T    | relay -> host  | JSON { usedMs, budgetMs }: the run spent its CPU budget; the tree is killed |
-// | M    | relay -> host  | UTF-8 text: the tree went over maxMemoryMb and is killed, and why |
-// | X    | relay -> host  | JSON { code, signal, overLimit?, overDisk? }: the carrier exited (last frame); overLimit names the memory limit it died of, overDisk the disk limit |
+// | M    | relay -> host  | JSON { message, idle, maxTasks? }: the tree went over maxMemoryMb (or the task limit, maxTasks) and is killed, and why |
+// | X    | relay -> host  | JSON { code, signal, overLimit?, maxTasks?, overDisk? }: the carrier exited (last frame); overLimit names the memory or task limit (maxTasks) it died of, overDisk the disk limit |
 // | F    | relay -> host  | UTF-8 text: the carrier could not be started, and why (last)   |
 // | N    | relay -> host  | a connection to the allowlist proxy's socket there (mux-streams.ts) |
 // | B, A, Z | both        | its bytes, their acknowledgement, its end or reset (mux-streams.ts) |
@@ -58,6 +58,10 @@ export interface RelayHello {
   pid: number;
   /** What bounds the tree's memory there (maxMemoryMb): a cgroup, the relay's watchdog, or nothing. */
   memory?: 'cgroup' | 'watchdog' | 'none';
+  /** What bounds the tree's tasks there: a cgroup's pids.max, the relay's watchdog, or nothing. */
+  tasks?: 'cgroup' | 'watchdog' | 'none';
+  /** What counts the tree's CPU time there for cpuTimeMs: the cgroup's total, or the relay's watchdog. */
+  cpu?: 'cgroup' | 'watchdog' | 'none';
 }
 
 /** Encodes one frame (the payload must fit MUX_MAX_PAYLOAD; see muxChunks). */

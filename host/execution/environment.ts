@@ -20,7 +20,7 @@ import { STEP, type RunJournal } from './journal/replay.ts';
 import { encodeJson } from '../../wire/json.ts';
 import { isDenial, type SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
-import { cpuMessage, type CpuOverrun, type DiskEnforcement, type MemoryEnforcement, type ResourceLimits } from '../../supervision/resources/guard.ts';
+import { cpuMessage, type CpuEnforcement, type CpuOverrun, type DiskEnforcement, type MemoryEnforcement, type OverLimit, type ResourceLimits, type TaskEnforcement } from '../../supervision/resources/guard.ts';
 
 
 /** The reason a run's `ended` signal is aborted with: nothing reads it. */
@@ -31,6 +31,10 @@ export interface SandboxReport extends SandboxSetup {
   denied: boolean;
   /** What bounds the memory of the carrier's process tree (maxMemoryMb): none when nothing does. */
   memory: MemoryEnforcement;
+  /** What bounds the number of tasks (threads and processes) of the carrier's process tree: the kernel (cgroup pids.max), the /proc watchdog, or nothing. */
+  tasks: TaskEnforcement;
+  /** What counts the run's CPU time against cpuTimeMs: the kernel (the cgroup's total, every task that ran), the /proc watchdog, or none without a budget. */
+  cpu: CpuEnforcement;
   /** What bounds the disk use of the carrier's process tree (maxDiskMb): none when nothing does. */
   disk: DiskEnforcement;
 }
@@ -219,7 +223,7 @@ export class Environment {
   async run(execution: Execution, initializer?: string): Promise<{ result: RunResult; usable: boolean; unreached?: true }> {
     const config = this.#config;
     const ledger = new OutputLedger(config.maxOutputBytes);
-    const sandbox: SandboxReport = { ...this.report, denied: false, memory: this.#resources.memory, disk: this.#disk };
+    const sandbox: SandboxReport = { ...this.report, denied: false, memory: this.#resources.memory, tasks: this.#resources.tasks, cpu: execution.cpuTimeMs === null ? 'none' : this.#resources.cpu, disk: this.#disk };
     const warm = this.#warm;
     this.#warm = true;
     const failed = (failure: Failure, ledger: OutputLedger, sandbox: SandboxReport): RunResult => ({ ...failedResult(failure, ledger, sandbox), warm });
@@ -428,6 +432,8 @@ export class Environment {
       await this.carrier.handshake();
       // A remote carrier's relay has said by now what bounds its memory there.
       sandbox.memory = this.#resources.memory;
+      sandbox.tasks = this.#resources.tasks;
+      if (execution.cpuTimeMs !== null) sandbox.cpu = this.#resources.cpu;
       // An allowlist's proxy must be listening before the program can reach for the network.
       const proxyProblem = await this.carrier.network?.begin();
       if (proxyProblem !== undefined) return stop({ kind: 'sandbox-unavailable', message: proxyProblem });
@@ -462,8 +468,9 @@ export class Environment {
     await stopped;
     const late = failure === undefined ? resources?.check() : undefined;
     if (late !== undefined) overrun(late);
-    // A fill that finished between two samples of the disk watch is caught here, before an ok.
-    if (failure === undefined && this.#resources.checkDisk()) {
+    // A fill that finished between two samples of the disk watch, or a limit the kernel kept
+    // since the last look at its events, is caught here, before an ok.
+    if (failure === undefined && this.#resources.checkLimits()) {
       const over = this.#resources.overLimit()!;
       stop({ kind: 'worker-exit', exitCode: null, signal: null, ...over });
     }
@@ -534,7 +541,7 @@ export class Environment {
   }
 
   /** Why the tree died for a limit: this host's watch, or the relay's for a remote carrier. */
-  #overLimit(): { message: string; maxMemoryMb?: number; maxDiskMb?: number } | undefined {
+  #overLimit(): OverLimit | undefined {
     const remote = this.carrier.connection.overLimit?.();
     if (remote !== undefined) return { message: remote, maxDiskMb: this.#config.maxDiskMb! };
     return this.#resources.overLimit();
@@ -645,12 +652,12 @@ function describeExit(code: number | null, signal: NodeJS.Signals | null, stderr
 
 /** The result of a run whose signal was aborted before it was admitted: no process is started. */
 export function abortedBeforeStart(reason: unknown): RunResult {
-  return { status: 'failed', failure: abortFailure(reason), output: [], sandbox: { ...UNCONFINED, denied: false, memory: 'none', disk: 'none' }, warm: false };
+  return { status: 'failed', failure: abortFailure(reason), output: [], sandbox: { ...UNCONFINED, denied: false, memory: 'none', tasks: 'none', cpu: 'none', disk: 'none' }, warm: false };
 }
 
 /** The result of a run whose required confinement cannot be had: it never runs unconfined. */
 export function sandboxUnavailable(message: string, report: SandboxSetup): RunResult {
-  return { status: 'failed', failure: { kind: 'sandbox-unavailable', message }, output: [], sandbox: { ...report, denied: false, memory: 'none', disk: 'none' }, warm: false };
+  return { status: 'failed', failure: { kind: 'sandbox-unavailable', message }, output: [], sandbox: { ...report, denied: false, memory: 'none', tasks: 'none', cpu: 'none', disk: 'none' }, warm: false };
 }
 
 function failedResult(failure: Failure, ledger: OutputLedger, sandbox: SandboxReport): Omit<Extract<RunResult, { status: 'failed' }>, 'warm'> {

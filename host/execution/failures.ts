@@ -31,6 +31,8 @@ export interface Failure {
   cpuUsedMs?: number;
   /** worker-exit over the memory limit: the limit, in MiB. */
   maxMemoryMb?: number;
+  /** worker-exit over the task limit: the limit, in tasks (threads and processes). */
+  maxTasks?: number;
   /** worker-exit over the disk limit: the limit, in MiB. */
   maxDiskMb?: number;
   /** worker-exit: how the carrier ended and the end of its stderr. */

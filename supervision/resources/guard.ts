@@ -1,19 +1,34 @@
-// The CPU budget of each run and the memory and disk limits of a carrier's whole process tree.
-// Memory is bounded by a cgroup of the carrier's own where the host can make one (cgroup.ts), else
-// by this watchdog sampling /proc; CPU time is always sampled from /proc (proc.ts), so it is the
-// same with or without a cgroup; disk is watched from /proc and the writable directories
-// (supervision/disk-usage.ts, which the relay uses too). The host samples: the carrier
-// cannot be trusted to report itself.
+// The CPU budget of each run and the memory, task and disk limits of a carrier's whole process
+// tree. Where the host can make cgroups of the carrier's own (cgroup.ts), the kernel keeps the
+// memory limit (kernel memory included), the task limit, and the count of CPU time (every task that
+// ever ran in the tree, exited and reparented ones included); this guard reads the kernel's count
+// and its events (an OOM kill, a refused fork) and ends the run. Where it cannot, this watchdog
+// samples /proc (proc.ts, held.ts) for each, and misses what docs/kernel-limits.md lists. Disk is
+// watched from /proc and the writable directories either way (supervision/disk-usage.ts, which
+// the relay uses too). The host measures: the carrier cannot be trusted to report itself.
 import { availableParallelism } from 'node:os';
 import { DiskWatch, diskMessage, ramBackedDirectories, type DiskUsage } from '../disk-usage.ts';
-import { confineMemory, type CarrierCgroup } from './cgroup.ts';
+import { confineTree, type CarrierCgroup } from './cgroup.ts';
 import { treeMemory, type MemoryUsage } from './held.ts';
-import { treeUsage } from './proc.ts';
+import { procAvailable, treeTasks, treeUsage } from './proc.ts';
 
+/** What keeps a limit of a carrier's tree: the kernel in the carrier's cgroup, the /proc watchdog, or nothing. */
+export type Enforcement = 'cgroup' | 'watchdog' | 'none';
 /** How a carrier's memory is bounded: reported on every result as `sandbox.memory`. */
-export type MemoryEnforcement = 'cgroup' | 'watchdog' | 'none';
+export type MemoryEnforcement = Enforcement;
+/** How a carrier's task count is bounded (MAX_TASKS): reported on every result as `sandbox.tasks`. */
+export type TaskEnforcement = Enforcement;
+/** How a carrier's CPU time is counted against cpuTimeMs: reported on every result as `sandbox.cpu` ('none' without a budget). */
+export type CpuEnforcement = Enforcement;
 /** How a carrier's disk use is bounded: reported on every result as `sandbox.disk`. */
 export type DiskEnforcement = 'watchdog' | 'none';
+
+/**
+ * The tasks (threads and processes) a carrier's tree may hold at once. A carrier is Node with about
+ * 20 threads (its thread pool, V8's workers) plus bwrap's two processes; this leaves a program room
+ * for worker pools and parallel child processes, and keeps a fork bomb from the host's pid space.
+ */
+export const MAX_TASKS = 1024;
 
 /** The limits of one carrier's tree. */
 export interface TreeLimits {
@@ -59,47 +74,67 @@ export interface CpuOverrun {
   budgetMs: number;
 }
 
+/** Why a carrier's tree died for a limit measured here, for its failure: the message, and the limit it names. */
+export interface OverLimit {
+  message: string;
+  maxMemoryMb?: number;
+  maxDiskMb?: number;
+  maxTasks?: number;
+}
+
 /** What a run sees of one carrier's limits, wherever its tree is measured: by ResourceGuard on
  * this machine, or by the relay's on the far side (host/worker/transports/relayed.ts). */
 export interface ResourceLimits {
   readonly memory: MemoryEnforcement;
+  readonly tasks: TaskEnforcement;
+  /** What counts CPU time when a run has a budget. */
+  readonly cpu: CpuEnforcement;
   readonly disk: DiskEnforcement;
   /** started(): the program's own code began (the CPU budget counts from there); absent when
    * nothing here counts from it, so the carrier need not send its notice. */
   watch(cpuTimeMs: number | null, onOverrun: (overrun: CpuOverrun) => void): RunWatch;
   /** Why the tree died, when it died for a limit measured here. */
-  overLimit(): { message: string; maxMemoryMb?: number; maxDiskMb?: number } | undefined;
-  /** A last look at the disk use at the end of a run: true when it is over the limit. */
-  checkDisk(): boolean;
+  overLimit(): OverLimit | undefined;
+  /** A last look at the disk use and the kernel's limit events at the end of a run: true when a
+   * limit was crossed (and the tree is being killed; overLimit() says which). */
+  checkLimits(): boolean;
   release(): void;
 }
 
 /** One carrier's resource limits, from its start to its end. */
 export class ResourceGuard implements ResourceLimits {
   readonly memory: MemoryEnforcement;
+  readonly tasks: TaskEnforcement;
+  readonly cpu: CpuEnforcement;
   readonly disk: DiskEnforcement;
   readonly #pid: number | undefined;
   readonly #limitMb: number | null;
   readonly #diskMb: number | null;
   readonly #cgroup: CarrierCgroup | undefined;
   readonly #disk: DiskWatch | undefined;
+  readonly #kill: () => void;
   /** What the disk watch saw when it killed the tree. */
   #overDisk: DiskUsage | undefined;
-  #memoryTimer: NodeJS.Timeout | undefined;
-  #sampleMemory: (() => void) | undefined;
+  #timer: NodeJS.Timeout | undefined;
   #busy = false;
   #released = false;
-  /** What the watchdog saw when it killed the tree. */
+  /** What the memory watchdog saw when it killed the tree. */
   #overBytes: MemoryUsage | undefined;
+  /** The kernel killed for the memory limit (OOM in the cgroup), seen by this guard. */
+  #kernelOom = false;
+  /** The tasks the watchdog counted, or true for the kernel's refusal, when the tree was killed for the task limit. */
+  #overTasks: number | true | undefined;
+  #killedForKernel = false;
 
   /**
-   * The carrier must be idle (no program started yet). Over a limit the watchdog calls `kill`;
-   * the exit that follows is explained by overLimit().
+   * The carrier must be idle (no program started yet). Over a limit the guard calls `kill`; the
+   * exit that follows is explained by overLimit().
    */
   constructor(pid: number | undefined, { maxMemoryMb, maxDiskMb, writable, storageBase }: TreeLimits, kill: () => void) {
     this.#pid = pid;
     this.#limitMb = maxMemoryMb;
     this.#diskMb = maxDiskMb;
+    this.#kill = kill;
     if (maxDiskMb === null || pid === undefined) this.disk = 'none';
     else {
       this.disk = 'watchdog';
@@ -108,43 +143,60 @@ export class ResourceGuard implements ResourceLimits {
         kill();
       }, storageBase);
     }
-    if (maxMemoryMb === null || pid === undefined) {
-      this.memory = 'none';
-      return;
-    }
-    const cgroup = confineMemory(pid, maxMemoryMb * 1024 * 1024);
-    if (!('unavailable' in cgroup)) {
-      this.memory = 'cgroup';
-      this.#cgroup = cgroup;
-      return;
-    }
-    // Where no cgroup can be had (cgroup.unavailable says why), the watchdog stands in.
-    this.memory = 'watchdog';
-    const limitBytes = maxMemoryMb * 1024 * 1024;
-    const tick = (): void => {
-      this.#memoryTimer = undefined;
-      if (this.#released) return;
+    const proc = pid !== undefined && procAvailable();
+    // Where no cgroup can be had (its `unavailable` says why), the watchdog stands in for each limit.
+    const cgroup = proc ? confineTree(pid, maxMemoryMb === null ? null : maxMemoryMb * 1024 * 1024, MAX_TASKS) : undefined;
+    if (cgroup !== undefined && !('unavailable' in cgroup)) this.#cgroup = cgroup;
+    const keeps = this.#cgroup?.keeps ?? { memory: false, tasks: false, cpu: false };
+    this.memory = maxMemoryMb === null || pid === undefined ? 'none' : keeps.memory ? 'cgroup' : 'watchdog';
+    this.tasks = keeps.tasks ? 'cgroup' : proc ? 'watchdog' : 'none';
+    this.cpu = keeps.cpu ? 'cgroup' : 'watchdog';
+    // Not synchronously: `kill` may reach into an owner that is still being constructed.
+    if (proc) this.#schedule();
+  }
+
+  /** One look at every limit this guard samples: the kernel's events, else the watchdog's counts. */
+  #sample(): void {
+    this.#timer = undefined;
+    if (this.#released) return;
+    if (this.#overKernel()) return this.#killOnce();
+    const pid = this.#pid!;
+    if (this.memory === 'watchdog') {
       const usage = treeMemory(pid);
       if (usage === undefined) return; // the tree is gone: nothing left to watch
-      if (usage.rssBytes + usage.heldBytes > limitBytes) {
+      if (usage.rssBytes + usage.heldBytes > this.#limitMb! * 1024 * 1024) {
         this.#overBytes = usage;
-        return kill();
+        return this.#kill();
       }
-      this.#schedule();
-    };
-    this.#sampleMemory = tick;
-    // Not synchronously: `kill` may reach into an owner that is still being constructed.
+    }
+    if (this.tasks === 'watchdog') {
+      const tasks = treeTasks(pid);
+      if (tasks === 0) return;
+      if (tasks > MAX_TASKS) {
+        this.#overTasks = tasks;
+        return this.#kill();
+      }
+    }
     this.#schedule();
   }
 
+  /** Whether the kernel acted for a limit in the cgroup (OOM kill, refused fork): the tree goes then, as v1 kills one task only and a refused fork kills none. */
+  #overKernel(): boolean {
+    if (this.#cgroup === undefined) return false;
+    if (this.#limitMb !== null && this.#cgroup.oomKilled()) this.#kernelOom = true;
+    else if (this.#cgroup.tasksRefused()) this.#overTasks ??= true;
+    else return false;
+    return true;
+  }
+
   #schedule(): void {
-    clearTimeout(this.#memoryTimer);
-    this.#memoryTimer = setTimeout(this.#sampleMemory!, this.#busy ? MEMORY_SAMPLE_MS : IDLE_MEMORY_SAMPLE_MS);
-    this.#memoryTimer.unref();
+    clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.#sample(), this.#busy ? MEMORY_SAMPLE_MS : IDLE_MEMORY_SAMPLE_MS);
+    this.#timer.unref();
   }
 
   /**
-   * Starts one run: memory is sampled more often until stop(), and CPU time counts against
+   * Starts one run: the limits are sampled more often until stop(), and CPU time counts against
    * `cpuTimeMs` (null: no budget) from started(), the run's own code starting, or from this moment
    * less SET_UP_ALLOWANCE_MS, whichever is more. `onOverrun` is called once, then sampling of CPU
    * stops; check() takes a last look when the run has ended.
@@ -153,13 +205,17 @@ export class ResourceGuard implements ResourceLimits {
     const pid = this.#pid;
     this.#busy = true;
     // From the idle pace to the busy one at once.
-    if (this.#memoryTimer !== undefined) this.#schedule();
+    if (this.#timer !== undefined) this.#schedule();
     const stopBusy = (): void => {
       this.#busy = false;
     };
     if (pid === undefined || cpuTimeMs === null) return { stop: stopBusy, check: () => undefined };
-    const start = treeUsage(pid).cpuMs;
-    // A process that leaves the tree takes its time along; the highest total seen stands.
+    // The kernel's count where the cgroup has one: every task that ever ran there, exited and
+    // reparented ones included. Else the tree's, where a process that leaves the tree takes its
+    // time along, so the highest total seen stands.
+    const cgroup = this.#cgroup?.keeps.cpu === true ? this.#cgroup : undefined;
+    const used = (): number => cgroup?.cpuMs() ?? treeUsage(pid).cpuMs;
+    const start = used();
     let highest = start;
     let codeStart: number | undefined;
     let timer: NodeJS.Timeout | undefined;
@@ -167,7 +223,7 @@ export class ResourceGuard implements ResourceLimits {
     const cores = Math.max(1, availableParallelism());
     const charged = (): number => Math.max(0, highest - start - SET_UP_ALLOWANCE_MS, codeStart === undefined ? 0 : highest - codeStart);
     const sample = (): CpuOverrun | undefined => {
-      highest = Math.max(highest, treeUsage(pid).cpuMs);
+      highest = Math.max(highest, used());
       const usedMs = Math.round(charged());
       return usedMs > cpuTimeMs ? { usedMs, budgetMs: cpuTimeMs } : undefined;
     };
@@ -187,7 +243,7 @@ export class ResourceGuard implements ResourceLimits {
     return {
       started() {
         if (done || codeStart !== undefined) return;
-        highest = Math.max(highest, treeUsage(pid).cpuMs);
+        highest = Math.max(highest, used());
         codeStart = highest;
       },
       stop() {
@@ -199,31 +255,50 @@ export class ResourceGuard implements ResourceLimits {
     };
   }
 
-  /** Why the tree died, when it died for the disk limit or the memory limit (the watchdog's kill, or the kernel's in the cgroup). */
-  overLimit(): { message: string; maxMemoryMb?: number; maxDiskMb?: number } | undefined {
+  /** Why the tree died, when it died for the disk, memory or task limit (the watchdog's kill, or the kernel's in the cgroup). */
+  overLimit(): OverLimit | undefined {
     if (this.#overDisk !== undefined) return { message: diskMessage(this.#diskMb!, this.#overDisk), maxDiskMb: this.#diskMb! };
     const memory = this.#overMemory();
-    return memory === undefined ? undefined : { message: memory, maxMemoryMb: this.#limitMb! };
+    if (memory !== undefined) return { message: memory, maxMemoryMb: this.#limitMb! };
+    if (this.#overTasks === undefined && this.#cgroup?.tasksRefused()) this.#overTasks = true;
+    if (this.#overTasks !== undefined) return { message: tasksMessage(MAX_TASKS, this.#overTasks === true ? undefined : this.#overTasks), maxTasks: MAX_TASKS };
+    return undefined;
   }
 
-  /** Takes a last look at the disk use, at the end of a run: true when it is over the limit (and the tree is being killed). */
-  checkDisk(): boolean {
-    return this.#disk?.sample() ?? false;
+  /** Takes a last look at the disk use and the kernel's limit events, at the end of a run: true when a limit was crossed (and the tree is being killed). */
+  checkLimits(): boolean {
+    if (this.#disk?.sample() === true) return true;
+    if (!this.#overKernel()) return false;
+    this.#killOnce();
+    return true;
+  }
+
+  /** The kernel's events are seen by the sampler and by every last look: the owner hears of them once. */
+  #killOnce(): void {
+    if (this.#killedForKernel) return;
+    this.#killedForKernel = true;
+    this.#kill();
   }
 
   #overMemory(): string | undefined {
     if (this.#limitMb === null) return undefined;
     if (this.#overBytes !== undefined) return memoryMessage(this.#limitMb, this.#overBytes);
-    return this.#cgroup?.oomKilled() ? memoryMessage(this.#limitMb) : undefined;
+    return this.#kernelOom || this.#cgroup?.oomKilled() ? memoryMessage(this.#limitMb) : undefined;
   }
 
-  /** Stops the watchdog and removes the cgroup; call once the process tree is gone. */
+  /** Stops the watchdog, kills what is left in the cgroups and removes them; call once the process tree is gone. */
   release(): void {
     this.#released = true;
-    clearTimeout(this.#memoryTimer);
+    clearTimeout(this.#timer);
     this.#disk?.stop();
     this.#cgroup?.remove();
   }
+}
+
+/** The failure message of the task limit: the kernel's refusal of a fork, or the watchdog's count. */
+export function tasksMessage(limit: number, counted?: number): string {
+  if (counted === undefined) return `the carrier's process tree reached its limit of ${grouped(limit)} tasks (threads and processes), the kernel refused to start more (cgroup pids.max), and it was killed`;
+  return `the carrier's process tree held ${grouped(counted)} tasks (threads and processes), over its limit of ${grouped(limit)}, and was killed`;
 }
 
 /** The failure message of a CPU overrun: names the budget and what was used. */
@@ -236,7 +311,7 @@ export function cpuMessage(usedMs: number, budgetMs: number): string {
  * just past the limit must not read as using exactly the limit) or the cgroup.
  */
 export function memoryMessage(limitMb: number, used?: MemoryUsage): string {
-  if (used === undefined) return `the carrier's process tree reached its maxMemoryMb limit of ${grouped(limitMb)} MiB and the kernel killed it (cgroup memory.max)`;
+  if (used === undefined) return `the carrier's process tree reached its maxMemoryMb limit of ${grouped(limitMb)} MiB and the kernel killed it (cgroup memory limit)`;
   const what = used.heldBytes === 0
     ? `${mib(used.rssBytes)} MiB of resident memory`
     : `${mib(used.rssBytes + used.heldBytes)} MiB of memory (${mib(used.rssBytes)} MiB resident, ${mib(used.heldBytes)} MiB in tmpfs and memfd files)`;

@@ -52,6 +52,25 @@ export function treeUsage(root: number): TreeUsage {
   return usage;
 }
 
+/** Tasks (threads of every process) in `root` and its descendants, as the kernel's pids limit counts them; 0 once the tree is gone. */
+export function treeTasks(root: number): number {
+  let tasks = 0;
+  for (const pid of treeOf(root)) {
+    try {
+      tasks += threadCount(readProcFile(`/proc/${pid}/status`));
+    } catch {
+      // exited between the walk and the read
+    }
+  }
+  return tasks;
+}
+
+/** Threads: of /proc/<pid>/status; a process whose status has none (a zombie) holds one task still. */
+export function threadCount(status: string): number {
+  const match = /^Threads:\s+(\d+)$/m.exec(status);
+  return match === null ? 1 : Number(match[1]);
+}
+
 /** `root` and its descendants (the walk the tree kill uses too). */
 export const treeOf = processTree;
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { decodeJson } from '../../wire/decode.ts';
-import { repoRoot, withoutWarm } from '../helpers/runtime.ts';
+import { repoRoot, withoutWarm, reportLimits } from '../helpers/runtime.ts';
 
 const BIN = join(repoRoot, 'dist', 'ptc');
 const BWRAP = ['--sandbox-backend', 'bwrap', '--require-enforcement', 'full'];
@@ -36,7 +36,7 @@ test('--cpu-time-ms under bwrap: a child process burning CPU fails the run as ti
   assert.match(result.failure.message, /^the program used [\d,]+ ms of CPU time, over its cpuTimeMs budget of 400 ms$/);
   assert.is(result.failure.cpuTimeMs, 400);
   assert.ok(result.failure.cpuUsedMs > 400);
-  assert.equal(result.sandbox, { ...CONFINED, memory: 'none', disk: 'watchdog' });
+  assert.equal(result.sandbox, { ...CONFINED, memory: 'none', disk: 'watchdog', ...reportLimits(true) });
 });
 
 test('--max-memory-mb under bwrap: native memory growth is worker-exit naming the limit, and the result says what enforced it', () => {
@@ -52,7 +52,7 @@ test('--max-memory-mb under bwrap: native memory growth is worker-exit naming th
   assert.is(result.failure.maxMemoryMb, 200);
   assert.match(result.failure.message, /maxMemoryMb limit of 200 MiB/);
   assert.ok(['cgroup', 'watchdog'].includes(result.sandbox.memory), result.sandbox.memory);
-  assert.equal(result.sandbox, { ...CONFINED, memory: result.sandbox.memory, disk: 'watchdog' });
+  assert.equal(result.sandbox, { ...CONFINED, memory: result.sandbox.memory, disk: 'watchdog', ...reportLimits() });
 });
 
 test('a run within both limits succeeds, and bad values are usage errors that quote them', () => {
@@ -60,7 +60,7 @@ test('a run within both limits succeeds, and bad values are usage errors that qu
   assert.is(ok.code, 0, ok.stderr);
   const within = decodeJson(ok.stdout) as any;
   assert.ok(['cgroup', 'watchdog'].includes(within.sandbox.memory), within.sandbox.memory);
-  assert.equal(withoutWarm(within), { status: 'ok', value: 2, output: [], sandbox: { ...CONFINED, memory: within.sandbox.memory, disk: 'watchdog' } });
+  assert.equal(withoutWarm(within), { status: 'ok', value: 2, output: [], sandbox: { ...CONFINED, memory: within.sandbox.memory, disk: 'watchdog', ...reportLimits(true) } });
   const word = ptc(['--cpu-time-ms', 'abc'], 'return 1');
   assert.equal([word.code, word.stdout, word.stderr], [2, '', 'ptc: --cpu-time-ms must be a number, got "abc"\n']);
   const small = ptc(['--max-memory-mb', '10'], 'return 1');

@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { decodeJson } from '../../wire/decode.ts';
-import { repoRoot } from '../helpers/runtime.ts';
+import { repoRoot, reportLimits } from '../helpers/runtime.ts';
 
 const BIN = join(repoRoot, 'dist', 'ptc');
 const fixtures = join(repoRoot, 'test/fixtures/network');
@@ -58,7 +58,7 @@ both('ptc run --json - <<< fetch of the metadata address is an exception, report
     enforcement: 'full',
     network: { mode: 'allowlist', allowed: [], denied: [{ host: '169.254.169.254', port: 80, count: 1 }] },
     denied: true,
-    memory: 'none', disk: 'watchdog',
+    memory: 'none', disk: 'watchdog', ...reportLimits(),
   });
 });
 

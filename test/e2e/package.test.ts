@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { reportLimits } from '../helpers/runtime.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
@@ -132,13 +133,13 @@ for (const node of NODES) {
     assert.is(run.code, 0);
     const sandbox = { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false };
     assert.equal(run.stdout.trim().split('\n').map((line) => JSON.parse(line)), [
-      { status: 'ok', value: { id: '12345678901234567890n', node: node.version }, output: [{ type: 'text', text: 'Ada\n' }], sandbox: { ...sandbox, denied: false, memory: 'none', disk: 'watchdog' }, warm: 'boolean' },
+      { status: 'ok', value: { id: '12345678901234567890n', node: node.version }, output: [{ type: 'text', text: 'Ada\n' }], sandbox: { ...sandbox, denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() }, warm: 'boolean' },
       {
         status: 'failed',
         kind: 'exception',
         name: 'Error',
         message: "EROFS: read-only file system, open '/etc/ptc-package-test'",
-        sandbox: { ...sandbox, denied: true, memory: 'none', disk: 'watchdog' },
+        sandbox: { ...sandbox, denied: true, memory: 'none', disk: 'watchdog', ...reportLimits() },
       },
     ]);
   });

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { decodeJson } from '../../wire/decode.ts';
-import { repoRoot, sshServer, withoutWarm } from '../helpers/runtime.ts';
+import { repoRoot, sshServer, withoutWarm, reportLimits } from '../helpers/runtime.ts';
 
 const BIN = join(repoRoot, 'dist', 'ptc');
 const server = sshServer();
@@ -41,7 +41,7 @@ if (server !== undefined) {
     const { code, stdout } = ptc(['run', ...remote, '--remote-node', '/usr/bin/node', '--json', '-'], 'return process.version');
     assert.is(code, 0, stdout);
     const version = spawnSync('/usr/bin/node', ['--version'], { encoding: 'utf8' }).stdout.trim();
-    assert.equal(withoutWarm(decodeJson(stdout)), { status: 'ok', value: version, output: [], sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, location: 'remote', denied: false, memory: 'none', disk: 'watchdog' } });
+    assert.equal(withoutWarm(decodeJson(stdout)), { status: 'ok', value: version, output: [], sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, location: 'remote', denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() } });
   });
 }
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { withoutWarm } from '../helpers/runtime.ts';
+import { withoutWarm, reportLimits } from '../helpers/runtime.ts';
 import { PROTOCOL_REVISION } from '../../wire/revision.ts';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -76,7 +76,7 @@ test('with PATH=/nonexistent, `auto` confines a run with bwrap (it used to fall 
     status: 'ok',
     value: 'EROFS',
     output: [],
-    sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true, memory: 'none', disk: 'watchdog' },
+    sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true, memory: 'none', disk: 'watchdog', ...reportLimits() },
   });
 });
 

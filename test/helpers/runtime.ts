@@ -1,7 +1,7 @@
 // Shared test helpers: a runtime per test with short limits, and process inspection.
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants, readdirSync, readFileSync } from 'node:fs';
-import type { CgroupFiles } from '../../supervision/resources/cgroup.ts';
+import { cgroupKeeps, findCgroups, type CgroupFiles } from '../../supervision/resources/cgroup.ts';
 import type { Test } from 'uvu';
 import { createRuntime, type Runtime, type RuntimeConfig, type RunResult } from '../../host/index.ts';
 
@@ -245,6 +245,15 @@ export function carrierSideCgroupFiles(): CgroupFiles {
     writable: (path) => onCarrierSide(`const fs = require('node:fs'); try { fs.accessSync(${JSON.stringify(path)}, fs.constants.W_OK); process.stdout.write('yes') } catch { process.stdout.write('no') }`) === 'yes',
   };
 }
+
+/** What a sandbox report says keeps the task limit and the CPU budget (`budget`: the run has a
+ * cpuTimeMs) for the launch under test: the kernel where the carrier's side can make cgroups
+ * (supervision/resources/cgroup.ts), else the watchdog; CPU is 'none' without a budget. */
+export function reportLimits(budget = false): { tasks: 'cgroup' | 'watchdog'; cpu: 'cgroup' | 'watchdog' | 'none' } {
+  kept ??= cgroupKeeps(findCgroups(carrierSideCgroupFiles()));
+  return { tasks: kept.tasks ? 'cgroup' : 'watchdog', cpu: !budget ? 'none' : kept.cpu ? 'cgroup' : 'watchdog' };
+}
+let kept: ReturnType<typeof cgroupKeeps> | undefined;
 
 /** What a sandbox report adds for the launch under test: a remote launch says where it was enforced. */
 export function reportLocation(): { location?: 'remote' } {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { withoutWarm } from '../helpers/runtime.ts';
+import { withoutWarm, reportLimits } from '../helpers/runtime.ts';
 import { probeCacheFile } from '../../host/sandbox/index.ts';
 import { probeKey, recordPass } from '../../host/sandbox/probe-cache.ts';
 import { createRuntime } from '../../host/index.ts';
@@ -115,7 +115,7 @@ test('a cached pass that went stale in a way the key does not see: the run fails
       status: 'failed',
       failure: { kind: 'worker-exit', message: 'the carrier exited with code 1 before the program finished', exitCode: 1, signal: null, stderrTail: 'bwrap: No permissions to create new namespace\n' },
       output: [{ type: 'text', text: 'bwrap: No permissions to create new namespace\n' }],
-      sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: false, memory: 'none', disk: 'watchdog' },
+      sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() },
     });
   } finally {
     await runtime.dispose();

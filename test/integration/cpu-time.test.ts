@@ -7,8 +7,8 @@
 // launch: podman (test/run.ts runs this suite again through the container of test/helpers/podman.sh)
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import type { RunResult, RuntimeConfig } from '../../host/index.ts';
-import { carrierSideProcesses, reportLocation, runtimesPerTest, waitUntil, withoutWarm } from '../helpers/runtime.ts';
+import type { RunResult, RuntimeConfig, Runtime } from '../../host/index.ts';
+import { carrierSideProcesses, reportLocation, runtimesPerTest, waitUntil, withoutWarm, createTestRuntime, reportLimits } from '../helpers/runtime.ts';
 import { failureOf, valueOf } from '../helpers/assert.ts';
 
 /** Time for the kernel to finish a death the host has already caused; not a speed assertion. */
@@ -61,7 +61,7 @@ test('per-call: time spent awaiting a slow binding or a timer is not counted', a
     program: "const a = await slow(); await new Promise((resolve) => setTimeout(resolve, 1_000)); return a",
     bindings: { slow },
   }));
-  assert.equal(withoutWarm(result), { status: 'ok', value: 'late', output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog' } });
+  assert.equal(withoutWarm(result), { status: 'ok', value: 'late', output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog', ...reportLimits(true) } });
 });
 
 test('per-call: CPU burnt by a child process counts, and the child is killed with the carrier', async () => {

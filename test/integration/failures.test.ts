@@ -9,13 +9,13 @@ import * as assert from 'uvu/assert';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PROTOCOL_REVISION, type SandboxReport } from '../../host/index.ts';
-import { repoRoot, runProgram, createTestRuntime, reportLocation, withoutWarm } from '../helpers/runtime.ts';
+import { PROTOCOL_REVISION, type SandboxReport, type RunResult } from '../../host/index.ts';
+import { repoRoot, runProgram, createTestRuntime, reportLocation, withoutWarm, reportLimits } from '../helpers/runtime.ts';
 import { failureOf } from '../helpers/assert.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/launch');
 const node = join(repoRoot, 'node_modules/.bin/node');
-const LOCAL_SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog' };
+const LOCAL_SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() };
 /** For the launch under test; the tests that name their own (local) launch expect LOCAL_SANDBOX. */
 const SANDBOX: SandboxReport = { ...LOCAL_SANDBOX, ...reportLocation() };
 /** Keeps a program alive until the host ends it; a failure to end it shows up as a timeout. */
@@ -121,7 +121,7 @@ test('abort: an already-aborted signal fails without starting a process', async 
     // No spare either: a runtime that boots one ahead of its runs would start the launch itself.
     const result = await runProgram('return 1', {}, { launch, prestartCarrier: false }, { signal: AbortSignal.abort() });
     // No process was started, so nothing was watched: disk 'none'.
-    assert.equal(result, { status: 'failed', failure: { kind: 'abort', message: 'execution aborted' }, output: [], sandbox: { ...LOCAL_SANDBOX, disk: 'none' }, warm: false });
+    assert.equal(result, { status: 'failed', failure: { kind: 'abort', message: 'execution aborted' }, output: [], sandbox: { ...LOCAL_SANDBOX, tasks: 'none', disk: 'none' }, warm: false });
     assert.not.ok(existsSync(marker), 'the launch executable was started');
 
     // The control: without the abort, the same launch is started (and fails, as it never speaks).

@@ -5,9 +5,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, RuntimeConfig, SandboxReport } from '../../host/index.ts';
-import { createTestRuntime, reportLocation, withoutWarm } from '../helpers/runtime.ts';
+import { createTestRuntime, reportLocation, withoutWarm, reportLimits } from '../helpers/runtime.ts';
 
-const SANDBOX = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog' } as SandboxReport;
+const SANDBOX = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() } as SandboxReport;
 
 /** [what, an expression (no declarations, so it runs in every format), path below the root, problem]. */
 const LOSSY: Array<[string, string, string, string]> = [

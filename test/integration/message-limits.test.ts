@@ -5,10 +5,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, SandboxReport } from '../../host/index.ts';
-import { reportLocation, runProgram, withoutWarm } from '../helpers/runtime.ts';
+import { reportLocation, runProgram, withoutWarm, reportLimits } from '../helpers/runtime.ts';
 import { failureOf } from '../helpers/assert.ts';
 
-const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog' } as SandboxReport;
+const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() } as SandboxReport;
 const MiB = 1024 * 1024;
 const LIMIT = { maxMessageBytes: MiB };
 

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, Runtime, RuntimeConfig, SandboxPolicy } from '../../host/index.ts';
-import { createTestRuntime, launchUnderTest, repoRoot, reportLocation, runtimesPerTest, unavailablePrefix, withoutWarm } from '../helpers/runtime.ts';
+import { createTestRuntime, launchUnderTest, repoRoot, reportLocation, runtimesPerTest, unavailablePrefix, withoutWarm, reportLimits } from '../helpers/runtime.ts';
 import { valueOf } from '../helpers/assert.ts';
 
 const fixtures = join(repoRoot, 'test/fixtures/network');
@@ -75,7 +75,7 @@ async function run(network: SandboxPolicy['network'], program: string): Promise<
 
 const loopbackDenied = (port: number) => `blocked by ptc network policy: 127.0.0.1:${port} is not allowed (default: loopback addresses are denied unless named)`;
 const notListed = (host: string, port: number) => `blocked by ptc network policy: ${host}:${port} is not allowed (default: not in allowlist)`;
-const bwrapReport = (network: unknown, denied: boolean) => ({ mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network, ...reportLocation(), denied, memory: 'none', disk: 'watchdog' });
+const bwrapReport = (network: unknown, denied: boolean) => ({ mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network, ...reportLocation(), denied, memory: 'none', disk: 'watchdog', ...reportLimits() });
 /** How a refusal of the far side's plan reads: prefixed with where it was made. */
 const farSide = (message: string): string => `${unavailablePrefix()}${message}`;
 
@@ -305,7 +305,7 @@ test('only bubblewrap can enforce an allowlist: node-permission and full-access 
     status: 'failed',
     failure: { kind: 'sandbox-unavailable', message: farSide('a network allowlist needs the "bwrap" backend: Node\'s permission model can only allow or refuse the whole network, not single hosts') },
     output: [],
-    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, ...reportLocation(), denied: false, memory: 'none', disk: 'none' },
+    sandbox: { mode: 'workspace-write', backend: 'none', enforcement: 'none', network: { mode: 'allowlist', allowed: [], denied: [] }, ...reportLocation(), denied: false, memory: 'none', tasks: 'none', cpu: 'none', disk: 'none' },
   });
   const open = runtimeWith();
   // A request's policy is checked by resolve(), before anything runs.
@@ -335,7 +335,7 @@ test('a command-prefix launch carries the allowlist too: the far sandbox reaches
   const result = await runtime.run(runtime.resolve({ program: fetchAll([`http://127.0.0.1:${A}/far`, `http://127.0.0.1:${B}/`]), cwd: workspace }));
   assert.equal(valueOf(result), ['allowed GET /far', `TypeError: ${loopbackDenied(B)}`]);
   assert.equal(result.sandbox, {
-    mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', location: 'remote', denied: true, memory: 'none', disk: 'watchdog',
+    mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', location: 'remote', denied: true, memory: 'none', disk: 'watchdog', ...reportLimits(),
     network: { mode: 'allowlist', allowed: [{ host: '127.0.0.1', port: A, count: 1 }], denied: [{ host: '127.0.0.1', port: B, count: 1 }] },
   });
 });

@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { createRuntime, type RuntimeConfig } from '../../host/index.ts';
-import { podmanContainers, podmanLaunch, repoRoot, waitUntil } from '../helpers/runtime.ts';
+import { createRuntime, type RuntimeConfig, type RunResult } from '../../host/index.ts';
+import { podmanContainers, podmanLaunch, repoRoot, waitUntil, reportLimits } from '../helpers/runtime.ts';
 import { failureOf } from '../helpers/assert.ts';
 
 const containers = podmanContainers();
@@ -135,7 +135,7 @@ if (WHICH.includes('rootless')) {
       assert.is(fetched.status, 'ok', JSON.stringify(fetched));
       assert.equal((fetched as { value?: unknown }).value, ['allowed /far', `blocked by ptc network policy: 127.0.0.1:${B} is not allowed (default: loopback addresses are denied unless named)`]);
       assert.equal(fetched.sandbox, {
-        mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', location: 'remote', denied: true, memory: 'none', disk: 'watchdog',
+        mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', location: 'remote', denied: true, memory: 'none', disk: 'watchdog', ...reportLimits(),
         network: { mode: 'allowlist', allowed: [{ host: '127.0.0.1', port: A, count: 1 }], denied: [{ host: '127.0.0.1', port: B, count: 1 }] },
       });
       const burnt = failureOf(await runtime.run(runtime.resolve({ cwd: '/workspace', cpuTimeMs: 300, program: 'for (;;) {}' })));

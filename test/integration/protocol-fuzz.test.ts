@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createRuntime, PROTOCOL_REVISION, type RunResult, type RuntimeConfig, type SandboxReport } from '../../host/index.ts';
-import { childrenOf, repoRoot, withoutWarm, type ResultShape } from '../helpers/runtime.ts';
+import { childrenOf, repoRoot, withoutWarm, type ResultShape, reportLimits } from '../helpers/runtime.ts';
 
-const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog' };
+const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() };
 const MiB = 1024 * 1024;
 const node = join(repoRoot, 'node_modules/.bin/node');
 const fixture = pathToFileURL(join(repoRoot, 'test/fixtures/protocol/fake-carrier.mjs')).href;

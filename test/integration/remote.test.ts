@@ -10,7 +10,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSyn
 import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createRuntime, PROTOCOL_REVISION, type RunResult, type RuntimeConfig } from '../../host/index.ts';
-import { childrenOf, liveProcesses, repoRoot, sshLaunch, sshServer, waitUntil, withoutWarm } from '../helpers/runtime.ts';
+import { childrenOf, liveProcesses, repoRoot, sshLaunch, sshServer, waitUntil, withoutWarm, reportLimits } from '../helpers/runtime.ts';
 import { failureOf } from '../helpers/assert.ts';
 
 const server = sshServer();
@@ -125,7 +125,7 @@ if (server === undefined) {
   test('a missing bootstrap is uploaded to the content-addressed cache, then reused', async () => {
     rmSync(cache, { recursive: true, force: true });
     const first = await run('return process.version');
-    assert.equal(withoutWarm(first), { status: 'ok', value: readFileSync('/proc/self/exe') && (await nodeVersion()), output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, location: 'remote', denied: false, memory: 'none', disk: 'watchdog' } });
+    assert.equal(withoutWarm(first), { status: 'ok', value: readFileSync('/proc/self/exe') && (await nodeVersion()), output: [], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, location: 'remote', denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() } });
     assert.ok(readFileSync(cached).equals(bootstrap), 'the cached bootstrap differs from dist/bootstrap.mjs');
     const { ino, mtimeMs } = statSync(cached);
     assert.ok((await run('return 2')).status === 'ok');
@@ -207,7 +207,7 @@ if (server === undefined) {
         fs.writeFileSync('inside.txt', 'ok');
         try { fs.writeFileSync('/etc/ptc-remote-denied', 'x'); return 'escaped'; } catch (error) { return error.code; }
       `, { policy: { mode: 'workspace-write', workspaceRoot: workspace } }, { cwd: workspace });
-      assert.equal(withoutWarm(result), { status: 'ok', value: 'EROFS', output: [], sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, location: 'remote', denied: true, memory: 'none', disk: 'watchdog' } });
+      assert.equal(withoutWarm(result), { status: 'ok', value: 'EROFS', output: [], sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, location: 'remote', denied: true, memory: 'none', disk: 'watchdog', ...reportLimits() } });
       assert.is(readFileSync(join(workspace, 'inside.txt'), 'utf8'), 'ok');
     } finally {
       rmSync(workspace, { recursive: true, force: true });
@@ -412,7 +412,7 @@ if (server === undefined) {
     const result = await run('inspect("through env"); return process.version', {
       launch: { kind: 'command', command: ['env', '-i', 'PATH=/usr/bin:/bin'], node: '/usr/bin/node', bootstrapPath: join(repoRoot, 'dist/bootstrap.mjs') },
     });
-    assert.equal(withoutWarm(result), { status: 'ok', value: await nodeVersion(), output: [{ type: 'text', text: 'through env\n' }], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, location: 'remote', denied: false, memory: 'none', disk: 'watchdog' } });
+    assert.equal(withoutWarm(result), { status: 'ok', value: await nodeVersion(), output: [{ type: 'text', text: 'through env\n' }], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, location: 'remote', denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() } });
   });
 }
 

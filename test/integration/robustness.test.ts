@@ -4,9 +4,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, SandboxReport } from '../../host/index.ts';
-import { runProgram, waitUntil, createTestRuntime, reportLocation, withoutWarm, type ResultShape } from '../helpers/runtime.ts';
+import { runProgram, waitUntil, createTestRuntime, reportLocation, withoutWarm, type ResultShape, reportLimits } from '../helpers/runtime.ts';
 
-const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog', ...reportLocation() };
+const SANDBOX: SandboxReport = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog', ...reportLimits(), ...reportLocation() };
 const VALUE = { a: 12345678901234567890n, b: [1, 'x'] };
 const RETURN_VALUE = "return { a: 12345678901234567890n, b: [1, 'x'] };";
 

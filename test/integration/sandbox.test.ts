@@ -8,7 +8,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, RuntimeConfig, SandboxPolicy } from '../../host/index.ts';
 import { spawnSync } from 'node:child_process';
-import { launchUnderTest, liveProcesses, reportLocation, runtimesPerTest, unavailablePrefix, waitUntil } from '../helpers/runtime.ts';
+import { launchUnderTest, liveProcesses, reportLocation, runtimesPerTest, unavailablePrefix, waitUntil, createTestRuntime, reportLimits } from '../helpers/runtime.ts';
 import { valueOf } from '../helpers/assert.ts';
 
 // Not under /tmp: bubblewrap gives the program a private /tmp, which would hide these directories
@@ -49,7 +49,7 @@ test('bwrap: the default policy writes the workspace and nothing outside it, and
     [join(workspace, '..', 'outside', 'c.txt')]: 'ENOENT',
     [`/proc/self/root${outside}/d.txt`]: 'ENOENT',
   });
-  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: false, memory: 'none', disk: 'watchdog', ...reportLocation() });
+  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: false, memory: 'none', disk: 'watchdog', ...reportLimits(), ...reportLocation() });
   // What the sandbox shows read-only refuses the write, and that is a denial.
   const system = await run(tryWrites(['/usr/ptc-sandbox-test.txt']), undefined);
   assert.equal(valueOf(system), { '/usr/ptc-sandbox-test.txt': 'EROFS' });
@@ -172,7 +172,7 @@ test('unconfined: a child that moved to its own session still dies with the run'
   // The child is still the carrier's child when the run ends, so the kill reaches it by the tree.
   const result = await run(startDetached(marker, 'sleep'), { mode: 'full-access' });
   assert.is(valueOf(result), true, 'the child was running');
-  assert.equal(result.sandbox, { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog', ...reportLocation() });
+  assert.equal(result.sandbox, { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, denied: false, memory: 'none', disk: 'watchdog', ...reportLimits(), ...reportLocation() });
   const gone = await waitUntil(() => !liveProcesses().some(({ pid }) => commandLine(pid).includes(marker)), 5_000);
   assert.ok(gone, 'the detached child survived');
 });
@@ -184,7 +184,7 @@ test('node-permission: partial enforcement denies outside writes and child proce
   // Node 25 and later refuse the network under the model (--allow-net is all or nothing); the machine's Node 20 does not.
   const carrierNode = launchUnderTest()?.kind === 'node-script' || launchUnderTest()?.kind === 'ssh' ? spawnSync('/usr/bin/node', ['--version'], { encoding: 'utf8' }).stdout : process.version;
   const governed = Number(/^v(\d+)/.exec(carrierNode)![1]) >= 25;
-  assert.equal(writes.sandbox, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: !governed, denied: true, memory: 'none', disk: 'watchdog', ...reportLocation() });
+  assert.equal(writes.sandbox, { mode: 'workspace-write', backend: 'node-permission', enforcement: 'partial', network: !governed, denied: true, memory: 'none', disk: 'watchdog', ...reportLimits(), ...reportLocation() });
   const child = await run(`const { execSync } = await import('node:child_process'); try { execSync('true'); return 'spawned' } catch (error) { return error.code }`, undefined, config);
   assert.is(valueOf(child), 'ERR_ACCESS_DENIED');
 });

@@ -7,7 +7,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { resolve as resolvePath } from 'node:path';
 import type { RunResult, RuntimeConfig } from '../../host/index.ts';
-import { createTestRuntime, reportLocation, withoutWarm } from '../helpers/runtime.ts';
+import { createTestRuntime, reportLocation, withoutWarm, reportLimits } from '../helpers/runtime.ts';
 
 const PNG = resolvePath(new URL('../fixtures/images/rgb-300x7.png', import.meta.url).pathname);
 const fail = (what: string) => `() => { throw new Error('tampered: ${what}'); }`;
@@ -202,7 +202,7 @@ test('per-call: a program that replaces Promise.prototype.constructor and then s
     status: 'ok',
     value: { done: true },
     output: [{ type: 'text', text: 'printed\n' }],
-    sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog' },
+    sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() },
   });
 });
 

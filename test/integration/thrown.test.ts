@@ -6,9 +6,9 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { RunResult, RuntimeConfig, SandboxReport } from '../../host/index.ts';
-import { createTestRuntime, reportLocation, withoutWarm } from '../helpers/runtime.ts';
+import { createTestRuntime, reportLocation, withoutWarm, reportLimits } from '../helpers/runtime.ts';
 
-const SANDBOX = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog' } as SandboxReport;
+const SANDBOX = { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() } as SandboxReport;
 const TRAPS = ['get', 'has', 'getPrototypeOf', 'ownKeys', 'getOwnPropertyDescriptor', 'apply'].map((trap) => `${trap}() { throw new Error('trap ${trap} ran'); }`).join(', ');
 const HOSTILE_PROXY = `new Proxy({ a: 1 }, { ${TRAPS} })`;
 const WAIT = 'await new Promise((resolve) => setTimeout(resolve, 200));';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { decodeJson } from '../../wire/decode.ts';
-import { repoRoot, withoutWarm } from '../helpers/runtime.ts';
+import { repoRoot, withoutWarm, reportLimits } from '../helpers/runtime.ts';
 import { ensureRelease, file } from './artifacts.ts';
 
 ensureRelease();
@@ -66,7 +66,7 @@ for (const [name, binary, arch] of [['dist/ptc (linux-x64)', join(repoRoot, 'dis
       status: 'ok',
       value: { id: 9007199254740997n, saved: '9007199254740997', arch },
       output: [{ type: 'text', text: '4 unlabeled\n' }],
-      sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: false, memory: 'none', disk: 'watchdog' },
+      sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() },
     });
     assert.equal(readdirSync(cwd), ['triage.txt']);
     assert.is(readFileSync(join(cwd, 'triage.txt'), 'utf8'), '9007199254740997');

@@ -29,9 +29,9 @@ export interface CarrierConnection {
   onStartFailure(listener: (message: string) => void): void;
   /** Resolves once the carrier has exited (or never started) and its stdio has closed. */
   readonly settled: Promise<void>;
-  /** The transport's own process has exited (ssh, a command prefix; seen even before this host
-   * reaps it) while its end may still be unread: `settled` soon says how it ended. Absent for a
-   * local child. */
+  /** The transport's own process (ssh, a command prefix; a local carrier itself) has exited, seen
+   * even before this host reaps it, while its end may still be unread: `settled` soon says how it
+   * ended. */
   readonly ending?: boolean;
   /** The CPU budget and memory limit of the carrier's tree, measured where the tree is; call once,
    * before its first run. Over the memory limit the tree is killed and `kill` is called; `beforeRun`

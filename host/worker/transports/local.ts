@@ -2,7 +2,7 @@
 // at fd 3, stdout and stderr on pipes of their own. Killing it kills the whole tree.
 import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
-import { killChildTree, treeSpawnOptions } from '../../../supervision/process-tree.ts';
+import { exitedUnreaped, killChildTree, treeSpawnOptions } from '../../../supervision/process-tree.ts';
 import { pipeDrainer } from '../../../supervision/pipe-drain.ts';
 import { treeStorageWrites } from '../../../supervision/disk-usage.ts';
 import { filterStdio, sendFilter } from '../../../supervision/seccomp-fd.ts';
@@ -49,6 +49,11 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
     pid: child.pid,
     transportTail: '',
     lost: undefined,
+    // A carrier the kernel killed while idle (an OOM kill in its cgroup) is a zombie until this
+    // host handles its SIGCHLD: a run that starts then waits for its exit instead of sending into it.
+    get ending() {
+      return child.pid !== undefined && child.exitCode === null && child.signalCode === null && exitedUnreaped(child.pid);
+    },
     onExit: (listener) => void exitListeners.push(listener),
     onStartFailure: (listener) => void failureListeners.push(listener),
     settled,

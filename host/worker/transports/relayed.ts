@@ -5,13 +5,13 @@
 // above cannot tell the difference. The transport's own stderr (ssh's diagnostics) is kept apart
 // as a bounded tail for failures.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { Duplex, PassThrough } from 'node:stream';
 import { createMuxReader, muxChunks, muxFrame, type RelayHello, type RelayStart } from '../../../wire/mux.ts';
 import { PROTOCOL_REVISION } from '../../../wire/revision.ts';
 import { createMuxStreams } from '../../../wire/mux-streams.ts';
 import type { CpuOverrun, ResourceLimits } from '../../../supervision/resources/guard.ts';
+import { exitedUnreaped } from '../../../supervision/process-tree.ts';
 import type { CarrierConnection } from './connection.ts';
 
 /** Bytes of the transport's own stderr kept for diagnostics. */
@@ -68,6 +68,8 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
   const queued: Buffer[] = [];
   // The limits are measured by the relay (relay/limits.ts); these hear what it found.
   let overMemory: string | undefined;
+  /** The task limit the relay says the tree died of (its overMemory is then that message). */
+  let overTasks: number | undefined;
   let onMemoryOver: ((beforeRun: boolean) => void) | undefined;
   let transportExited = false;
   let onCpuOverrun: ((overrun: CpuOverrun) => void) | undefined;
@@ -127,9 +129,10 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
           } else if (type === 'M') {
             // The message, and whether the relay had been told of no run yet (a run request the host
             // sent may still be on its way, and never reached the carrier).
-            const { message, idle } = parseJson(payload) as { message?: unknown; idle?: unknown };
+            const { message, idle, maxTasks } = parseJson(payload) as { message?: unknown; idle?: unknown; maxTasks?: unknown };
             if (typeof message !== 'string') return broken('the relay sent an "M" frame without a message');
             overMemory ??= message.slice(0, TRANSPORT_TAIL_BYTES);
+            if (Number.isSafeInteger(maxTasks)) overTasks ??= maxTasks as number;
             onMemoryOver?.(idle === true);
           } else if (type === 'N' && options.connectProxy !== undefined && payload.length === 4) {
             if (!streams.add(payload.readUInt32BE(0), options.connectProxy())) broken(`the relay opened network stream ${payload.readUInt32BE(0)} twice`);
@@ -137,8 +140,9 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
             const problem = streams.receive(type, payload);
             if (problem !== undefined) broken(problem);
           } else if (type === 'X') {
-            const { code = null, signal = null, overLimit, overDisk } = parseJson(payload) as { code?: number | null; signal?: NodeJS.Signals | null; overLimit?: unknown; overDisk?: unknown };
+            const { code = null, signal = null, overLimit, overDisk, maxTasks } = parseJson(payload) as { code?: number | null; signal?: NodeJS.Signals | null; overLimit?: unknown; overDisk?: unknown; maxTasks?: unknown };
             if (typeof overLimit === 'string') overMemory ??= overLimit;
+            if (typeof overLimit === 'string' && Number.isSafeInteger(maxTasks)) overTasks ??= maxTasks as number;
             if (typeof overDisk === 'string') limitReason = overDisk.slice(0, TRANSPORT_TAIL_BYTES);
             end({ exit: [code, signal] });
           } else if (type === 'F') end(hello === undefined ? { failure: `${launch.describe}: ${payload.toString('utf8')}` } : { exit: [null, null] });
@@ -216,6 +220,13 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
         get memory() {
           return hello?.memory ?? 'none';
         },
+        // A relay from before the task limit and the kernel's CPU count says nothing of them: it has neither.
+        get tasks() {
+          return hello?.tasks ?? 'none';
+        },
+        get cpu() {
+          return hello?.cpu ?? 'watchdog';
+        },
         // The relay watches the disk and reports it through the exit (overLimit() of the connection).
         disk: 'none',
         watch(cpuTimeMs, onOverrun) {
@@ -233,8 +244,13 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
             check: () => undefined,
           };
         },
-        overLimit: () => (maxMemoryMb === null || overMemory === undefined ? undefined : { message: overMemory, maxMemoryMb }),
-        checkDisk: () => false,
+        overLimit: () => {
+          if (overMemory === undefined) return undefined;
+          if (overTasks !== undefined) return { message: overMemory, maxTasks: overTasks };
+          return maxMemoryMb === null ? undefined : { message: overMemory, maxMemoryMb };
+        },
+        // The relay takes its last look at the kernel's events before it passes on the completion.
+        checkLimits: () => false,
         release() {},
       };
     },
@@ -257,18 +273,6 @@ export function openRelayedConnection(prepared: Promise<RelayedLaunch>, options:
 
 function unrefChild(child: ChildProcess): void {
   for (const handle of [child, child.stdin, child.stdout, child.stderr]) (handle as { unref?: () => void } | null)?.unref?.();
-}
-
-/** Whether process `pid` has exited but is not reaped yet (a zombie: this host has not yet
- * handled its SIGCHLD). False where /proc cannot tell. */
-function exitedUnreaped(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    // The state follows the command name, which is in parentheses and may contain any byte.
-    return stat.charAt(stat.lastIndexOf(')') + 2) === 'Z';
-  } catch {
-    return false;
-  }
 }
 
 function parseJson(payload: Buffer): unknown {

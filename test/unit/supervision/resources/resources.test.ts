@@ -1,9 +1,10 @@
-// How the host finds a cgroup v2 for carrier memory limits, table-driven over the layouts it
-// meets (this machine's cgroup v1 hybrid among them), and how it reads /proc/<pid>/stat.
+// How the host finds where to make a carrier's cgroups (v2 with delegation, else v1 where it may
+// write), table-driven over the layouts it meets (this machine's cgroup v1 hybrid among them), and
+// how it reads /proc/<pid>/stat and status.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { cgroup2Mount, findCgroupBase, type CgroupBase } from '../../../../supervision/resources/cgroup.ts';
-import { parseStat, residentBytes, treeUsage } from '../../../../supervision/resources/proc.ts';
+import { cgroup2Mount, findCgroupBase, type CgroupBase, cgroupKeeps, findCgroups, findCgroupV1 } from '../../../../supervision/resources/cgroup.ts';
+import { parseStat, residentBytes, treeUsage, threadCount, treeTasks } from '../../../../supervision/resources/proc.ts';
 
 const UNIFIED = '35 25 0:30 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot';
 const HYBRID = [
@@ -17,7 +18,7 @@ function files(table: Record<string, string>, writable: string[] = []) {
   return { read: (path: string) => table[path], writable: (path: string) => writable.includes(path) };
 }
 
-const CASES: Array<[string, ReturnType<typeof files>, CgroupBase]> = [
+const CASES: Array<[string, ReturnType<typeof files>, ReturnType<typeof findCgroupBase>]> = [
   [
     'cgroup v1 only: no 0:: line',
     files({ '/proc/self/cgroup': '4:memory:/user.slice\n1:name=systemd:/user.slice\n', '/proc/self/mountinfo': '' }),
@@ -31,7 +32,7 @@ const CASES: Array<[string, ReturnType<typeof files>, CgroupBase]> = [
   [
     'a container at its cgroup namespace root with memory: ptc enables it for children',
     files({ '/proc/self/cgroup': '0::/\n', '/proc/self/mountinfo': UNIFIED, '/sys/fs/cgroup/cgroup.controllers': 'cpuset cpu io memory pids\n', '/sys/fs/cgroup/cgroup.subtree_control': '' }, ['/sys/fs/cgroup', '/sys/fs/cgroup/cgroup.subtree_control']),
-    { directory: '/sys/fs/cgroup', enableMemory: true },
+    { version: 2, directory: '/sys/fs/cgroup', enableMemory: true, enablePids: true },
   ],
   [
     'a delegated cgroup that already hands memory to its children',
@@ -41,7 +42,7 @@ const CASES: Array<[string, ReturnType<typeof files>, CgroupBase]> = [
       '/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/ptc.scope/cgroup.controllers': 'memory pids',
       '/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/ptc.scope/cgroup.subtree_control': 'memory pids',
     }, ['/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/ptc.scope', '/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/ptc.scope/cgroup.subtree_control']),
-    { directory: '/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/ptc.scope', enableMemory: false },
+    { version: 2, directory: '/sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/ptc.scope', enableMemory: false, enablePids: false },
   ],
   [
     'a non-root cgroup holding ptc that does not delegate memory',
@@ -66,7 +67,7 @@ const CASES: Array<[string, ReturnType<typeof files>, CgroupBase]> = [
       '/sys/fs/cgroup/app/cgroup.controllers': 'memory',
       '/sys/fs/cgroup/app/cgroup.subtree_control': 'memory',
     }, ['/sys/fs/cgroup/app', '/sys/fs/cgroup/app/cgroup.subtree_control']),
-    { directory: '/sys/fs/cgroup/app', enableMemory: false },
+    { version: 2, directory: '/sys/fs/cgroup/app', enableMemory: false },
   ],
   [
     'a cgroup outside the mounted subtree',
@@ -80,6 +81,90 @@ for (const [name, layout, expected] of CASES) {
     assert.equal(findCgroupBase(layout), expected);
   });
 }
+
+// cgroup v1: this machine's and CI's layout (hybrid, v1 controllers, kernel 6.18), as root and not.
+const V1_MOUNTS = [
+  '30 25 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec shared:9 - tmpfs tmpfs rw,mode=755',
+  '31 30 0:27 / /sys/fs/cgroup/unified rw,nosuid,nodev,noexec,relatime shared:10 - cgroup2 cgroup2 rw',
+  '32 30 0:28 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime shared:11 - cgroup cgroup rw,memory',
+  '33 30 0:29 / /sys/fs/cgroup/pids rw,nosuid,nodev,noexec,relatime shared:12 - cgroup cgroup rw,pids',
+  '34 30 0:30 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid,nodev,noexec,relatime shared:13 - cgroup cgroup rw,cpu,cpuacct',
+].join('\n');
+const V1_SELF = '8:pids:/\n4:memory:/process_api/a1\n2:cpu,cpuacct:/\n1:name=systemd:/\n0::/\n';
+const V1_DIRECTORIES = ['/sys/fs/cgroup/memory/process_api/a1', '/sys/fs/cgroup/pids', '/sys/fs/cgroup/cpu,cpuacct'];
+
+const V1_CASES: Array<[string, ReturnType<typeof files>, CgroupBase]> = [
+  [
+    'v1 as root: memory, pids and cpuacct under its own cgroups (cpuacct co-mounted with cpu)',
+    files({ '/proc/self/cgroup': V1_SELF, '/proc/self/mountinfo': V1_MOUNTS }, V1_DIRECTORIES),
+    { version: 1, directories: { memory: '/sys/fs/cgroup/memory/process_api/a1', pids: '/sys/fs/cgroup/pids', cpuacct: '/sys/fs/cgroup/cpu,cpuacct' } },
+  ],
+  [
+    'v1 as an unprivileged user: nothing writable, so the watchdog',
+    files({ '/proc/self/cgroup': V1_SELF, '/proc/self/mountinfo': V1_MOUNTS }),
+    { unavailable: '/sys/fs/cgroup/memory/process_api/a1 is not writable by this process; /sys/fs/cgroup/pids is not writable by this process; /sys/fs/cgroup/cpu,cpuacct is not writable by this process' },
+  ],
+  [
+    'v1 without a pids hierarchy: memory and cpuacct only',
+    files({ '/proc/self/cgroup': V1_SELF, '/proc/self/mountinfo': V1_MOUNTS.split('\n').filter((line) => !line.includes(',pids')).join('\n') }, V1_DIRECTORIES),
+    { version: 1, directories: { memory: '/sys/fs/cgroup/memory/process_api/a1', cpuacct: '/sys/fs/cgroup/cpu,cpuacct' } },
+  ],
+  [
+    'v1 in a container whose hierarchies are mounted at its own cgroup: paths relative to the mount root',
+    files({
+      '/proc/self/cgroup': '5:memory:/docker/c1\n3:pids:/docker/c1\n2:cpuacct:/docker/c1/inner\n',
+      '/proc/self/mountinfo': [
+        '40 30 0:28 /docker/c1 /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory',
+        '41 30 0:29 /docker/c1 /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids',
+        '42 30 0:30 /docker/c1 /sys/fs/cgroup/cpuacct rw - cgroup cgroup rw,cpuacct',
+      ].join('\n'),
+    }, ['/sys/fs/cgroup/memory', '/sys/fs/cgroup/pids', '/sys/fs/cgroup/cpuacct/inner']),
+    { version: 1, directories: { memory: '/sys/fs/cgroup/memory', pids: '/sys/fs/cgroup/pids', cpuacct: '/sys/fs/cgroup/cpuacct/inner' } },
+  ],
+  [
+    'v1 hierarchies not mounted, no cgroup2 either',
+    files({ '/proc/self/cgroup': V1_SELF, '/proc/self/mountinfo': '' }),
+    { unavailable: 'no memory hierarchy is mounted; no pids hierarchy is mounted; no cpuacct hierarchy is mounted' },
+  ],
+  [
+    "a v1 cgroup outside its hierarchy's mount",
+    files({ '/proc/self/cgroup': '3:pids:/elsewhere\n', '/proc/self/mountinfo': '41 30 0:29 /docker/c1 /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids' }),
+    { unavailable: "no memory hierarchy is mounted; this process's pids cgroup /elsewhere is outside its mount at /sys/fs/cgroup/pids (root /docker/c1); no cpuacct hierarchy is mounted" },
+  ],
+];
+
+for (const [name, layout, expected] of V1_CASES) {
+  test(`cgroup v1 detection: ${name}`, () => {
+    assert.equal(findCgroupV1(layout), expected);
+  });
+}
+
+test('findCgroups prefers v2 with memory, else v1, else says why neither', () => {
+  const v2 = files({ '/proc/self/cgroup': '0::/\n', '/proc/self/mountinfo': UNIFIED, '/sys/fs/cgroup/cgroup.controllers': 'memory pids', '/sys/fs/cgroup/cgroup.subtree_control': '' }, ['/sys/fs/cgroup', '/sys/fs/cgroup/cgroup.subtree_control']);
+  assert.equal(findCgroups(v2), { version: 2, directory: '/sys/fs/cgroup', enableMemory: true, enablePids: true });
+  // This machine as root: the hybrid's cgroup2 has no controllers, so v1.
+  const hybrid = files({ '/proc/self/cgroup': V1_SELF, '/proc/self/mountinfo': V1_MOUNTS, '/sys/fs/cgroup/unified/cgroup.controllers': '' }, [...V1_DIRECTORIES, '/sys/fs/cgroup/unified']);
+  assert.is((findCgroups(hybrid) as { version: number }).version, 1);
+  const neither = files({ '/proc/self/cgroup': V1_SELF, '/proc/self/mountinfo': V1_MOUNTS, '/sys/fs/cgroup/unified/cgroup.controllers': '' });
+  assert.equal(findCgroups(neither), {
+    unavailable: 'cgroup v2: the memory controller is not available to /sys/fs/cgroup/unified (cgroup.controllers: ""); cgroup v1: /sys/fs/cgroup/memory/process_api/a1 is not writable by this process; /sys/fs/cgroup/pids is not writable by this process; /sys/fs/cgroup/cpu,cpuacct is not writable by this process',
+  });
+});
+
+test('cgroupKeeps says what the kernel keeps in each kind, never more', () => {
+  assert.equal(cgroupKeeps({ unavailable: 'none here' }), { memory: false, tasks: false, cpu: false });
+  assert.equal(cgroupKeeps({ version: 2, directory: '/x', enableMemory: false }), { memory: true, tasks: false, cpu: true });
+  assert.equal(cgroupKeeps({ version: 2, directory: '/x', enableMemory: false, enablePids: false }), { memory: true, tasks: true, cpu: true });
+  assert.equal(cgroupKeeps({ version: 1, directories: { pids: '/p' } }), { memory: false, tasks: true, cpu: false });
+  assert.equal(cgroupKeeps({ version: 1, directories: { memory: '/m', pids: '/p', cpuacct: '/c' } }), { memory: true, tasks: true, cpu: true });
+});
+
+test('threadCount reads Threads:, and a status without it still holds a task; treeTasks counts this process', () => {
+  assert.is(threadCount('Name:\tnode\nThreads:\t11\n'), 11);
+  assert.is(threadCount('Name:\tnode\nState:\tZ (zombie)\n'), 1);
+  assert.ok(treeTasks(process.pid) >= 1);
+  assert.is(treeTasks(2 ** 22 + 1), 0);
+});
 
 test('cgroup2Mount unescapes octal sequences in mount points', () => {
   assert.equal(cgroup2Mount('41 30 0:31 / /run/my\\040cgroups rw - cgroup2 none rw'), { point: '/run/my cgroups', root: '/' });
