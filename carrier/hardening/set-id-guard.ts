@@ -1,0 +1,294 @@
+// Under node-permission no system-call filter stands between a program and chmod(2): a root host's
+// program could leave a set-user-ID or set-group-ID file in its writable roots, which gives root to
+// whoever runs it later (issue 32, "host harm as root"). There the program's only way to a call
+// that sets a mode is Node's `fs` (no child processes, addons, FFI or workers), so the carrier
+// refuses at that boundary what the bwrap filter refuses in the kernel (docs/syscall-filter.md):
+//   a mode with S_ISUID or S_ISGID        chmod, fchmod, lchmod, FileHandle#chmod, open with a mode,
+//                                         writeFile / appendFile / mkdir / createWriteStream with one
+//   a copy whose source carries either    copyFile and cp (they give the copy the source's mode),
+//                                         e.g. of /usr/bin/passwd
+// in every form (callback, Sync, fs/promises). The exports objects are changed once, before any
+// program exists, which covers import, require, getBuiltinModule and module hooks (see
+// builtin-guard.ts). WriteStream opens through the `open` export, so it meets the same check.
+// The model itself refuses link, symlink and rename from outside the writable roots, so no
+// set-ID file can be brought in under another name. File capabilities need setxattr, which `fs`
+// does not have.
+import { syncBuiltinESMExports } from 'node:module';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { requireBuiltin as require } from './builtins.ts';
+import { apply, construct, defineProperty, setPrototypeOf, ErrorCtor, getOwnPropertyDescriptor, getPrototypeOf, create, ownKeys, nextTick, rejected, regexpExec, then } from './intrinsics.ts';
+
+const S_ISUID = 0o4000;
+const S_ISGID = 0o2000;
+const OCTAL = /^[0-7]+$/;
+const cwd = process.cwd;
+const isBuffer = Buffer.isBuffer;
+const bufferConcat = Buffer.concat;
+const bufferFrom = Buffer.from;
+
+type Fn = (...args: unknown[]) => unknown;
+type Exports = Record<string, unknown>;
+
+/** Makes every `fs` API that sets a mode refuse set-ID bits, calling `denied` at each refusal. Call once, before any program code. */
+export function refuseSetIdModes(denied: () => void): void {
+  const fs = require('node:fs') as Exports;
+  const promises = require('node:fs/promises') as Exports;
+  // The carrier's own references: a program may replace the exports later.
+  const statSync = fs.statSync as (path: unknown, options: object) => { mode: number; isDirectory(): boolean } | undefined;
+  const lstatSync = fs.lstatSync as (path: unknown) => { mode: number; isDirectory(): boolean; isSymbolicLink(): boolean };
+  const readdirSync = fs.readdirSync as (path: string) => string[];
+
+  const refusal = (syscall: string, mode: number, target: unknown): Error => {
+    denied();
+    const bits = (mode & S_ISUID ? 'set-user-ID' : '') + (mode & S_ISUID && mode & S_ISGID ? ' and ' : '') + (mode & S_ISGID ? 'set-group-ID' : '');
+    const where = typeof target === 'number' ? `fd ${target}` : `'${describePath(target)}'`;
+    const error = new ErrorCtor(`EPERM: operation not permitted, ${syscall} ${where}: mode 0o${(mode & 0o7777).toString(8)} has the ${bits} bit, which ptc's node-permission sandbox refuses (a file a program leaves must not carry privilege)`);
+    const own = (key: string, value: unknown): void => {
+      defineProperty(error, key, { __proto__: null, value, writable: true, configurable: true, enumerable: true } as PropertyDescriptor);
+    };
+    own('errno', -1);
+    own('code', 'EPERM');
+    own('syscall', syscall);
+    if (typeof target === 'number') own('fd', target);
+    else own('path', describePath(target));
+    return error;
+  };
+
+  /** The set-ID bits `source` (a copy's source) carries, with each directory entry below it for a recursive copy; 0 when it cannot be read (the copy then fails by itself). */
+  const sourceBits = (source: unknown, recursive: boolean): { bits: number; path: unknown } => {
+    let stat;
+    try {
+      stat = statSync(source, { throwIfNoEntry: false });
+    } catch {
+      return { bits: 0, path: source };
+    }
+    if (stat === undefined) return { bits: 0, path: source };
+    if ((stat.mode & (S_ISUID | S_ISGID)) !== 0) return { bits: stat.mode, path: source };
+    if (!recursive || !stat.isDirectory() || typeof source !== 'string') return { bits: 0, path: source };
+    return walk(source);
+  };
+  // cp copies a tree: every entry's mode goes to its copy. Symbolic links are judged by their
+  // target and not followed further (a program cannot make one: the model refuses symlink).
+  const walk = (directory: string): { bits: number; path: unknown } => {
+    let names: string[];
+    try {
+      names = readdirSync(directory);
+    } catch {
+      return { bits: 0, path: directory };
+    }
+    for (let index = 0; index < names.length; index++) {
+      const path = `${directory}/${names[index]!}`;
+      let entry;
+      try {
+        entry = lstatSync(path);
+        if (entry.isSymbolicLink()) entry = statSync(path, { throwIfNoEntry: false }) ?? entry;
+      } catch {
+        continue;
+      }
+      if ((entry.mode & (S_ISUID | S_ISGID)) !== 0) return { bits: entry.mode, path };
+      if (entry.isDirectory() && !lstatSync(path).isSymbolicLink()) {
+        const below = walk(path);
+        if (below.bits !== 0) return below;
+      }
+    }
+    return { bits: 0, path: directory };
+  };
+
+  // How each API is judged: `check` gets the arguments (which it may replace with the values it
+  // judged, so a getter cannot answer differently later) and returns a refusal or undefined.
+  type Check = (args: unknown[]) => Error | undefined;
+  const modeAt = (syscall: string, index: number): Check => (args) => {
+    const mode = args[index];
+    const bits = setIdBits(mode);
+    return bits === 0 ? undefined : refusal(syscall, modeValue(mode), args[0]);
+  };
+  const optionModeAt = (syscall: string, index: number, bareMode: boolean): Check => (args) => {
+    const options = args[index];
+    if (bareMode && (typeof options === 'number' || typeof options === 'string')) return modeAt(syscall, index)(args);
+    if (typeof options !== 'object' || options === null) return undefined;
+    const { copy, mode } = pinMode(options);
+    args[index] = copy;
+    return setIdBits(mode) === 0 ? undefined : refusal(syscall, modeValue(mode), args[0]);
+  };
+  const copySource = (syscall: string, recursive: (args: unknown[]) => boolean): Check => (args) => {
+    // Fewer than two arguments: Node refuses the call by itself.
+    if (args.length < 2) return undefined;
+    args[0] = absolute(args[0]);
+    args[1] = absolute(args[1]);
+    const { bits, path } = sourceBits(args[0], recursive(args));
+    return bits === 0 ? undefined : refusal(syscall, bits, path);
+  };
+  const always = (): boolean => true;
+
+  const sync = (exports: Exports, name: string, check: Check): void => {
+    wrap(exports, name, (original) => function (this: unknown): unknown {
+      const args = argumentsOf(arguments);
+      const refused = check(args);
+      if (refused !== undefined) throw refused;
+      return apply(original, this, args);
+    });
+  };
+  // A callback form reports the refusal through its callback, as it would the kernel's EPERM.
+  const callback = (exports: Exports, name: string, check: Check): void => {
+    wrap(exports, name, (original) => function (this: unknown): unknown {
+      const args = argumentsOf(arguments);
+      const done = args[args.length - 1];
+      const refused = check(args);
+      if (refused === undefined) return apply(original, this, args);
+      if (typeof done !== 'function') throw refused;
+      apply(nextTick, process, [done, refused]);
+      return undefined;
+    });
+  };
+  const promised = (exports: Exports, name: string, check: Check, after?: (value: unknown) => unknown): void => {
+    wrap(exports, name, (original) => function (this: unknown): unknown {
+      const args = argumentsOf(arguments);
+      let refused: Error | undefined;
+      try {
+        refused = check(args);
+      } catch (error) {
+        return rejected(error);
+      }
+      if (refused !== undefined) return rejected(refused);
+      const result = apply(original, this, args) as Promise<unknown>;
+      return after === undefined ? result : then(result, after);
+    });
+  };
+
+  for (const [name, syscall] of [['chmod', 'chmod'], ['lchmod', 'lchmod'], ['fchmod', 'fchmod']] as const) {
+    callback(fs, name, modeAt(syscall, 1));
+    sync(fs, `${name}Sync`, modeAt(syscall, 1));
+  }
+  callback(fs, 'open', modeAt('open', 2));
+  sync(fs, 'openSync', modeAt('open', 2));
+  for (const name of ['writeFile', 'appendFile']) {
+    callback(fs, name, optionModeAt('open', 2, false));
+    sync(fs, `${name}Sync`, optionModeAt('open', 2, false));
+    promised(promises, name, optionModeAt('open', 2, false));
+  }
+  callback(fs, 'mkdir', optionModeAt('mkdir', 1, true));
+  sync(fs, 'mkdirSync', optionModeAt('mkdir', 1, true));
+  sync(fs, 'createWriteStream', optionModeAt('open', 1, false));
+  guardWriteStream(fs, optionModeAt('open', 1, false));
+  callback(fs, 'copyFile', copySource('copyfile', () => false));
+  sync(fs, 'copyFileSync', copySource('copyfile', () => false));
+  const recursive = (args: unknown[]): boolean => {
+    const options = args[2];
+    return typeof options === 'object' && options !== null && (options as { recursive?: unknown }).recursive === true;
+  };
+  callback(fs, 'cp', copySource('cp', recursive));
+  sync(fs, 'cpSync', copySource('cp', recursive));
+  promised(promises, 'copyFile', copySource('copyfile', () => false));
+  promised(promises, 'cp', copySource('cp', recursive));
+  promised(promises, 'chmod', modeAt('chmod', 1));
+  promised(promises, 'lchmod', modeAt('lchmod', 1));
+  promised(promises, 'mkdir', optionModeAt('mkdir', 1, true));
+  // FileHandle is not exported: its prototype is reached through the first handle open gives out,
+  // before the program holds it (as permission-gaps.ts does for utimes).
+  let handleGuarded = false;
+  promised(promises, 'open', modeAt('open', 2), (handle) => {
+    if (!handleGuarded && typeof handle === 'object' && handle !== null) {
+      handleGuarded = true;
+      const prototype = getPrototypeOf(handle) as Exports;
+      const chmod = prototype.chmod as Fn;
+      const guarded = function (this: { fd?: unknown }, mode: unknown): unknown {
+        if (setIdBits(mode) !== 0) return rejected(refusal('fchmod', modeValue(mode), this.fd));
+        return apply(chmod, this, [mode]);
+      };
+      defineProperty(guarded, 'name', { __proto__: null, value: 'chmod' } as PropertyDescriptor);
+      defineProperty(prototype, 'chmod', { __proto__: null, value: guarded, writable: false, enumerable: false, configurable: false } as PropertyDescriptor);
+    }
+    return handle;
+  });
+  syncBuiltinESMExports();
+}
+
+/**
+ * WriteStream opens its file with an `open` of its own, not the export. The class is replaced by
+ * a function that checks the options and constructs the original (for subclasses too), sharing its
+ * prototype so `instanceof` holds. Assigned through fs's own setter, which is also what
+ * FileWriteStream and createWriteStream read.
+ */
+function guardWriteStream(fs: Exports, check: (args: unknown[]) => Error | undefined): void {
+  const original = fs.WriteStream as new (...args: unknown[]) => object;
+  if (typeof original !== 'function') return;
+  const WriteStream = function (this: unknown, path: unknown, options: unknown): object {
+    const args = argumentsOf(arguments);
+    const refused = check(args);
+    if (refused !== undefined) throw refused;
+    return construct(original, args, new.target === undefined || new.target === WriteStream ? original : new.target);
+  };
+  defineProperty(WriteStream, 'prototype', { __proto__: null, value: original.prototype, writable: false } as PropertyDescriptor);
+  defineProperty(WriteStream, 'name', { __proto__: null, value: 'WriteStream' } as PropertyDescriptor);
+  setPrototypeOf(WriteStream, getPrototypeOf(original));
+  fs.WriteStream = WriteStream;
+}
+
+/** Replaces function `name` of `exports` (when it exists on this Node) with `make(original)`, keeping its name. */
+function wrap(exports: Exports, name: string, make: (original: Fn) => Fn): void {
+  const original = exports[name];
+  if (typeof original !== 'function') return;
+  const wrapped = make(original as Fn);
+  defineProperty(wrapped, 'name', { __proto__: null, value: name } as PropertyDescriptor);
+  defineProperty(exports, name, { __proto__: null, value: wrapped, writable: true, enumerable: true, configurable: true } as PropertyDescriptor);
+}
+
+/** The set-ID bits of `mode` as Node reads a mode (a number, or a string of octal digits); 0 for anything else, which Node refuses by itself. */
+function setIdBits(mode: unknown): number {
+  return modeValue(mode) & (S_ISUID | S_ISGID);
+}
+
+function modeValue(mode: unknown): number {
+  if (typeof mode === 'number') return mode;
+  if (typeof mode === 'string' && regexpExec(OCTAL, mode) !== null) return parseInt(mode, 8);
+  return 0;
+}
+
+/**
+ * A copy of `options` whose `mode` is an own data property holding the one value read from it:
+ * the check and Node then see the same mode, whatever getter or prototype the program gave it.
+ * Own properties are read once each, as Node's own option copies do; the prototype stays.
+ */
+function pinMode(options: object): { copy: object; mode: unknown } {
+  const mode = (options as { mode?: unknown }).mode;
+  const copy = create(getPrototypeOf(options)) as Record<PropertyKey, unknown>;
+  const keys = ownKeys(options);
+  for (let index = 0; index < keys.length; index++) {
+    const key = keys[index]!;
+    if (key === 'mode') continue;
+    const descriptor = getOwnPropertyDescriptor(options, key);
+    if (descriptor === undefined) continue;
+    defineProperty(copy, key, { __proto__: null, value: (options as Record<PropertyKey, unknown>)[key], writable: true, enumerable: descriptor.enumerable === true, configurable: true } as PropertyDescriptor);
+  }
+  defineProperty(copy, 'mode', { __proto__: null, value: mode, writable: true, enumerable: true, configurable: true } as PropertyDescriptor);
+  return { copy, mode };
+}
+
+/** A relative path made absolute now: a copy in the thread pool would resolve it against whatever directory a later process.chdir() chose. */
+function absolute(path: unknown): unknown {
+  const here = apply(cwd, process, []) as string;
+  if (typeof path === 'string') return resolve(here, path);
+  if (isBuffer(path) && path[0] !== 0x2f) return bufferConcat([bufferFrom(`${here}/`), path]);
+  return path;
+}
+
+function describePath(path: unknown): string {
+  if (typeof path === 'string') return path;
+  if (isBuffer(path)) return path.toString();
+  if (path instanceof URL) {
+    try {
+      return fileURLToPath(path);
+    } catch {
+      return String(path);
+    }
+  }
+  return String(path);
+}
+
+/** A real array of the call's arguments, built without the program's Array.prototype. */
+function argumentsOf(args: IArguments): unknown[] {
+  const list: unknown[] = [];
+  for (let index = 0; index < args.length; index++) defineProperty(list, index, { __proto__: null, value: args[index], writable: true, enumerable: true, configurable: true } as PropertyDescriptor);
+  return list;
+}
