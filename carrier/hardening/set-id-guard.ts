@@ -26,6 +26,7 @@ const cwd = process.cwd;
 const isBuffer = Buffer.isBuffer;
 const bufferConcat = Buffer.concat;
 const bufferFrom = Buffer.from;
+const SLASH = bufferFrom('/');
 
 type Fn = (...args: unknown[]) => unknown;
 type Exports = Record<string, unknown>;
@@ -37,7 +38,7 @@ export function refuseSetIdModes(denied: () => void): void {
   // The carrier's own references: a program may replace the exports later.
   const statSync = fs.statSync as (path: unknown, options: object) => { mode: number; isDirectory(): boolean } | undefined;
   const lstatSync = fs.lstatSync as (path: unknown) => { mode: number; isDirectory(): boolean; isSymbolicLink(): boolean };
-  const readdirSync = fs.readdirSync as (path: string) => string[];
+  const readdirSync = fs.readdirSync as (path: Buffer, options: object) => Buffer[];
 
   const refusal = (syscall: string, mode: number, target: unknown): Error => {
     denied();
@@ -55,8 +56,13 @@ export function refuseSetIdModes(denied: () => void): void {
     return error;
   };
 
-  /** The set-ID bits `source` (a copy's source) carries, with each directory entry below it for a recursive copy; 0 when it cannot be read (the copy then fails by itself). */
-  const sourceBits = (source: unknown, recursive: boolean): { bits: number; path: unknown } => {
+  /**
+   * The set-ID bits `source` (a copy's source) carries, and for cp (`tree`) those of every entry
+   * below a directory, whether or not the call asks to recurse (an option's getter could say no
+   * to this check and yes to Node; without it Node refuses a directory anyway); 0 when it cannot
+   * be read (the copy then fails by itself).
+   */
+  const sourceBits = (source: unknown, tree: boolean): { bits: number; path: unknown } => {
     let stat;
     try {
       stat = statSync(source, { throwIfNoEntry: false });
@@ -65,20 +71,21 @@ export function refuseSetIdModes(denied: () => void): void {
     }
     if (stat === undefined) return { bits: 0, path: source };
     if ((stat.mode & (S_ISUID | S_ISGID)) !== 0) return { bits: stat.mode, path: source };
-    if (!recursive || !stat.isDirectory() || typeof source !== 'string') return { bits: 0, path: source };
-    return walk(source);
+    if (!tree || !stat.isDirectory()) return { bits: 0, path: source };
+    return walk(pathBytes(source));
   };
   // cp copies a tree: every entry's mode goes to its copy. Symbolic links are judged by their
   // target and not followed further (a program cannot make one: the model refuses symlink).
-  const walk = (directory: string): { bits: number; path: unknown } => {
-    let names: string[];
+  // Paths as bytes, as the kernel has them: a name need not be UTF-8.
+  const walk = (directory: Buffer): { bits: number; path: unknown } => {
+    let names: Buffer[];
     try {
-      names = readdirSync(directory);
+      names = readdirSync(directory, { encoding: 'buffer' });
     } catch {
       return { bits: 0, path: directory };
     }
     for (let index = 0; index < names.length; index++) {
-      const path = `${directory}/${names[index]!}`;
+      const path = bufferConcat([directory, SLASH, names[index]!]);
       let entry;
       try {
         entry = lstatSync(path);
@@ -111,12 +118,12 @@ export function refuseSetIdModes(denied: () => void): void {
     args[index] = copy;
     return setIdBits(mode) === 0 ? undefined : refusal(syscall, modeValue(mode), args[0]);
   };
-  const copySource = (syscall: string, recursive: (args: unknown[]) => boolean): Check => (args) => {
+  const copySource = (syscall: string, tree: boolean): Check => (args) => {
     // Fewer than two arguments: Node refuses the call by itself.
     if (args.length < 2) return undefined;
     args[0] = absolute(args[0]);
     args[1] = absolute(args[1]);
-    const { bits, path } = sourceBits(args[0], recursive(args));
+    const { bits, path } = sourceBits(args[0], tree);
     return bits === 0 ? undefined : refusal(syscall, bits, path);
   };
   const always = (): boolean => true;
@@ -171,16 +178,12 @@ export function refuseSetIdModes(denied: () => void): void {
   sync(fs, 'mkdirSync', optionModeAt('mkdir', 1, true));
   sync(fs, 'createWriteStream', optionModeAt('open', 1, false));
   guardWriteStream(fs, optionModeAt('open', 1, false));
-  callback(fs, 'copyFile', copySource('copyfile', () => false));
-  sync(fs, 'copyFileSync', copySource('copyfile', () => false));
-  const recursive = (args: unknown[]): boolean => {
-    const options = args[2];
-    return typeof options === 'object' && options !== null && (options as { recursive?: unknown }).recursive === true;
-  };
-  callback(fs, 'cp', copySource('cp', recursive));
-  sync(fs, 'cpSync', copySource('cp', recursive));
-  promised(promises, 'copyFile', copySource('copyfile', () => false));
-  promised(promises, 'cp', copySource('cp', recursive));
+  callback(fs, 'copyFile', copySource('copyfile', false));
+  sync(fs, 'copyFileSync', copySource('copyfile', false));
+  callback(fs, 'cp', copySource('cp', true));
+  sync(fs, 'cpSync', copySource('cp', true));
+  promised(promises, 'copyFile', copySource('copyfile', false));
+  promised(promises, 'cp', copySource('cp', true));
   promised(promises, 'chmod', modeAt('chmod', 1));
   promised(promises, 'lchmod', modeAt('lchmod', 1));
   promised(promises, 'mkdir', optionModeAt('mkdir', 1, true));
@@ -265,24 +268,35 @@ function pinMode(options: object): { copy: object; mode: unknown } {
   return { copy, mode };
 }
 
-/** A relative path made absolute now: a copy in the thread pool would resolve it against whatever directory a later process.chdir() chose. */
+/**
+ * `path` as Node would take it, read once and made absolute now: a file: URL (or an object Node
+ * takes for one, whose getters could answer differently later) becomes its path, and a relative
+ * path is resolved here, since a copy in the thread pool would resolve it against whatever
+ * directory a later process.chdir() chose.
+ */
 function absolute(path: unknown): unknown {
   const here = apply(cwd, process, []) as string;
   if (typeof path === 'string') return resolve(here, path);
-  if (isBuffer(path) && path[0] !== 0x2f) return bufferConcat([bufferFrom(`${here}/`), path]);
+  if (isBuffer(path)) return path[0] === 0x2f ? path : bufferConcat([bufferFrom(`${here}/`), path]);
+  if (typeof path === 'object' && path !== null) {
+    try {
+      return fileURLToPath(path as URL);
+    } catch {
+      // Not a file: URL: Node refuses it by itself.
+    }
+  }
   return path;
+}
+
+/** `path` (after absolute(): a string or a Buffer) as bytes. */
+function pathBytes(path: unknown): Buffer {
+  if (isBuffer(path)) return path;
+  return bufferFrom(describePath(path));
 }
 
 function describePath(path: unknown): string {
   if (typeof path === 'string') return path;
   if (isBuffer(path)) return path.toString();
-  if (path instanceof URL) {
-    try {
-      return fileURLToPath(path);
-    } catch {
-      return String(path);
-    }
-  }
   return String(path);
 }
 

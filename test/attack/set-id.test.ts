@@ -81,7 +81,16 @@ fs.writeFileSync(${q(SETUID_SOURCE.slice(SETUID_SOURCE.lastIndexOf('/') + 1))}, 
 await attempt('copyFile callback, chdir while it runs', () => { const here = process.cwd(); const copied = callback((cb) => fs.copyFile(${q(SETUID_SOURCE.slice(SETUID_SOURCE.lastIndexOf('/') + 1))}, 'copy-race', cb)); process.chdir(${q(SETUID_SOURCE.slice(0, SETUID_SOURCE.lastIndexOf('/')))}); return copied.finally(() => process.chdir(here)); });`}
 ${SETGID_DIRECTORY === undefined ? '' : `await attempt('cpSync set-group-ID directory', () => fs.cpSync(${q(SETGID_DIRECTORY)}, 'cp-dir', { recursive: true }));
 await attempt('promises.cp set-group-ID directory', () => fsp.cp(${q(SETGID_DIRECTORY)}, 'cp-dir-p', { recursive: true }));`}
-${SETUID_TREE === undefined ? '' : `await attempt('cpSync tree holding a set-ID file', () => fs.cpSync(${q(SETUID_TREE)}, 'cp-tree', { recursive: true }));`}
+${SETUID_TREE === undefined ? '' : `await attempt('cpSync tree holding a set-ID file', () => fs.cpSync(${q(SETUID_TREE)}, 'cp-tree', { recursive: true }));
+await attempt('cpSync tree as a file: URL', () => fs.cpSync(new URL(${q(`file://${SETUID_TREE}`)}), 'cp-tree-url', { recursive: true }));
+await attempt('promises.cp tree as a Buffer', () => fsp.cp(Buffer.from(${q(SETUID_TREE)}), 'cp-tree-buffer', { recursive: true }));
+let asked = 0;
+await attempt('cpSync tree, recursive only on the second read', () => fs.cpSync(${q(SETUID_TREE)}, 'cp-tree-getter', { get recursive() { return asked++ > 0; } }));`}
+// Node's model itself: no link, symlink or rename brings a set-ID file in from outside.
+const model = {};
+${SETUID_SOURCE === undefined ? '' : `for (const [name, action] of [['linkSync', () => fs.linkSync(${q(SETUID_SOURCE)}, 'linked')], ['symlinkSync', () => fs.symlinkSync(${q(SETUID_SOURCE)}, 'symlinked')], ['renameSync', () => fs.renameSync(${q(SETUID_SOURCE)}, 'renamed')], ['promises.link', () => fsp.link(${q(SETUID_SOURCE)}, 'linked-p')]]) {
+  try { await action(); model[name] = 'ok'; } catch (error) { model[name] = error.code; }
+}`}
 // Ordinary modes still work.
 const modeOf = (path) => (fs.statSync(path).mode & 0o7777).toString(8);
 const ordinary = {};
@@ -100,10 +109,11 @@ fs.mkdirSync('tree/inner', { recursive: true }); fs.writeFileSync('tree/inner/f'
 await fsp.cp('tree', 'tree-copy', { recursive: true }); ordinary['promises.cp tree'] = modeOf('tree-copy/inner/f');
 let message = 'chmodSync 0o4755 was not refused';
 try { fs.chmodSync('target', 0o4755); } catch (error) { message = error.message; }
-return { seen, ordinary, message };`;
+return { seen, ordinary, message, model };`;
 
 interface Outcome {
   seen: Record<string, string>;
+  model: Record<string, string>;
   ordinary: Record<string, string>;
   message: string;
 }
@@ -112,6 +122,7 @@ interface Outcome {
 function assertRefused(outcome: Outcome, how: string): void {
   const harmless = new Set(MODES.map((mode) => `writeFileSync changing mode ${mode.toString(8)}`));
   harmless.add('copyFile callback, chdir while it runs');
+  if (SETUID_SOURCE !== undefined) assert.equal(outcome.model, { linkSync: 'ERR_ACCESS_DENIED', symlinkSync: 'ERR_ACCESS_DENIED', renameSync: 'ERR_ACCESS_DENIED', 'promises.link': 'ERR_ACCESS_DENIED' }, how);
   const names = Object.keys(outcome.seen);
   assert.ok(names.length >= MODES.length * 27 + (SETUID_SOURCE === undefined ? 0 : 8), `${how}: ${names.length} attempts`);
   for (const name of names) assert.is(outcome.seen[name], harmless.has(name) ? 'ok' : 'EPERM', `${how}: ${name}`);
