@@ -14,12 +14,19 @@
 // set-ID file can be brought in under another name. File capabilities need setxattr, which `fs`
 // does not have.
 import { syncBuiltinESMExports } from 'node:module';
-import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { requireBuiltin as require } from './builtins.ts';
-import { apply, construct, defineProperty, setPrototypeOf, ErrorCtor, getOwnPropertyDescriptor, getPrototypeOf, create, ownKeys, nextTick, rejected, regexpExec, then } from './intrinsics.ts';
+import { apply, construct, defineProperty, hasOwn, setPrototypeOf, ErrorCtor, getOwnPropertyDescriptor, getPrototypeOf, create, ownKeys, nextTick, rejected, regexpExec, then } from './intrinsics.ts';
 
+// Taken now, not through live import bindings: a program may change the exports and re-sync them.
+const { resolve } = require('node:path') as typeof import('node:path');
+const { fileURLToPath } = require('node:url') as typeof import('node:url');
+const parseOctal = (text: string): number => parseInt(text, 8);
 const S_ISUID = 0o4000;
+const S_IFMT = 0o170000;
+const S_IFDIR = 0o040000;
+const S_IFLNK = 0o120000;
+/** Beyond any mode: a Stats whose mode is not Node's own data property (see sourceBits). */
+const UNREADABLE = 0x40000000;
 const S_ISGID = 0o2000;
 const OCTAL = /^[0-7]+$/;
 const cwd = process.cwd;
@@ -36,15 +43,16 @@ export function refuseSetIdModes(denied: () => void): void {
   const fs = require('node:fs') as Exports;
   const promises = require('node:fs/promises') as Exports;
   // The carrier's own references: a program may replace the exports later.
-  const statSync = fs.statSync as (path: unknown, options: object) => { mode: number; isDirectory(): boolean } | undefined;
-  const lstatSync = fs.lstatSync as (path: unknown) => { mode: number; isDirectory(): boolean; isSymbolicLink(): boolean };
+  const statSync = fs.statSync as (path: unknown, options: object) => object | undefined;
+  const lstatSync = fs.lstatSync as (path: unknown) => object;
   const readdirSync = fs.readdirSync as (path: Buffer, options: object) => Buffer[];
 
   const refusal = (syscall: string, mode: number, target: unknown): Error => {
     denied();
     const bits = (mode & S_ISUID ? 'set-user-ID' : '') + (mode & S_ISUID && mode & S_ISGID ? ' and ' : '') + (mode & S_ISGID ? 'set-group-ID' : '');
     const where = typeof target === 'number' ? `fd ${target}` : `'${describePath(target)}'`;
-    const error = new ErrorCtor(`EPERM: operation not permitted, ${syscall} ${where}: mode 0o${(mode & 0o7777).toString(8)} has the ${bits} bit, which ptc's node-permission sandbox refuses (a file a program leaves must not carry privilege)`);
+    const what = (mode & UNREADABLE) !== 0 ? 'the source\'s mode could not be read (fs.Stats was changed)' : `mode 0o${(mode & 0o7777).toString(8)} has the ${bits} bit`;
+    const error = new ErrorCtor(`EPERM: operation not permitted, ${syscall} ${where}: ${what}, which ptc's node-permission sandbox refuses (a file a program leaves must not carry privilege)`);
     const own = (key: string, value: unknown): void => {
       defineProperty(error, key, { __proto__: null, value, writable: true, configurable: true, enumerable: true } as PropertyDescriptor);
     };
@@ -60,18 +68,19 @@ export function refuseSetIdModes(denied: () => void): void {
    * The set-ID bits `source` (a copy's source) carries, and for cp (`tree`) those of every entry
    * below a directory, whether or not the call asks to recurse (an option's getter could say no
    * to this check and yes to Node; without it Node refuses a directory anyway); 0 when it cannot
-   * be read (the copy then fails by itself).
+   * be read (the copy then fails by itself). Modes are read only as the own data property Node
+   * puts on each Stats: a program may have put a getter for `mode`, or its own isDirectory(), on
+   * Stats.prototype, and then no mode is read and the copy is refused (UNREADABLE).
    */
   const sourceBits = (source: unknown, tree: boolean): { bits: number; path: unknown } => {
-    let stat;
+    let mode;
     try {
-      stat = statSync(source, { throwIfNoEntry: false });
+      mode = ownMode(statSync(source, { throwIfNoEntry: false }));
     } catch {
       return { bits: 0, path: source };
     }
-    if (stat === undefined) return { bits: 0, path: source };
-    if ((stat.mode & (S_ISUID | S_ISGID)) !== 0) return { bits: stat.mode, path: source };
-    if (!tree || !stat.isDirectory()) return { bits: 0, path: source };
+    if (mode === undefined) return { bits: 0, path: source };
+    if ((mode & (S_ISUID | S_ISGID)) !== 0 || !tree || (mode & S_IFMT) !== S_IFDIR) return { bits: (mode & (S_ISUID | S_ISGID | UNREADABLE)) !== 0 ? mode : 0, path: source };
     return walk(pathBytes(source));
   };
   // cp copies a tree: every entry's mode goes to its copy. Symbolic links are judged by their
@@ -86,15 +95,18 @@ export function refuseSetIdModes(denied: () => void): void {
     }
     for (let index = 0; index < names.length; index++) {
       const path = bufferConcat([directory, SLASH, names[index]!]);
-      let entry;
+      let mode;
+      let link = false;
       try {
-        entry = lstatSync(path);
-        if (entry.isSymbolicLink()) entry = statSync(path, { throwIfNoEntry: false }) ?? entry;
+        mode = ownMode(lstatSync(path));
+        link = mode !== undefined && (mode & S_IFMT) === S_IFLNK;
+        if (link) mode = ownMode(statSync(path, { throwIfNoEntry: false })) ?? 0;
       } catch {
         continue;
       }
-      if ((entry.mode & (S_ISUID | S_ISGID)) !== 0) return { bits: entry.mode, path };
-      if (entry.isDirectory() && !lstatSync(path).isSymbolicLink()) {
+      if (mode === undefined) continue;
+      if ((mode & (S_ISUID | S_ISGID | UNREADABLE)) !== 0) return { bits: mode, path };
+      if (!link && (mode & S_IFMT) === S_IFDIR) {
         const below = walk(path);
         if (below.bits !== 0) return below;
       }
@@ -240,6 +252,15 @@ function wrap(exports: Exports, name: string, make: (original: Fn) => Fn): void 
   defineProperty(exports, name, { __proto__: null, value: wrapped, writable: true, enumerable: true, configurable: true } as PropertyDescriptor);
 }
 
+/** `stat`'s mode as Node set it (an own number), undefined for no stat, UNREADABLE when a program's accessor stands in its place. */
+function ownMode(stat: object | undefined): number | undefined {
+  if (stat === undefined) return undefined;
+  const descriptor = getOwnPropertyDescriptor(stat, 'mode');
+  // hasOwn: a getter's descriptor has no `value`, and reading one would reach Object.prototype.
+  const value = descriptor !== undefined && hasOwn(descriptor, 'value') ? descriptor.value : undefined;
+  return typeof value === 'number' ? value : UNREADABLE;
+}
+
 /** The set-ID bits of `mode` as Node reads a mode (a number, or a string of octal digits); 0 for anything else, which Node refuses by itself. */
 function setIdBits(mode: unknown): number {
   return modeValue(mode) & (S_ISUID | S_ISGID);
@@ -247,7 +268,7 @@ function setIdBits(mode: unknown): number {
 
 function modeValue(mode: unknown): number {
   if (typeof mode === 'number') return mode;
-  if (typeof mode === 'string' && regexpExec(OCTAL, mode) !== null) return parseInt(mode, 8);
+  if (typeof mode === 'string' && regexpExec(OCTAL, mode) !== null) return parseOctal(mode);
   return 0;
 }
 

@@ -89,6 +89,16 @@ await attempt('cpSync tree as a file: URL', () => fs.cpSync(new URL(${q(`file://
 await attempt('promises.cp tree as a Buffer', () => fsp.cp(Buffer.from(${q(SETUID_TREE)}), 'cp-tree-buffer', { recursive: true }));
 let asked = 0;
 await attempt('cpSync tree, recursive only on the second read', () => fs.cpSync(${q(SETUID_TREE)}, 'cp-tree-getter', { get recursive() { return asked++ > 0; } }));`}
+${SETUID_SOURCE === undefined ? '' : `// A Stats whose mode a program answers (a getter on the prototype catches Node's assignment).
+Object.defineProperty(fs.Stats.prototype, 'mode', { get: () => 0o100644, set() {}, configurable: true });
+Object.prototype.value = 0o100644;
+try {
+  await attempt('copyFileSync with Stats.prototype.mode forged', () => fs.copyFileSync(${q(SETUID_SOURCE)}, 'copy-forged'));
+  ${SETUID_TREE === undefined ? '' : `await attempt('cpSync tree with Stats.prototype.mode forged', () => fs.cpSync(${q(SETUID_TREE)}, 'cp-tree-forged', { recursive: true }));`}
+} finally {
+  delete fs.Stats.prototype.mode;
+  delete Object.prototype.value;
+}`}
 // Node's model itself: no link, symlink or rename brings a set-ID file in from outside.
 const model = {};
 ${SETUID_SOURCE === undefined ? '' : `for (const [name, action] of [['linkSync', () => fs.linkSync(${q(SETUID_SOURCE)}, 'linked')], ['symlinkSync', () => fs.symlinkSync(${q(SETUID_SOURCE)}, 'symlinked')], ['renameSync', () => fs.renameSync(${q(SETUID_SOURCE)}, 'renamed')], ['promises.link', () => fsp.link(${q(SETUID_SOURCE)}, 'linked-p')]]) {
