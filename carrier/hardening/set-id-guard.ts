@@ -36,6 +36,11 @@ const bufferFrom = Buffer.from;
 const SLASH = bufferFrom('/');
 
 type Fn = (...args: unknown[]) => unknown;
+/**
+ * A call's own `arguments` (unmapped: modules are strict): checks read and replace its entries in
+ * place, and the original is applied to it, with no array built per call.
+ */
+type Args = { length: number; [index: number]: unknown };
 type Exports = Record<string, unknown>;
 
 /** Makes every `fs` API that sets a mode refuse set-ID bits, calling `denied` at each refusal. Call once, before any program code. */
@@ -116,7 +121,7 @@ export function refuseSetIdModes(denied: () => void): void {
 
   // How each API is judged: `check` gets the arguments (which it may replace with the values it
   // judged, so a getter cannot answer differently later) and returns a refusal or undefined.
-  type Check = (args: unknown[]) => Error | undefined;
+  type Check = (args: Args) => Error | undefined;
   const modeAt = (syscall: string, index: number): Check => (args) => {
     const mode = args[index];
     const bits = setIdBits(mode);
@@ -141,7 +146,7 @@ export function refuseSetIdModes(denied: () => void): void {
 
   const sync = (exports: Exports, name: string, check: Check): void => {
     wrap(exports, name, (original) => function (this: unknown): unknown {
-      const args = argumentsOf(arguments);
+      const args = arguments as Args;
       const refused = check(args);
       if (refused !== undefined) throw refused;
       return apply(original, this, args);
@@ -150,7 +155,7 @@ export function refuseSetIdModes(denied: () => void): void {
   // A callback form reports the refusal through its callback, as it would the kernel's EPERM.
   const callback = (exports: Exports, name: string, check: Check): void => {
     wrap(exports, name, (original) => function (this: unknown): unknown {
-      const args = argumentsOf(arguments);
+      const args = arguments as Args;
       const done = args[args.length - 1];
       const refused = check(args);
       if (refused === undefined) return apply(original, this, args);
@@ -161,7 +166,7 @@ export function refuseSetIdModes(denied: () => void): void {
   };
   const promised = (exports: Exports, name: string, check: Check, after?: (value: unknown) => unknown): void => {
     wrap(exports, name, (original) => function (this: unknown): unknown {
-      const args = argumentsOf(arguments);
+      const args = arguments as Args;
       let refused: Error | undefined;
       try {
         refused = check(args);
@@ -227,11 +232,11 @@ export function refuseSetIdModes(denied: () => void): void {
  * stream's `.constructor` does not lead back to the original. Assigned through fs's own setter,
  * which is also what FileWriteStream / FileReadStream and the create functions read.
  */
-function guardStreamClass(fs: Exports, name: 'ReadStream' | 'WriteStream', check: (args: unknown[]) => Error | undefined): void {
+function guardStreamClass(fs: Exports, name: 'ReadStream' | 'WriteStream', check: (args: Args) => Error | undefined): void {
   const original = fs[name] as new (...args: unknown[]) => object;
   if (typeof original !== 'function') return;
   const guarded = function (this: unknown): object {
-    const args = argumentsOf(arguments);
+    const args = arguments as Args;
     const refused = check(args);
     if (refused !== undefined) throw refused;
     return construct(original, args, new.target === undefined || new.target === guarded ? original : new.target);
@@ -322,11 +327,4 @@ function describePath(path: unknown): string {
   if (typeof path === 'string') return path;
   if (isBuffer(path)) return path.toString();
   return String(path);
-}
-
-/** A real array of the call's arguments, built without the program's Array.prototype. */
-function argumentsOf(args: IArguments): unknown[] {
-  const list: unknown[] = [];
-  for (let index = 0; index < args.length; index++) defineProperty(list, index, { __proto__: null, value: args[index], writable: true, enumerable: true, configurable: true } as PropertyDescriptor);
-  return list;
 }
