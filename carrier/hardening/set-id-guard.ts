@@ -20,14 +20,14 @@ import { apply, construct, defineProperty, hasOwn, setPrototypeOf, ErrorCtor, ge
 // Taken now, not through live import bindings: a program may change the exports and re-sync them.
 const { resolve } = require('node:path') as typeof import('node:path');
 const { fileURLToPath } = require('node:url') as typeof import('node:url');
-const parseOctal = (text: string): number => parseInt(text, 8);
+const parseInteger = Number.parseInt;
 const S_ISUID = 0o4000;
+const S_ISGID = 0o2000;
 const S_IFMT = 0o170000;
 const S_IFDIR = 0o040000;
 const S_IFLNK = 0o120000;
 /** Beyond any mode: a Stats whose mode is not Node's own data property (see sourceBits). */
 const UNREADABLE = 0x40000000;
-const S_ISGID = 0o2000;
 const OCTAL = /^[0-7]+$/;
 const cwd = process.cwd;
 const isBuffer = Buffer.isBuffer;
@@ -273,7 +273,7 @@ function setIdBits(mode: unknown): number {
 
 function modeValue(mode: unknown): number {
   if (typeof mode === 'number') return mode;
-  if (typeof mode === 'string' && regexpExec(OCTAL, mode) !== null) return parseOctal(mode);
+  if (typeof mode === 'string' && regexpExec(OCTAL, mode) !== null) return parseInteger(mode, 8);
   return 0;
 }
 

@@ -69,6 +69,10 @@ for (const mode of ${q(MODES)}) {
   let reads = 0;
   await attempt('writeFileSync changing mode ' + m, () => fs.writeFileSync('write-twice-' + m, 'x', { get mode() { return reads++ === 0 ? 0o644 : mode; } }));
 }
+// An octal string read with a parseInt the program replaced would look harmless.
+const { parseInt: savedParseInt } = globalThis; const savedNumberParseInt = Number.parseInt;
+globalThis.parseInt = () => 0; Number.parseInt = () => 0;
+try { await attempt('chmodSync string with parseInt replaced', () => fs.chmodSync('target', '4755')); } finally { globalThis.parseInt = savedParseInt; Number.parseInt = savedNumberParseInt; }
 fs.closeSync(fd);
 await handle.close();
 ${SETUID_SOURCE === undefined ? '' : `const source = ${q(SETUID_SOURCE)};
