@@ -13,10 +13,13 @@
 //   a Unix socket's listen()             the socket file, anywhere (20, 22; on 26 with --allow-net)
 // Each is refused with ERR_ACCESS_DENIED and counted as a denial; a socket path is refused only
 // where the model would refuse a file. Runs only under the model (process.permission exists).
+// And what the model does not judge at all: a mode with set-ID bits, which bwrap's system-call
+// filter refuses in the kernel, is refused in `fs` itself (set-id-guard.ts).
 import { syncBuiltinESMExports } from 'node:module';
 import { requireBuiltin as require } from './builtins.ts';
 import { resolve } from 'node:path';
 import { refuseBuiltin, refuseExport, type Refusal } from './builtin-guard.ts';
+import { refuseSetIdModes } from './set-id-guard.ts';
 import { apply, defineProperty, ErrorCtor, getOwnPropertyDescriptor, getPrototypeOf, rejected, then } from './intrinsics.ts';
 
 const cwd = process.cwd;
@@ -50,6 +53,7 @@ export function closePermissionGaps(denied: () => void): void {
   refuseReportPaths(refusal(WHY.diagnostics));
   refuseHandleUtimes(refusal(WHY.utimes));
   if (process.platform !== 'win32') confineSocketPaths(mayWrite, refusal(WHY.socket));
+  refuseSetIdModes(denied);
 }
 
 function hasBuiltin(specifier: string): boolean {
