@@ -101,6 +101,17 @@ export interface ResourceLimits {
   release(): void;
 }
 
+/**
+ * The cgroups (tasks and CPU) a carrier enters right after its spawn, so that a run which takes it
+ * from the pool does not wait for them: cgroup v1's first move of a task waits for an RCU grace
+ * period (~20 ms here). Undefined where none can be made; the guard then makes its own or watches.
+ */
+export function spawnCgroup(pid: number | undefined): CarrierCgroup | undefined {
+  if (pid === undefined || !procAvailable()) return undefined;
+  const cgroup = confineTree(pid, null, MAX_TASKS);
+  return 'unavailable' in cgroup ? undefined : cgroup;
+}
+
 /** One carrier's resource limits, from its start to its end. */
 export class ResourceGuard implements ResourceLimits {
   readonly memory: MemoryEnforcement;
@@ -130,7 +141,7 @@ export class ResourceGuard implements ResourceLimits {
    * The carrier must be idle (no program started yet). Over a limit the guard calls `kill`; the
    * exit that follows is explained by overLimit().
    */
-  constructor(pid: number | undefined, { maxMemoryMb, maxDiskMb, writable, storageBase }: TreeLimits, kill: () => void) {
+  constructor(pid: number | undefined, { maxMemoryMb, maxDiskMb, writable, storageBase }: TreeLimits, kill: () => void, spawned?: CarrierCgroup) {
     this.#pid = pid;
     this.#limitMb = maxMemoryMb;
     this.#diskMb = maxDiskMb;
@@ -145,7 +156,7 @@ export class ResourceGuard implements ResourceLimits {
     }
     const proc = pid !== undefined && procAvailable();
     // Where no cgroup can be had (its `unavailable` says why), the watchdog stands in for each limit.
-    const cgroup = proc ? confineTree(pid, maxMemoryMb === null ? null : maxMemoryMb * 1024 * 1024, MAX_TASKS) : undefined;
+    const cgroup = proc ? this.#confine(pid, maxMemoryMb, spawned) : undefined;
     if (cgroup !== undefined && !('unavailable' in cgroup)) this.#cgroup = cgroup;
     const keeps = this.#cgroup?.keeps ?? { memory: false, tasks: false, cpu: false };
     this.memory = maxMemoryMb === null || pid === undefined ? 'none' : keeps.memory ? 'cgroup' : 'watchdog';
@@ -153,6 +164,20 @@ export class ResourceGuard implements ResourceLimits {
     this.cpu = keeps.cpu ? 'cgroup' : 'watchdog';
     // Not synchronously: `kill` may reach into an owner that is still being constructed.
     if (proc) this.#schedule();
+  }
+
+  /**
+   * The carrier's cgroups: the ones it was spawned into (spawnCgroup: tasks and CPU, made off any
+   * run's path) when no memory limit is asked for, else new ones with the limit, into which the
+   * tree moves from those (removed once empty; kept if the new ones cannot be made).
+   */
+  #confine(pid: number, maxMemoryMb: number | null, spawned: CarrierCgroup | undefined): CarrierCgroup | { unavailable: string } {
+    if (maxMemoryMb === null && spawned !== undefined) return spawned;
+    const cgroup = confineTree(pid, maxMemoryMb === null ? null : maxMemoryMb * 1024 * 1024, MAX_TASKS);
+    if (spawned === undefined) return cgroup;
+    if ('unavailable' in cgroup) return spawned;
+    spawned.remove();
+    return cgroup;
   }
 
   /** One look at every limit this guard samples: the kernel's events, else the watchdog's counts. */

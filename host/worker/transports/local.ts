@@ -7,7 +7,7 @@ import { pipeDrainer } from '../../../supervision/pipe-drain.ts';
 import { treeStorageWrites } from '../../../supervision/disk-usage.ts';
 import { filterStdio, sendFilter } from '../../../supervision/seccomp-fd.ts';
 import type { LaunchCommand } from '../../sandbox/index.ts';
-import { ResourceGuard } from '../../../supervision/resources/guard.ts';
+import { ResourceGuard, spawnCgroup } from '../../../supervision/resources/guard.ts';
 import type { CarrierConnection, StdioStream } from './connection.ts';
 
 /** Starts `command` in `cwd` as a carrier with fd 3 as its control channel. */
@@ -22,6 +22,13 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
     windowsHide: true,
   });
   sendFilter(child, command.seccompFilter);
+  // Its cgroups now, while the pool boots it, not when a run takes it; removed with the carrier
+  // when no run ever adopted them (the guard that adopts them removes them on release).
+  const cgroup = spawnCgroup(child.pid);
+  let adopted = false;
+  child.once('close', () => {
+    if (!adopted) cgroup?.remove();
+  });
   const control = child.stdio[3] as Socket;
   const stdout = child.stdout as Socket;
   const stderr = child.stderr as Socket;
@@ -57,7 +64,10 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
     onExit: (listener) => void exitListeners.push(listener),
     onStartFailure: (listener) => void failureListeners.push(listener),
     settled,
-    limits: (limits, kill) => new ResourceGuard(child.pid, storageBase === undefined ? limits : { ...limits, storageBase }, kill),
+    limits: (limits, kill) => {
+      adopted = true;
+      return new ResourceGuard(child.pid, storageBase === undefined ? limits : { ...limits, storageBase }, kill, cgroup);
+    },
     countIdle() {
       if (child.pid !== undefined) storageBase = treeStorageWrites(child.pid);
     },
