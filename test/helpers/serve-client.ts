@@ -18,7 +18,9 @@ export class ServeClient {
   #pending = '';
 
   constructor(file: string, args: string[], env: Record<string, string> = {}) {
-    this.child = spawn(file, args, { cwd: repoRoot, env: { PATH: '/usr/bin:/bin', ...env } });
+    // The run's state directory (test/run.ts) goes along: a journal's row key lives there.
+    const state = process.env.XDG_STATE_HOME === undefined ? {} : { XDG_STATE_HOME: process.env.XDG_STATE_HOME };
+    this.child = spawn(file, args, { cwd: repoRoot, env: { PATH: '/usr/bin:/bin', ...state, ...env } });
     this.child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
       this.#pending += chunk;
       let newline: number;

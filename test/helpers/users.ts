@@ -67,6 +67,11 @@ export function asUser(user: TestUser, command: string[]): string[] {
   return ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--init-groups', '--', ...command];
 }
 
+/** Where `user`'s ptc keeps its state (journal keys): the run's own directory for the suite's user (test/run.ts), else ~/.local/state. */
+export function stateHome(user: TestUser): string {
+  return user.uid === process.getuid?.() && process.env.XDG_STATE_HOME !== undefined ? process.env.XDG_STATE_HOME : join(user.home, '.local/state');
+}
+
 /** A plain environment for `user`: PATH, HOME and USER, nothing of the suite's own. */
 export function userEnv(user: TestUser, extra: Record<string, string> = {}): Record<string, string> {
   // The suite's own user keeps the run's state directory (test/run.ts), where its journals' keys go.
