@@ -13,14 +13,17 @@ import type { ResolvedConfig } from './settings.ts';
 import { confine, type CarrierRecipe } from '../worker/confinement.ts';
 import { isRemoteLaunch } from '../worker/launch.ts';
 import { ownerPolicy, policyChangeRefused, policyChangeReplaced, policyDifferences, type PolicyChange } from './owner-policy.ts';
-import { abortedBeforeStart, Environment, sandboxUnavailable, type Execution, type RunResult } from './environment.ts';
+import { Environment } from './environment.ts';
+import type { Execution } from './run/execution.ts';
+import { abortedBeforeStart, sandboxUnavailable, type RunResult } from './run/outcome.ts';
 import type { SandboxPolicy } from '../sandbox/index.ts';
 import { replenish, runBegins, takeCarrier } from '../worker/pool.ts';
 
 /** How long a run waits for an exited transport's last bytes (its exit frame) before going on. */
 const TRANSPORT_END_WAIT_MS = 2_000;
 
-export type { Execution, RunResult, SandboxReport, EnvironmentReport } from './environment.ts';
+export type { Execution } from './run/execution.ts';
+export type { RunResult, SandboxReport, EnvironmentReport } from './run/outcome.ts';
 
 interface Owned {
   environment: Environment | undefined;
