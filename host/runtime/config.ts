@@ -8,7 +8,7 @@ import { isSea } from 'node:sea';
 import { checkPolicyShape, resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from '../sandbox/index.ts';
 import type { LaunchConfig } from '../worker/launch.ts';
 import type { ExecutionMode, ResolvedConfig } from '../execution/settings.ts';
-import { show } from '../execution/show.ts';
+import { show } from '../../wire/show.ts';
 import { diskLimit, resourceLimit } from './resource-limits.ts';
 import { resolveImports, type ImportsConfig } from './imports-config.ts';
 import { resolveApproval, type ApprovalConfig } from './approval-config.ts';
