@@ -18,5 +18,5 @@ if (role === '--relay' && process.argv[1] !== undefined) {
 } else if (role === '--probe') {
   void import('../relay/probe.ts').then(({ runProbe }) => runProbe(process.argv[3]));
 } else {
-  void import('../carrier/run/carrier.ts').then(({ runCarrier }) => runCarrier());
+  void import('../carrier/boot/start.ts').then(({ runCarrier }) => runCarrier());
 }

@@ -8,7 +8,7 @@ import { bootMark } from '../wire/boot-mark.ts';
 bootMark('ptc:entry');
 
 if (process.env[CARRIER_SELECTOR] === '1') {
-  void import('../carrier/run/carrier.ts').then(({ runCarrier }) => runCarrier());
+  void import('../carrier/boot/start.ts').then(({ runCarrier }) => runCarrier());
 } else {
   const argv = process.argv.slice(2);
   void import('../host/cli/head-start.ts')

@@ -1,6 +1,7 @@
 // The ptc library: create a runtime, resolve a request, run it, read the result.
 export { createRuntime } from './runtime/runtime.ts';
-export type { Runtime, RunRequest, RunSpec, RunOptions, ResumeOptions, TimeoutDescriptor } from './runtime/runtime.ts';
+export type { Runtime, TimeoutDescriptor } from './runtime/runtime.ts';
+export type { RunRequest, RunSpec, RunOptions, ResumeOptions } from './runtime/request.ts';
 export type { RunRecord, CallRecord, RevertRecord, SnippetRecord } from './runtime/journal.ts';
 export type { RuntimeConfig, ResolvedConfig, LaunchConfig, ExecutionMode } from './runtime/config.ts';
 export { DEFAULTS } from './runtime/config.ts';

@@ -9,8 +9,9 @@ import { bootMark } from '../wire/boot-mark.ts';
  * starts its own carrier; a machine that cannot confine one boots nothing here.
  */
 export async function prestartDefaultCarrier(): Promise<void> {
-  const [{ confine, DEFAULT_POLICY }, { prestart }, { resolveConfig }] = await Promise.all([import('./worker/confinement.ts'), import('./worker/pool.ts'), import('./runtime/config.ts')]);
-  const confinement = await confine(resolveConfig({}), DEFAULT_POLICY, process.cwd()).catch(() => undefined);
+  const [{ confine }, { prestart }, { resolveConfig }] = await Promise.all([import('./worker/confinement.ts'), import('./worker/pool.ts'), import('./runtime/config.ts')]);
+  const config = resolveConfig({});
+  const confinement = await confine(config, config.policy, process.cwd()).catch(() => undefined);
   bootMark('ptc:sandbox');
   if (confinement !== undefined && 'recipe' in confinement) prestart(confinement.recipe);
   bootMark('ptc:spawned');

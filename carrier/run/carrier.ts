@@ -1,5 +1,5 @@
-// The carrier's evaluation loop: adopt the control channel, install program globals, then run one
-// program per `run` request. A per-call carrier runs exactly one and the host ends it; a retained
+// The carrier's evaluation loop (boot/start.ts adopts the channel and starts it): one program per
+// `run` request. A per-call carrier runs exactly one and the host ends it; a retained
 // carrier keeps its evaluator (context and declarations) for the owner's next run.
 //
 // Each run executes inside an AsyncLocalStorage scope. Bindings, output and uncaught errors are
@@ -8,32 +8,24 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { writeSync } from 'node:fs';
 import * as module from 'node:module';
-import { inspect as utilInspect, types } from 'node:util';
+import { types } from 'node:util';
 import vm from 'node:vm';
-import { openChannel, type HostLink } from '../channel/channel.ts';
-import { scrubEnvironment } from '../boot/environment.ts';
-import { closeInheritedDescriptors } from '../boot/descriptors.ts';
-import { NETWORK_SOCKET_ENV } from '../../wire/network.ts';
-import { CONTROL_FD } from '../../wire/revision.ts';
-import { markDenied, takeDenied, watchDenials } from '../hardening/denials.ts';
-import { closePermissionGaps } from '../hardening/permission-gaps.ts';
-import { guardProcesses } from '../hardening/process-guard.ts';
-import { beginOutput, captureStandardStreams, endOutput, inspect } from '../globals/output.ts';
+import type { HostLink } from '../channel/channel.ts';
+import { takeDenied } from '../hardening/denials.ts';
+import { beginOutput, endOutput, inspect } from '../globals/output.ts';
 import { BindingError, bindingCaller, installBindings, type BindingCaller } from '../globals/bindings.ts';
-import { Image, setImageRegistrar } from '../globals/image.ts';
+import { Image } from '../globals/image.ts';
 import { describeSyntaxError, describeThrown, isDecoratedSyntaxError, trustErrorRealm } from './errors.ts';
-import {
-  apply, byteLength, chdir, defineProperty, NativePromise, queueTask, rejected, resolved, SafeSet, setPrototypeOf, stringIncludes, then, unthenable,
-} from '../hardening/intrinsics.ts';
+import { apply, chdir, defineProperty, NativePromise, rejected, resolved, SafeSet, setPrototypeOf, then, unthenable } from '../hardening/intrinsics.ts';
 import { createEvaluator } from '../evaluators/index.ts';
 import { applyImports, importSetup } from '../imports/program-imports.ts';
 import type { Completion, Evaluator } from '../evaluators/types.ts';
-import { encodeJson, LossyValueError, trustRealm } from '../../wire/json.ts';
-import { fitOutcome, REPLY_ENVELOPE } from './outcome-fit.ts';
+import { trustRealm } from '../../wire/json.ts';
+import { fitOutcome } from './outcome-fit.ts';
 import { cancelTrim, trimWhenIdle } from './idle-trim.ts';
 import { holdWaitAsync, STALL_MESSAGE, type StallWatch } from '../channel/stall.ts';
 import type { InvokeResult, RunOutcome, RunRequest } from '../../wire/messages.ts';
-import { bootMark } from '../../wire/boot-mark.ts';
+import { completionOutcome } from './completion.ts';
 
 /** One run: settles once; a revoke rejects its pending binding calls and silences it. */
 interface Run {
@@ -68,135 +60,22 @@ const isPromise = types.isPromise;
 let active: Run | undefined;
 let environment: Environment | undefined;
 let stalls: StallWatch;
-/** Settles when the network forwarder listens (at once without an allowlist); runs wait for it. */
-let forwarding: Promise<void> = resolved(undefined);
 
-/** Starts the carrier: called once, before any program code exists in this process. */
-export function runCarrier(): void {
-  bootMark('ptc:carrier');
-  // stdin, stdout, stderr and the control channel are ptc's; anything else open is inherited.
-  closeInheritedDescriptors([0, 1, 2, CONTROL_FD]);
-  forwarding = startNetwork();
-  forwarding.catch(() => {});
-  scrubEnvironment();
-  guardProcesses();
-  watchDenials();
-  closePermissionGaps(markDenied);
-  silenceLoaderWarning();
-  process.on('uncaughtException', (error) => failCurrentRun(error, true));
-  process.on('unhandledRejection', (reason) => failCurrentRun(reason, false));
-  captureStandardStreams();
-
-  const channel = openChannel(
-    { run: ownApply((request: RunRequest) => evaluate(request, channel.host, forwarding)), revoke: ownApply(revoke) },
-    ['async-function', 'vm-script', 'scoped-repl', 'repl', 'images', 'revoke'],
-  );
-  stalls = channel.stalls;
-  bootMark('ptc:hello');
-  setImmediate(() => rehearse(channel));
-  holdWaitAsync(globalThis);
-  saveCompileCache();
-  setImageRegistrar((path, identity, pixels) => {
-    if (currentRun() === undefined) return rejected(new Error('Image.fromFile: the evaluation that made this call has ended'));
-    return then(channel.host.registerImage(path, identity, pixels), (descriptor) => descriptor, (error: unknown) => {
-      // The host's reason arrives as plain data; the program should catch a real Error.
-      const { name, message } = (typeof error === 'object' && error !== null ? error : {}) as { name?: unknown; message?: unknown };
-      const text = typeof message === 'string' ? message : `Image.fromFile failed for ${path}`;
-      throw name === 'TypeError' ? new TypeError(text) : new Error(text);
-    });
-  });
-}
-
-/**
- * Starts the network forwarder when the host set up an allowlist. Only then are its modules loaded:
- * node:tls and node:worker_threads are ~3 MB of every idle carrier's RSS. Runs wait for this
- * promise, so the forwarder (and its fetch guard) is in place before any program.
- */
-function startNetwork(): Promise<void> {
-  const socketPath = process.env[NETWORK_SOCKET_ENV];
-  delete process.env[NETWORK_SOCKET_ENV];
-  if (socketPath === undefined || socketPath === '') return resolved(undefined);
-  return then(import('../network/forward.ts'), ({ startForwarding }) => startForwarding(socketPath));
-}
-
-/** What a rehearsal's host link does with the run's notices and calls: nothing reaches the host. */
-const UNHEARD: HostLink = unthenable({
-  output: () => {},
-  started: () => {},
-  initialized: () => resolved(false),
-  invoke: () => rejected(new Error('a rehearsal calls no binding')),
-  registerImage: () => rejected(new Error('a rehearsal registers no image')),
-}) as HostLink;
-
-/**
- * While the carrier waits for its first request, runs a program of its own through the per-call
- * path: frame decoding, the evaluator, the completion's encoding, the reply's frame and MAC. The
- * first run of that code in a process is most of a fresh carrier's run (about 2 ms, against
- * 0.2 ms the second time: V8 compiles each function on its first call), which a pooled carrier
- * otherwise pays while the host waits for its reply. Nothing of it reaches the host, and it leaves
- * nothing a program can see: no binding, no output, no retained environment, the same cwd. It
- * runs only in the first turn after the handshake, and entirely in that turn's microtasks, so a
- * request that arrived first is not held, and none can arrive while it runs.
- */
-function rehearse(channel: ReturnType<typeof openChannel>): void {
-  if (channel.requested()) return;
-  let cwd: string;
-  try {
-    cwd = process.cwd();
-  } catch {
-    return; // a cwd removed under the carrier: the first run says so, not this
-  }
-  const request: RunRequest = {
-    format: 'async-function',
-    retain: false,
-    program: 'return { rehearsal: [1 + 1] }',
-    filename: '[rehearsal]',
-    cwd,
-    bindings: [],
-    discardCompletion: false,
-    maxPendingCalls: 1,
-    maxMessageBytes: 64 * 1024,
-    maxOutputBytes: 64 * 1024,
-    announceStart: false,
-  };
-  then(evaluate(request, UNHEARD, resolved(undefined)), (outcome: RunOutcome) => channel.rehearse(outcome), () => {});
-}
-
-/**
- * The RPC layer calls a method with `method.apply(rpc, args)`; an own `apply` keeps the next run
- * request working after a program replaced Function.prototype.apply in this realm.
- */
-function ownApply<F extends (...args: never[]) => unknown>(method: F): F {
-  defineProperty(method, 'apply', {
-    __proto__: null,
-    value: (thisArg: unknown, args: unknown[]) => apply(method, thisArg, args),
-  } as PropertyDescriptor);
-  return method;
+/** Hands the run loop the channel's stall watch, which arms for each run; boot calls it once. */
+export function useStallWatch(watch: StallWatch): void {
+  stalls = watch;
 }
 
 // A source carrier compiles its TypeScript through Node's compile cache (NODE_COMPILE_CACHE), which
 // is written at exit; carriers end by SIGKILL, so write it as soon as the modules are loaded.
 // (The bundled carriers have no cache directory, and Node 20 has no flush: both are no-ops.)
-function saveCompileCache(): void {
+export function saveCompileCache(): void {
   (module as { flushCompileCache?: () => void }).flushCompileCache?.();
 }
 
-// The program's first dynamic import makes Node warn that vm.USE_MAIN_CONTEXT_DEFAULT_LOADER (the
-// evaluators' import hook) is experimental, and the first module an import handler's decision
-// makes that VM Modules are; that is the runtime's choice, not program output.
-function silenceLoaderWarning(): void {
-  const emitWarning = process.emitWarning;
-  process.emitWarning = function (this: unknown, warning: string | Error, ...rest: unknown[]) {
-    const text = typeof warning === 'string' ? warning : warning?.message;
-    if (typeof text === 'string' && (stringIncludes(text, 'vm.USE_MAIN_CONTEXT_DEFAULT_LOADER') || stringIncludes(text, 'VM Modules is an experimental feature'))) return;
-    const args: unknown[] = [warning];
-    for (let index = 0; index < rest.length; index++) args[index + 1] = rest[index];
-    return apply(emitWarning, process, args);
-  } as typeof process.emitWarning;
-}
 
 /** The run the calling code belongs to, when that run is the active one and not revoked. */
-function currentRun(): Run | undefined {
+export function currentRun(): Run | undefined {
   const run = storeOf();
   return run !== undefined && run === active && !run.revoked ? run : undefined;
 }
@@ -208,7 +87,7 @@ function currentRun(): Run | undefined {
  * REPL (whose error domain cannot mark such a value, and exits with Node's code 7 for a failing
  * uncaught-exception handler). The owner's next run reports the environment as replaced.
  */
-function failCurrentRun(thrown: unknown, thrownByCallback: boolean): void {
+export function failCurrentRun(thrown: unknown, thrownByCallback: boolean): void {
   const run = storeOf();
   if (run !== undefined && run === active) return run.settle({ status: 'exception', error: describeThrown(thrown, run.filename) });
   // Code of an ended evaluation; or, while none is active, code the carrier cannot name (Node 20
@@ -226,7 +105,8 @@ function unmarkable(value: unknown): boolean {
   return ((typeof value === 'object' && value !== null) || typeof value === 'function') && !types.isProxy(value) && !isExtensible(value);
 }
 
-function revoke(): void {
+/** Stops the active run at the host's request: its pending calls reject, its output ends. */
+export function revoke(): void {
   const run = active;
   if (run === undefined || run.revoked) return;
   run.revoked = true;
@@ -279,7 +159,8 @@ async function environmentFor(request: RunRequest): Promise<Environment> {
 
 // Not an async function: returning `outcome` from one would resolve through `outcome.then`, which
 // the program may have replaced; the channel (rpc.ts) settles on this native promise through the captured then.
-function evaluate(request: RunRequest, host: HostLink, ready: Promise<void>): Promise<RunOutcome> {
+/** Runs one request once `ready` settles (the network forwarder listening); resolves with its outcome, never rejects. */
+export function evaluate(request: RunRequest, host: HostLink, ready: Promise<void>): Promise<RunOutcome> {
   // The request is decoded data: without a prototype, an absent field (initializer) cannot be
   // supplied by an Object.prototype getter that an earlier program left in this carrier.
   setPrototypeOf(request, null);
@@ -413,77 +294,3 @@ function describeError(error: unknown, filename: string) {
   return isDecoratedSyntaxError(error, `${filename}:`) ? describeSyntaxError(error, filename) : describeThrown(error, filename);
 }
 
-function completionOutcome(value: unknown, request: RunRequest): RunOutcome | Promise<RunOutcome> {
-  if (request.discardCompletion || value === undefined) return { status: 'ok' };
-  if (request.display !== undefined) return displayOutcome(value, request, request.display.colors);
-  if (isPromise(value)) {
-    return { status: 'invalid-output', path: 'value', message: 'the completion value is a Promise: REPL results are not awaited, so end with `await <expression>`' };
-  }
-  try {
-    const text = encodeJson(value, 'value', { isProxy: types.isProxy });
-    // A value too big for the budget or for one frame is reported by size, not sent. Its JSON text
-    // travels unescaped beside the frame's envelope, which maxMessageBytes does not count.
-    const bytes = byteLength(text);
-    if (bytes > request.maxOutputBytes || bytes > request.maxMessageBytes) return { status: 'oversized', bytes };
-    return { status: 'ok', value: text };
-  } catch (error) {
-    if (error instanceof LossyValueError) {
-      return { status: 'invalid-output', path: error.path, message: `the completion value is not lossless JSON: ${error.message}` };
-    }
-    return { status: 'exception', error: describeThrown(error, 'value') };
-  }
-}
-
-/** The completion as Node's REPL shows it (its writer's options), for a person rather than a program. */
-function displayOutcome(value: unknown, request: RunRequest, colors: boolean): RunOutcome | Promise<RunOutcome> {
-  if (types.isPromise(value)) return displayPromise(value as Promise<unknown>, request, colors);
-  let text: string;
-  try {
-    text = utilInspect(value, { showProxy: true, colors });
-  } catch (error) {
-    // A custom inspect method that throws is the program's exception, as in Node's REPL.
-    return { status: 'exception', error: describeThrown(error, request.filename) };
-  }
-  return displayTooLarge(text, request) ?? { status: 'ok', display: text };
-}
-
-/**
- * A Promise completion is shown by its state, not through util.inspect of the promise itself: on
- * Node 20 that lists the async-hook symbols on every promise, including the carrier's own run
- * state (AsyncLocalStorage's store). A settled promise's reaction runs before a microtask queued
- * after it, so the state is known one tick later without waiting for a pending promise.
- */
-function displayPromise(promise: Promise<unknown>, request: RunRequest, colors: boolean): Promise<RunOutcome> {
-  let state: { value: unknown } | { reason: unknown } | undefined;
-  then(
-    promise,
-    (value: unknown) => {
-      state = { value };
-    },
-    (reason: unknown) => {
-      state = { reason };
-    },
-  );
-  return new NativePromise((resolve) => {
-    queueTask(() => {
-      const settled = state;
-      if (settled === undefined) return resolve(displayed('<pending>', request));
-      const inner = 'value' in settled ? displayOutcome(settled.value, request, colors) : displayOutcome(settled.reason, request, colors);
-      const text = (inner as RunOutcome & { display?: string }).display;
-      if (text === undefined) return resolve(inner as RunOutcome);
-      resolve(displayed('value' in settled ? text : `<rejected> ${text}`, request));
-    });
-  });
-}
-
-/** A display string travels like a completion value: within the output budget and one reply frame. */
-function displayTooLarge(text: string, request: RunRequest): RunOutcome | undefined {
-  const bytes = byteLength(text);
-  if (bytes > request.maxOutputBytes || byteLength(encodeJson(text, 'value')) > request.maxMessageBytes - REPLY_ENVELOPE) return { status: 'oversized', bytes };
-  return undefined;
-}
-
-function displayed(inner: string, request: RunRequest): RunOutcome {
-  const text = inner.includes('\n') ? `Promise {\n  ${inner.replaceAll('\n', '\n  ')}\n}` : `Promise { ${inner} }`;
-  return displayTooLarge(text, request) ?? { status: 'ok', display: text };
-}

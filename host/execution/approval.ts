@@ -2,7 +2,7 @@
 // decides: the host hands a pending action to the run's approval handler, approve runs the call,
 // reject makes it throw BindingError code PTC_REJECTED in the program, and the approval timeout
 // ends the wait as PTC_APPROVAL_TIMEOUT. The run's deadline is held while a call waits (deadline.ts).
-import { show } from './show.ts';
+import { show } from '../../wire/show.ts';
 import type { BindingFunction } from './bindings.ts';
 
 const optionsKey = Symbol.for('ptc.BindingOptions');

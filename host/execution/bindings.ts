@@ -5,7 +5,7 @@ import { inspect, types } from 'node:util';
 import { encodeJson, LossyValueError, isPlainObject } from '../../wire/json.ts';
 import { decodeJsonAsync } from '../../wire/decode.ts';
 import type { ImageDescriptor, ImagePlacement, InvokeResult } from '../../wire/messages.ts';
-import { show } from './show.ts';
+import { show } from '../../wire/show.ts';
 
 export type BindingFunction = (...args: any[]) => unknown;
 export interface Bindings {

@@ -8,9 +8,9 @@
 // replaced (onPolicyChange: 'replace').
 import { realpathSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
-import { inspect } from 'node:util';
 import { within } from '../../supervision/bwrap.ts';
 import type { ResolvedPolicy, SandboxPolicy } from '../sandbox/index.ts';
+import { show } from '../../wire/show.ts';
 
 /** What a retained run does when its policy differs from its environment's: throw, or end the environment and start one under the new policy. */
 export type PolicyChange = 'refuse' | 'replace';
@@ -70,6 +70,3 @@ function realCwd(cwd: string, elsewhere: boolean): string {
   }
 }
 
-function show(value: unknown): string {
-  return inspect(value, { depth: 2, breakLength: Infinity });
-}

@@ -13,14 +13,26 @@ import type { ResolvedConfig } from './settings.ts';
 import { confine, type CarrierRecipe } from '../worker/confinement.ts';
 import { isRemoteLaunch } from '../worker/launch.ts';
 import { ownerPolicy, policyChangeRefused, policyChangeReplaced, policyDifferences, type PolicyChange } from './owner-policy.ts';
-import { abortedBeforeStart, Environment, sandboxUnavailable, type Execution, type RunResult } from './environment.ts';
+import { Environment } from './environment.ts';
+import type { Execution } from './run/execution.ts';
+import { abortedBeforeStart, sandboxUnavailable, type RunResult } from './run/outcome.ts';
 import type { SandboxPolicy } from '../sandbox/index.ts';
 import { replenish, runBegins, takeCarrier } from '../worker/pool.ts';
 
 /** How long a run waits for an exited transport's last bytes (its exit frame) before going on. */
 const TRANSPORT_END_WAIT_MS = 2_000;
 
-export type { Execution, RunResult, SandboxReport, EnvironmentReport } from './environment.ts';
+export type { Execution } from './run/execution.ts';
+export type { RunResult, SandboxReport, EnvironmentReport } from './run/outcome.ts';
+
+/** Where a run goes: its owner's retained environment or a temporary one, under which policy. */
+export interface Placement {
+  readonly stateOwner: object | undefined;
+  readonly policy: SandboxPolicy;
+  /** Run in a temporary environment even with a stateOwner. */
+  readonly oneTime: boolean;
+  readonly onPolicyChange: PolicyChange;
+}
 
 interface Owned {
   environment: Environment | undefined;
@@ -87,22 +99,22 @@ export class Executor {
   }
 
   /**
-   * Runs one execution for `owner` under `policy`. Without an owner, or with `oneTime`, it runs in a
+   * Runs one execution for its `stateOwner` under its `policy`. Without an owner, or with `oneTime`, it runs in a
    * temporary environment that sees none of the owner's variables. A policy that is not valid
    * rejects (caller misuse), and so does one that differs from the owner's live environment's
    * unless `onPolicyChange` is 'replace'; confinement that cannot be had is a sandbox-unavailable result.
    */
-  async run(execution: Execution, owner: object | undefined, policy: SandboxPolicy, oneTime: boolean, onPolicyChange: PolicyChange = 'refuse'): Promise<RunResult> {
+  async run(execution: Execution, placement: Placement): Promise<RunResult> {
     // While it waits for its result, the warm pool does not spawn (see pool.ts).
     const ended = runBegins();
     try {
-      return await this.#run(execution, owner, policy, oneTime, onPolicyChange);
+      return await this.#run(execution, placement);
     } finally {
       ended();
     }
   }
 
-  async #run(execution: Execution, owner: object | undefined, policy: SandboxPolicy, oneTime: boolean, onPolicyChange: PolicyChange): Promise<RunResult> {
+  async #run(execution: Execution, { stateOwner: owner, policy, oneTime, onPolicyChange }: Placement): Promise<RunResult> {
     if (execution.signal?.aborted) return abortedBeforeStart(execution.signal.reason);
     if (!this.#retains || owner === undefined || oneTime) {
       const confinement = await confine(this.#config, policy, execution.cwd);

@@ -1,4 +1,4 @@
-// Client capabilities relayed to the upstreams: an upstream may ask its client to sample a
+// Client capabilities forwarded to the upstreams: an upstream may ask its client to sample a
 // model, elicit input from the user or list the roots. ptc is that client, but it has no model,
 // no user and no roots of its own, so it offers upstreams exactly what its own client offered and
 // passes each such request on to its own client, unchanged.
@@ -9,8 +9,8 @@ import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema
 /** A person answers an elicitation: no deadline of ptc's own (the upstream has its own). */
 const NO_TIMEOUT_MS = 2 ** 31 - 1;
 
-/** The capabilities ptc relays, each as ptc's own client declared it (sub-capabilities included). */
-export function relayedCapabilities(client: ClientCapabilities | undefined): ClientCapabilities {
+/** The capabilities ptc forwards, each as ptc's own client declared it (sub-capabilities included). */
+export function forwardedCapabilities(client: ClientCapabilities | undefined): ClientCapabilities {
   const declared: ClientCapabilities = {};
   if (client?.sampling !== undefined) declared.sampling = client.sampling;
   if (client?.elicitation !== undefined) declared.elicitation = client.elicitation;
@@ -19,14 +19,14 @@ export function relayedCapabilities(client: ClientCapabilities | undefined): Cli
   return declared;
 }
 
-/** The relayed capabilities ptc's client lacks, for the description. */
+/** The forwarded capabilities ptc's client lacks, for the description. */
 export function missingCapabilities(client: ClientCapabilities | undefined): string[] {
-  const declared = relayedCapabilities(client);
+  const declared = forwardedCapabilities(client);
   return (['sampling', 'elicitation', 'roots'] as const).filter((name) => declared[name] === undefined);
 }
 
 /** Answers an upstream's sampling, elicitation and roots requests by asking ptc's own client. */
-export function relayRequests(upstream: Client, server: Server, declared: ClientCapabilities): void {
+export function forwardClientRequests(upstream: Client, server: Server, declared: ClientCapabilities): void {
   if (declared.sampling !== undefined) {
     upstream.setRequestHandler(CreateMessageRequestSchema, (request, extra) => server.createMessage(request.params, { signal: extra.signal, timeout: NO_TIMEOUT_MS }));
   }

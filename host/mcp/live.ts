@@ -4,7 +4,7 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { ClientCapabilities } from '@modelcontextprotocol/sdk/types.js';
 import type { UpstreamConfig } from './config.ts';
-import { relayedCapabilities } from './client-requests.ts';
+import { forwardedCapabilities } from './client-requests.ts';
 import { startUpstreams, type Upstream } from './upstreams.ts';
 
 export interface Live<Catalog> {
@@ -41,7 +41,7 @@ export function liveUpstreams<Catalog extends { description: string }>(
     });
   };
   const start = (): { upstreams: Upstream[]; started: Promise<void> } => {
-    running ??= startUpstreams(configs, { capabilities: relayedCapabilities(server.getClientCapabilities()), server, onChange: changed });
+    running ??= startUpstreams(configs, { capabilities: forwardedCapabilities(server.getClientCapabilities()), server, onChange: changed });
     return running;
   };
   const initialized = server.oninitialized;

@@ -10,7 +10,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolResultSchema, ToolListChangedNotificationSchema, type CallToolResult, type ClientCapabilities, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { VERSION } from '../index.ts';
 import type { UpstreamConfig } from './config.ts';
-import { relayRequests } from './client-requests.ts';
+import { forwardClientRequests } from './client-requests.ts';
 import { stdioUpstream } from './stdio-upstream.ts';
 
 /** How long one connection attempt (spawn or HTTP, then initialize and tools/list) may take. */
@@ -42,9 +42,9 @@ export interface Upstream {
 }
 
 export interface UpstreamContext {
-  /** What ptc declares to every upstream: what its own client declared (relay.ts). */
+  /** What ptc declares to every upstream: what its own client declared (client-requests.ts). */
   capabilities: ClientCapabilities;
-  /** ptc's own server, which relays the upstreams' sampling, elicitation and roots requests. */
+  /** ptc's own server, which forwards the upstreams' sampling, elicitation and roots requests. */
   server: Server;
   /** An upstream came up, went down or changed its tools. */
   onChange(): void;
@@ -141,7 +141,7 @@ class LiveUpstream implements Upstream {
   /** One attempt; on success returns a promise of the connection's end (in an object: an async function would adopt it). */
   async #connect(): Promise<{ end: Promise<void> } | undefined> {
     const client = new Client({ name: 'ptc', version: VERSION }, { capabilities: this.#context.capabilities });
-    relayRequests(client, this.#context.server, this.#context.capabilities);
+    forwardClientRequests(client, this.#context.server, this.#context.capabilities);
     const stdio = this.#config.kind === 'stdio' ? stdioUpstream(this.#config) : undefined;
     const transport = stdio?.transport ?? new StreamableHTTPClientTransport((this.#config as Extract<UpstreamConfig, { kind: 'http' }>).url, { requestInit: { headers: (this.#config as Extract<UpstreamConfig, { kind: 'http' }>).headers } });
     let ended!: () => void;

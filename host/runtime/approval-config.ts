@@ -1,7 +1,7 @@
 // The runtime-wide approval settings: which calls need a person (besides bindings marked with
 // `binding(fn, { approval: true })`) and how long a person has to decide.
 import type { BindingCall } from '../execution/approval.ts';
-import { show } from '../execution/show.ts';
+import { show } from '../../wire/show.ts';
 
 export interface ApprovalConfig {
   /** True gates the call; a predicate that throws gates it too. @default none (only marked bindings are gated) */

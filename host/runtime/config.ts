@@ -5,10 +5,10 @@ import { accessSync, constants, statSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { isSea } from 'node:sea';
-import { checkPolicyShape, resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from '../sandbox/index.ts';
+import { checkPolicyShape, DEFAULT_POLICY, resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from '../sandbox/index.ts';
 import type { LaunchConfig } from '../worker/launch.ts';
 import type { ExecutionMode, ResolvedConfig } from '../execution/settings.ts';
-import { show } from '../execution/show.ts';
+import { show } from '../../wire/show.ts';
 import { diskLimit, resourceLimit } from './resource-limits.ts';
 import { resolveImports, type ImportsConfig } from './imports-config.ts';
 import { resolveApproval, type ApprovalConfig } from './approval-config.ts';
@@ -157,7 +157,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     discovery: boolean(config, 'discovery'),
     pool: poolSize(config.pool),
     sandbox: sandboxOptions(config.sandbox),
-    policy: policyShape(config.policy ?? { mode: 'workspace-write' }, 'policy'),
+    policy: policyShape(config.policy ?? DEFAULT_POLICY, 'policy'),
     ...retentionLimits(config),
     approval: resolveApproval(config.approval),
   };
@@ -344,7 +344,7 @@ function sandboxOptions(value: unknown): Omit<SandboxOptions, 'carrierNodeVersio
 export function policyShape(value: unknown, field: string): SandboxPolicy {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TypeError(`ptc ${field} must be an object, got ${show(value)}`);
   const policy = value as Record<string, unknown>;
-  if (!SANDBOX_MODES.includes(policy.mode as never)) {
+  if (!(SANDBOX_MODES as readonly unknown[]).includes(policy.mode)) {
     throw new RangeError(`ptc ${field}.mode must be one of ${SANDBOX_MODES.map((m) => `"${m}"`).join(', ')}, got ${show(policy.mode)}`);
   }
   try {

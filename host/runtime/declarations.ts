@@ -6,7 +6,7 @@ import { AliasTable, isSchemaObject, pascalCase, schemaNotes, schemaType, type S
 import { docBlock, stringLiteral } from './declaration-text.ts';
 import { RESERVED_WORDS, RUNTIME_GLOBALS } from '../execution/bindings.ts';
 import { DISCOVERY_DECLARATIONS, DISCOVERY_GLOBALS } from './discovery/globals.ts';
-import { show } from '../execution/show.ts';
+import { show } from '../../wire/show.ts';
 
 /** A tool as harnesses describe it: MCP's shape, with dotted names for namespaces. */
 export interface ToolSchema {

@@ -2,7 +2,7 @@
 // load instead. Validated here into the wire's ImportPolicy, which the carrier enforces.
 import { isAbsolute } from 'node:path';
 import type { ImportPolicy, ImportRule } from '../../wire/import-policy.ts';
-import { show } from '../execution/show.ts';
+import { show } from '../../wire/show.ts';
 
 export interface ImportsConfig {
   /** Specifiers or patterns (`*` for any run of characters) programs may not import; `fs` and `node:fs` are the same. A deny beats every other rule. */

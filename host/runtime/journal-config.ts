@@ -1,6 +1,6 @@
 // The journal's path: a file the user names, resolved against the host's cwd when relative.
 import { resolve as resolvePath } from 'node:path';
-import { show } from '../execution/show.ts';
+import { show } from '../../wire/show.ts';
 
 export function resolveJournalPath(value: unknown): string | undefined {
   if (value === undefined) return undefined;

@@ -6,7 +6,7 @@
 import { procAvailable } from '../../supervision/resources/proc.ts';
 import { ioAccountingAvailable } from '../../supervision/disk-usage.ts';
 import { isRemoteLaunch, type LaunchConfig } from '../worker/launch.ts';
-import { show } from '../execution/show.ts';
+import { show } from '../../wire/show.ts';
 
 /** Below this a carrier cannot even start (an idle Node is ~40 MiB resident). */
 export const MIN_MEMORY_MB = 64;

@@ -1,6 +1,6 @@
 // How confinement is obtained: which backend, how much enforcement the caller insists on, and
 // where bubblewrap lives. Validated like the runtime config: unknown fields and bad values throw.
-import { inspect } from 'node:util';
+import { show } from '../../wire/show.ts';
 
 export type SandboxBackend = 'bwrap' | 'node-permission' | 'none';
 export type BackendChoice = 'auto' | SandboxBackend;
@@ -59,6 +59,3 @@ function list(values: readonly string[]): string {
   return values.map((value) => `"${value}"`).join(', ');
 }
 
-function show(value: unknown): string {
-  return inspect(value, { depth: 1, breakLength: Infinity });
-}

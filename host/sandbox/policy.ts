@@ -6,12 +6,15 @@
 import { realpathSync, statSync } from 'node:fs';
 import * as nodePath from 'node:path';
 import { resolve } from 'node:path';
-import { inspect } from 'node:util';
 import { parseNetworkRules, type NetworkRules } from './network/rules.ts';
+import { show } from '../../wire/show.ts';
 
-export type SandboxMode = 'read-only' | 'workspace-write' | 'full-access';
 
-export const SANDBOX_MODES: readonly SandboxMode[] = ['read-only', 'workspace-write', 'full-access'];
+export const SANDBOX_MODES = ['read-only', 'workspace-write', 'full-access'] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];
+
+/** The policy of runs that name none: the cwd is the workspace, writable, with no network. */
+export const DEFAULT_POLICY: SandboxPolicy = Object.freeze({ mode: 'workspace-write' });
 
 export interface SandboxPolicy {
   /** read-only: write only the private temp directory; workspace-write: also the workspace and writable roots; full-access: no file rules. */
@@ -140,6 +143,3 @@ export function isFileSystemRoot(real: string, paths: typeof nodePath.posix = no
   return paths.parse(real).root === real;
 }
 
-function show(value: unknown): string {
-  return inspect(value, { depth: 1, breakLength: Infinity });
-}

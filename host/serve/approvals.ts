@@ -4,7 +4,7 @@
 // is forgotten, and a late decision answers {decided: false}.
 import { binding, bindingPaths, type ApprovalHandler, type BindingFunction, type Bindings, type PendingAction } from '../index.ts';
 import { ErrorCode, RpcError } from './wire.ts';
-import { show } from './show.ts';
+import { show } from '../../wire/show.ts';
 
 const invalid = (method: string, message: string): RpcError => new RpcError(ErrorCode.invalidParams, `${method}: ${message}`);
 

@@ -2,7 +2,7 @@
 // `resume` takes up a run that never finished, with the client's tools again.
 import type { Runtime } from '../index.ts';
 import { ErrorCode, RpcError } from './wire.ts';
-import { show } from './show.ts';
+import { show } from '../../wire/show.ts';
 import { checkTools, type Tool } from './tools.ts';
 
 const invalid = (method: string, message: string): RpcError => new RpcError(ErrorCode.invalidParams, `${method}: ${message}`);

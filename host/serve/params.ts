@@ -2,7 +2,7 @@
 // field and the value, and an unknown field is refused so a typo never falls back to a default.
 import type { PolicyChange, RuntimeConfig, SandboxPolicy } from '../index.ts';
 import { ErrorCode, RpcError } from './wire.ts';
-import { show } from './show.ts';
+import { show } from '../../wire/show.ts';
 import { checkTools, type Tool } from './tools.ts';
 
 export interface RunParams {

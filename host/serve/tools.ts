@@ -3,7 +3,7 @@
 // namespaces, so `github.listIssues` is called as `github.listIssues(...)` in the program.
 import { bindingPaths, type BindingFunction, type Bindings } from '../index.ts';
 import { ErrorCode, RpcError } from './wire.ts';
-import { show } from './show.ts';
+import { show } from '../../wire/show.ts';
 
 export interface Tool {
   name: string;

@@ -1,3 +1,4 @@
+// Over 400 lines: the handshake, the RPC framing and termination share the private state of one untrusted peer, which a split would expose.
 // One carrier: versioned handshake, validated control traffic, and termination of everything it
 // started, over whichever transport reaches it (transports/). The carrier is an untrusted peer:
 // every frame is size-checked, parsed and shape-checked here before anything acts on it.

@@ -43,9 +43,6 @@ export interface CarrierRecipe {
 
 export type Confinement = { recipe: CarrierRecipe } | { unavailable: string; report: SandboxSetup };
 
-/** The default policy: the cwd is the workspace, writable, with no network. */
-export const DEFAULT_POLICY: SandboxPolicy = { mode: 'workspace-write' };
-
 const nodeVersions = new Map<string, string>();
 
 /** Resolves `policy` for a run in `cwd` and plans its confinement. Policy errors throw (caller misuse). */

@@ -3,7 +3,7 @@
 // thousands of tools (nor does a remote one receive them), and only the asked-for text travels.
 import { checkedPaths, declareSelected, type DeclarationOptions, type ToolSchema } from '../declarations.ts';
 import { lineComment } from '../declaration-text.ts';
-import { show } from '../../execution/show.ts';
+import { show } from '../../../wire/show.ts';
 import type { BindingFunction } from '../../execution/bindings.ts';
 import { makeEntry, Ranking, type Entry } from './rank.ts';
 import { DEFAULT_SEARCH_LIMIT, DISCOVERY_DECLARATIONS, MAX_SEARCH_LIMIT } from './globals.ts';

@@ -54,8 +54,8 @@ export function createReads(): Reads {
   };
 }
 
-/** Relays `source`'s reads to `sink` as they come. */
-export function relayTo(reads: Reads, sink: Writable): void {
+/** Writes `reads` to `sink` as they come. */
+export function pipeReads(reads: Reads, sink: Writable): void {
   reads.consume((chunk) => {
     sink.write(chunk);
     return sink;

@@ -2,9 +2,9 @@
 // wait minutes for a SYN that is never answered), and joined to the client with backpressure.
 import { connect, type Socket } from 'node:net';
 import type { Passage } from './gate.ts';
-import { createReads, relayTo, type Reads } from './reads.ts';
+import { createReads, pipeReads, type Reads } from './reads.ts';
 
-/** A connection to a destination, with its reads (see relay.ts). */
+/** A connection to a destination, with its reads (see reads.ts). */
 export type Upstream = { socket: Socket; reads: Reads };
 
 /** Destroys `socket` with ETIMEDOUT unless it connects within `ms`. */
@@ -53,8 +53,8 @@ export function splice(client: Socket, upstream: Upstream): void {
   client.on('error', finish).on('close', finish);
   socket.on('error', finish).on('close', finish);
   client.pipe(socket);
-  // The download side, usually the heavy one, skips the stream machinery (relay.ts).
-  relayTo(upstream.reads, client);
+  // The download side, usually the heavy one, skips the stream machinery (reads.ts).
+  pipeReads(upstream.reads, client);
   socket.once('end', () => client.end());
   client.resume();
 }

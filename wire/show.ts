@@ -1,4 +1,4 @@
-// Quoting values in error messages, shared by config validation and binding checks.
+// Quoting values in error messages: one helper for every layer that validates input (host, relay, front ends).
 import { inspect } from 'node:util';
 
 /** Quotes a value for an error message. */

@@ -1,0 +1,33 @@
+// A gated call waits for its decision with the run's deadline held; the wait and the decision are
+// journaled, so a resumed run knows the call was waiting and a rejection is not asked again.
+import { awaitApproval, isGated } from '../approval.ts';
+import type { BindingFunction } from '../bindings.ts';
+import type { Deadline } from '../deadline.ts';
+import type { Execution } from './execution.ts';
+import { errorText } from './replay.ts';
+import type { RunState } from './state.ts';
+
+/** One binding call as the dispatch sees it: its journal position, name, arguments and text. */
+export interface CallAt {
+  position: number;
+  name: string;
+  args: unknown[];
+  argsText: string;
+}
+
+/** Resolves once the call may run: at once when it is not gated, else when a person approves it. */
+export async function approveCall(execution: Execution, binding: BindingFunction, call: CallAt, deadline: Deadline, state: RunState): Promise<void> {
+  const { position, name, args, argsText } = call;
+  if (!isGated(execution.approval, binding, { binding: name, args })) return;
+  const journal = execution.journal;
+  journal?.record(position, name, argsText, 'waiting');
+  journal?.status('waiting');
+  try {
+    await awaitApproval(execution.approval, { runId: execution.runId, sequence: position, binding: name, args }, deadline.hold, state.ended.signal);
+  } catch (error) {
+    // A decision (or its timeout) is journaled; a call whose run ended still waits for one.
+    if ((error as { code?: string }).code !== 'PTC_EVALUATION_ENDED') journal?.record(position, name, argsText, 'rejected', null, errorText(error));
+    throw error;
+  }
+  journal?.status('running');
+}

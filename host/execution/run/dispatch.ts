@@ -1,0 +1,92 @@
+// The binding calls of one run. The carrier declares only this run's bindings and enforces both
+// in-flight limits before it sends a call (the host counts a call until its reply is written, the
+// carrier until it is read), so a call past them did not come from the carrier's own code: the
+// run fails. A journaled run answers from the journal what it already holds, and records each
+// call's answer before the program hears it.
+import type { ImageDescriptor, InvokeResult } from '../../../wire/messages.ts';
+import { bindingFailure, decodeArguments, encodeResult } from '../bindings.ts';
+import type { Deadline } from '../deadline.ts';
+import { protocolFailure } from '../failures.ts';
+import { STEP } from '../journal/replay.ts';
+import type { ResolvedConfig } from '../settings.ts';
+import { approveCall } from './approve.ts';
+import type { Execution } from './execution.ts';
+import { diverge, errorText, journalSteps, replayed } from './replay.ts';
+import { evaluationEnded, type RunState } from './state.ts';
+
+export interface DispatchSetup {
+  execution: Execution;
+  config: ResolvedConfig;
+  state: RunState;
+  deadline: Deadline;
+  /** Registers an image file a binding named (relative to the run's cwd); `caller` names who in errors. */
+  registerImage(path: string, caller: string): Promise<ImageDescriptor>;
+}
+
+/** The run's answer to the carrier's `invoke`: checks the limits, replays, gates, calls and records. */
+export function dispatcher({ execution, config, state, deadline, registerImage }: DispatchSetup): (name: string, argsText: string) => Promise<InvokeResult> {
+  const journal = execution.journal;
+  const step = journal === undefined ? undefined : journalSteps(journal, state);
+  const imageOf = (name: string) => (path: string) => registerImage(path, `${name}: image()`);
+  let pendingCalls = 0;
+  let pendingBytes = 0;
+  let sequence = 0;
+
+  const refused = (name: string, bytes: number): string | undefined => {
+    if (!execution.bindings.has(name) && !(name === STEP && step !== undefined)) return `the carrier called ${JSON.stringify(name)}, which is not a binding of this run`;
+    if (pendingCalls >= config.maxPendingCalls) return `the carrier made more than maxPendingCalls (${config.maxPendingCalls}) binding calls at once`;
+    if (pendingBytes + bytes > config.maxMessageBytes) return `the carrier's binding calls in flight carry more than maxMessageBytes (${config.maxMessageBytes} bytes) of arguments`;
+    return undefined;
+  };
+
+  const call = async (name: string, argsText: string): Promise<InvokeResult> => {
+    let position = ++sequence;
+    if (name === STEP) return step!(argsText);
+    const binding = execution.bindings.get(name)!;
+    if (journal !== undefined) {
+      const match = journal.match(name, argsText);
+      if (match.kind === 'answered') return replayed(match.call, imageOf(name));
+      if (match.kind === 'diverged') diverge(state, match);
+      if (match.kind === 'run') position = match.sequence;
+    }
+    const args = await decodeArguments(argsText);
+    await approveCall(execution, binding, { position, name, args, argsText }, deadline, state);
+    journal?.record(position, name, argsText, 'started');
+    let encoded: InvokeResult;
+    try {
+      const result = await binding(...args);
+      if (state.settled) throw evaluationEnded(`${name}: the evaluation has ended`);
+      encoded = await encodeResult(name, result, imageOf(name));
+      const resultBytes = encoded.value === undefined ? 0 : Buffer.byteLength(encoded.value);
+      if (resultBytes > config.maxMessageBytes) {
+        throw Object.assign(new Error(`${name}: the result (${resultBytes} bytes of JSON) is larger than one control message (maxMessageBytes ${config.maxMessageBytes})`), { code: 'PTC_MESSAGE_LIMIT' });
+      }
+    } catch (error) {
+      journal?.record(position, name, argsText, 'failed', null, errorText(error));
+      throw error;
+    }
+    // Committed before the program hears the answer: an answer it acted on is never lost.
+    journal?.record(position, name, argsText, 'done', JSON.stringify({ value: encoded.value ?? null, images: encoded.images.map(({ at, image }) => ({ at, path: image.path })) }));
+    return encoded;
+  };
+
+  return async (name, argsText) => {
+    if (state.settled) throw evaluationEnded(`${name}: the evaluation has ended`);
+    const bytes = Buffer.byteLength(argsText);
+    const problem = refused(name, bytes);
+    if (problem !== undefined) {
+      state.stop(protocolFailure(`invalid control message: ${problem}`));
+      throw Object.assign(new Error(problem), { code: 'PTC_PROTOCOL' });
+    }
+    pendingCalls++;
+    pendingBytes += bytes;
+    try {
+      return await call(name, argsText);
+    } catch (error) {
+      throw bindingFailure(error);
+    } finally {
+      pendingCalls--;
+      pendingBytes -= bytes;
+    }
+  };
+}
