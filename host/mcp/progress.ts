@@ -5,16 +5,28 @@ import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/proto
 import type { ServerNotification, ServerRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { OutputEntry } from '../index.ts';
 
-/** The runtime's onOutput for one tools/call, or undefined when the client asked for no progress. */
-export function progressReporter(extra: RequestHandlerExtra<ServerRequest, ServerNotification>): ((entry: OutputEntry) => void) | undefined {
+/** What reports one tools/call's output as progress: the runtime's onOutput, and a promise of every notification it sent being written. */
+export interface ProgressReporter {
+  onOutput: (entry: OutputEntry) => void;
+  /** Settles once each notification sent so far has gone to the transport: the result goes after them, or the client, which forgets the token at the result, would drop the last ones. */
+  sent(): Promise<void>;
+}
+
+/** The progress reporter of one tools/call, or undefined when the client asked for no progress. */
+export function progressReporter(extra: RequestHandlerExtra<ServerRequest, ServerNotification>): ProgressReporter | undefined {
   const progressToken = extra._meta?.progressToken;
   if (progressToken === undefined) return undefined;
   // Progress must increase with each notification (MCP's progress utility): it counts entries.
   let progress = 0;
-  return (entry) => {
-    const message = entry.type === 'text' ? entry.text : `[image ${entry.width}x${entry.height}]`;
-    progress += 1;
-    // A client gone away must not fail the run; its result is moot then anyway.
-    extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, message } }).catch(() => {});
+  let last: Promise<void> = Promise.resolve();
+  return {
+    onOutput: (entry) => {
+      const message = entry.type === 'text' ? entry.text : `[image ${entry.width}x${entry.height}]`;
+      progress += 1;
+      // A client gone away must not fail the run; its result is moot then anyway.
+      const sending = extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, message } }).catch(() => {});
+      last = last.then(() => sending);
+    },
+    sent: () => last,
   };
 }

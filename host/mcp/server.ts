@@ -207,8 +207,9 @@ export function createMcpServer(
       deadline = spec.timeoutMs;
       let result;
       try {
-        const onOutput = progressReporter(extra);
-        result = await runtime.run(spec, { signal: extra.signal, onApproval: approver, ...(onOutput !== undefined ? { onOutput } : {}) });
+        const progress = progressReporter(extra);
+        result = await runtime.run(spec, { signal: extra.signal, onApproval: approver, ...(progress !== undefined ? { onOutput: progress.onOutput } : {}) });
+        await progress?.sent();
       } catch (error) {
         // The runtime throws for misuse it can name, such as a second run while the session's environment is busy.
         return invalid(`run_code: ${(error as Error).message}`);

@@ -12,6 +12,7 @@ import * as assert from 'uvu/assert';
 import { withoutWarm, reportLimits } from '../helpers/runtime.ts';
 import { probeCacheFile } from '../../host/sandbox/index.ts';
 import { probeKey, recordPass } from '../../host/sandbox/probe-cache.ts';
+import { privateMountPrefix } from '../../supervision/private-mounts.ts';
 import { createRuntime } from '../../host/index.ts';
 
 const DETECT = pathToFileURL(join(import.meta.dirname, '..', '..', 'host', 'sandbox', 'detect.ts')).href;
@@ -105,7 +106,7 @@ test('a cached pass that went stale in a way the key does not see: the run fails
   const broken = join(dir, 'bin', 'broken-bwrap');
   writeFileSync(broken, '#!/bin/sh\necho "bwrap: No permissions to create new namespace" >&2\nexit 1\n', { mode: 0o755 });
   const xdg = join(dir, 'stale-xdg');
-  recordPass(probeCacheFile({ XDG_CACHE_HOME: xdg }), probeKey(broken, statSync(broken)));
+  recordPass(probeCacheFile({ XDG_CACHE_HOME: xdg }), probeKey(broken, statSync(broken), privateMountPrefix()?.executable ?? null));
   const saved = process.env.XDG_CACHE_HOME;
   process.env.XDG_CACHE_HOME = xdg;
   const runtime = createRuntime({ sandbox: { bwrapPath: broken } });
