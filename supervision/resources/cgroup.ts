@@ -1,3 +1,4 @@
+// Over 400 lines: finding, making, filling and sweeping a carrier's cgroups share one model of the v1 and v2 hierarchies.
 // Cgroups of the carrier's own, where the host can make them: the kernel then bounds the memory
 // of the whole tree (native allocations, child processes, and the kernel memory it makes the
 // kernel allocate for it, such as pipe and socket buffers), caps its tasks, and counts the CPU
