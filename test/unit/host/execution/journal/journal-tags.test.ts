@@ -7,8 +7,8 @@ import { chmodSync, linkSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { journalKeyFile } from '../../host/execution/journal/key.ts';
-import { openJournal } from '../../host/execution/journal/store.ts';
+import { journalKeyFile } from '../../../../../host/execution/journal/key.ts';
+import { openJournal } from '../../../../../host/execution/journal/store.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'ptc-journal-tags-'));
 chmodSync(dir, 0o700);

@@ -5,8 +5,8 @@ import * as assert from 'uvu/assert';
 import { existsSync, lstatSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ETC_ENTRIES, SYSTEM_DIRECTORIES, systemEntries } from '../../supervision/host-view.ts';
-import { bwrapCommand, locateUnshare, unshareArgs } from '../../supervision/private-mounts.ts';
+import { ETC_ENTRIES, SYSTEM_DIRECTORIES, systemEntries } from '../../../supervision/host-view.ts';
+import { bwrapCommand, locateUnshare, unshareArgs } from '../../../supervision/private-mounts.ts';
 
 test('systemEntries: what exists of the system directories and the /etc list, and nothing else', () => {
   const entries = systemEntries();

@@ -4,7 +4,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { inspect } from 'node:util';
-import { showControls, TerminalText } from '../../host/cli/terminal-text.ts';
+import { showControls, TerminalText } from '../../../../host/cli/terminal-text.ts';
 
 const shown = (text: string, keepColors = false): string => showControls(text, { keepColors }).text;
 
