@@ -44,6 +44,8 @@ export interface ApprovalSetup {
   /** The runtime-wide predicate: true gates the call (in addition to bindings marked `approval: true`). */
   required?: (call: BindingCall) => boolean;
   timeoutMs: number;
+  /** 'running': the run's deadline keeps running while a person decides (the reference's rule); else it is held. */
+  deadline?: 'paused' | 'running';
   handler?: ApprovalHandler;
 }
 

@@ -38,7 +38,7 @@ export interface ResolvedConfig {
   maxRetainedEnvironments?: number;
   /** The import policy every run carries to its carrier; undefined: none. */
   imports?: ImportPolicy;
-  approval: { required?: (call: { binding: string; args: unknown[] }) => boolean; timeoutMs: number };
+  approval: { required?: (call: { binding: string; args: unknown[] }) => boolean; timeoutMs: number; deadline: 'paused' | 'running' };
   /** The journal file, absolute; undefined: none. */
   journal?: string;
 }

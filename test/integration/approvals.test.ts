@@ -112,6 +112,36 @@ test('Promise.all of gated calls: each is pending at once, each decision is its 
 
 // The deadline is the host's, the same for every launch, and this test waits seconds: it runs once,
 // from source (over ssh, start-up alone can outlast a deadline short enough for it).
+// Issue 33 §2: the reference's rule ("including time awaiting nested tools or approval"), for a caller who wants it.
+test('approval.deadline "running": the deadline keeps running while a call waits for a person, as the reference has it', async () => {
+  const runtime = createTestRuntime({ timeoutMs: 20_000, approval: { deadline: 'running' } });
+  try {
+    const spec = runtime.resolve({
+      program: 'const r = await ask(); return r',
+      bindings: { ask: binding(async () => 'yes', { approval: true }) },
+      timeoutMs: 1_500,
+    });
+    let asked = false;
+    const result = await runtime.run(spec, {
+      onApproval: (action) => {
+        asked = true;
+        // Longer than the run's whole deadline: the decision comes too late.
+        setTimeout(() => action.approve(), 4_000);
+      },
+    });
+    assert.ok(asked);
+    assert.is(result.status, 'failed');
+    const failure = (result as Extract<RunResult, { status: 'failed' }>).failure;
+    assert.equal({ kind: failure.kind, timeoutMs: failure.timeoutMs }, { kind: 'timeout', timeoutMs: 1_500 });
+  } finally {
+    await runtime.dispose();
+  }
+});
+
+test('approval.deadline takes "paused" or "running" and names anything else', () => {
+  assert.throws(() => createTestRuntime({ approval: { deadline: 'sometimes' as 'paused' } }), (error: Error) => error.message === 'ptc config: approval.deadline must be "paused" or "running", got \'sometimes\'');
+});
+
 ([undefined, '', 'source'].includes(process.env.PTC_TEST_LAUNCH) ? test : test.skip)('the deadline does not run while a call waits for a person, and runs again after', async () => {
   const runtime = createTestRuntime({ timeoutMs: 20_000 });
   try {

@@ -1,4 +1,4 @@
-// A gated call waits for its decision with the run's deadline held; the wait and the decision are
+// A gated call waits for its decision with the run's deadline held (unless approval.deadline is 'running'); the wait and the decision are
 // journaled, so a resumed run knows the call was waiting and a rejection is not asked again.
 import { awaitApproval, isGated } from '../approval.ts';
 import type { BindingFunction } from '../bindings.ts';
@@ -23,7 +23,8 @@ export async function approveCall(execution: Execution, binding: BindingFunction
   journal?.record(position, name, argsText, 'waiting');
   journal?.status('waiting');
   try {
-    await awaitApproval(execution.approval, { runId: execution.runId, sequence: position, binding: name, args }, deadline.hold, state.ended.signal);
+    const hold = execution.approval?.deadline === 'running' ? () => () => {} : deadline.hold;
+    await awaitApproval(execution.approval, { runId: execution.runId, sequence: position, binding: name, args }, hold, state.ended.signal);
   } catch (error) {
     // A decision (or its timeout) is journaled; a call whose run ended still waits for one.
     if ((error as { code?: string }).code !== 'PTC_EVALUATION_ENDED') journal?.record(position, name, argsText, 'rejected', null, errorText(error));
