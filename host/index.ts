@@ -4,6 +4,7 @@ export type { Runtime, TimeoutDescriptor } from './runtime/runtime.ts';
 export type { RunRequest, RunSpec, RunOptions, ResumeOptions } from './runtime/request.ts';
 export type { RunRecord, CallRecord, RevertRecord, SnippetRecord } from './runtime/journal.ts';
 export type { RuntimeConfig, ResolvedConfig, LaunchConfig, ExecutionMode } from './runtime/config.ts';
+export type { RuntimeDiagnostic } from './execution/settings.ts';
 export { DEFAULTS } from './runtime/config.ts';
 export type { RunResult, SandboxReport, EnvironmentReport } from './execution/owners.ts';
 export type { PolicyChange } from './execution/owner-policy.ts';

@@ -56,7 +56,11 @@ export class Environment {
   /** Whether the next run waits for no boot: a booted carrier from the pool, or one that has served a run. */
   #warm: boolean;
 
-  constructor(carrier: Carrier, config: ResolvedConfig, format: ProgramFormat, retained: boolean, report: SandboxSetup, warm = false) {
+  /** Told once when a retained environment is lost while idle, before anything of ptc's own ended it. */
+  readonly #onIdleLoss: ((reason: string) => void) | undefined;
+
+  constructor(carrier: Carrier, config: ResolvedConfig, format: ProgramFormat, retained: boolean, report: SandboxSetup, warm = false, onIdleLoss?: (reason: string) => void) {
+    this.#onIdleLoss = onIdleLoss;
     this.carrier = carrier;
     this.#warm = warm;
     this.report = report;
@@ -91,7 +95,7 @@ export class Environment {
       onExit: (code, signal) => {
         this.#exit = { code, signal };
         if (this.#hooks) this.#hooks.exited(code, signal);
-        else this.#lost ??= idle(this.#overLimit()) ?? (carrier.connection.lost !== undefined ? `${carrier.connection.lost} while idle` : `its process ${describeHow(code, signal)} while idle${stderrNote(carrier.stderrTail)}`);
+        else this.#noteIdleLoss(idle(this.#overLimit()) ?? (carrier.connection.lost !== undefined ? `${carrier.connection.lost} while idle` : `its process ${describeHow(code, signal)} while idle${stderrNote(carrier.stderrTail)}`));
       },
       // Idle stdout is discarded; stderr is kept by the carrier as the bounded tail.
       onStdio: (text) => this.#hooks?.stdio(text),
@@ -111,8 +115,15 @@ export class Environment {
   }
 
   #loseIdle(reason: string): void {
-    this.#lost ??= reason;
+    this.#noteIdleLoss(reason);
     void this.terminate();
+  }
+
+  /** The first reason this environment is lost while idle; a retained one's owner hears of it (the runtime's onDiagnostic) unless ptc itself was ending it. */
+  #noteIdleLoss(reason: string): void {
+    if (this.#lost !== undefined) return;
+    this.#lost = reason;
+    if (this.retained && this.#terminated === undefined) this.#onIdleLoss?.(reason);
   }
 
   #connect(): void {

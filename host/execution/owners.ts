@@ -9,7 +9,7 @@
 // sandbox policy is fixed while its environment lives (owner-policy.ts).
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ProgramFormat } from '../../wire/messages.ts';
-import type { ResolvedConfig } from './settings.ts';
+import type { ResolvedConfig, RuntimeDiagnostic } from './settings.ts';
 import { confine, type CarrierRecipe } from '../worker/confinement.ts';
 import { isRemoteLaunch } from '../worker/launch.ts';
 import { ownerPolicy, policyChangeRefused, policyChangeReplaced, policyDifferences, type PolicyChange } from './owner-policy.ts';
@@ -35,6 +35,8 @@ export interface Placement {
 }
 
 interface Owned {
+  /** The state owner this is the record of (what the runtime's onDiagnostic names). */
+  readonly owner: object;
   environment: Environment | undefined;
   /** The recipe (launch shape and sandbox policy) the environment was started with. */
   recipe: CarrierRecipe | undefined;
@@ -125,7 +127,7 @@ export class Executor {
     // second run called after this one must see the run in progress, not an idle environment.
     let owned = this.#owners.get(owner);
     if (owned === undefined) {
-      owned = { environment: undefined, recipe: undefined, busy: undefined, replaced: undefined, used: 0, idleTimer: undefined };
+      owned = { owner, environment: undefined, recipe: undefined, busy: undefined, replaced: undefined, used: 0, idleTimer: undefined };
       this.#owners.set(owner, owned);
     }
     if (owned.busy !== undefined) {
@@ -238,7 +240,7 @@ export class Executor {
       owned.recipe = recipe;
       await this.#evictOverLimit(owned);
     }
-    const environment = (owned.environment ??= this.#newEnvironment(recipe, true));
+    const environment = (owned.environment ??= this.#newEnvironment(recipe, true, owned.owner));
     const { result, usable, unreached } = fresh && !environment.initialized
       ? await this.#initializing((initializer) => environment.run(execution, initializer))
       : await environment.run(execution);
@@ -273,9 +275,19 @@ export class Executor {
     }
   }
 
-  #newEnvironment(recipe: CarrierRecipe, retained: boolean): Environment {
+  #newEnvironment(recipe: CarrierRecipe, retained: boolean, owner?: object): Environment {
     const { carrier, warm } = takeCarrier(recipe);
-    return new Environment(carrier, this.#config, this.#format, retained, recipe.report, warm);
+    const onIdleLoss = owner === undefined ? undefined : (message: string) => this.#diagnose({ type: 'environment-lost', owner, message });
+    return new Environment(carrier, this.#config, this.#format, retained, recipe.report, warm, onIdleLoss);
+  }
+
+  /** Hands a diagnostic to the runtime's logger; a logger that throws must not take the host down. */
+  #diagnose(diagnostic: RuntimeDiagnostic): void {
+    try {
+      this.#config.onDiagnostic?.(diagnostic);
+    } catch {
+      // The logger's own failure is its caller's to see; the environment's loss is still reported by the next run.
+    }
   }
 
   /** Ends the owner's environment; waits for a run in progress to finish first. */

@@ -6,6 +6,14 @@ import type { ImportPolicy } from '../../wire/import-policy.ts';
 
 export type ExecutionMode = 'per-call' | 'vm-script' | 'persistent-in-memory';
 
+/** Something the host noticed outside any run, with the state owner it concerns. */
+export interface RuntimeDiagnostic {
+  /** 'environment-lost': the owner's retained environment died while idle (its process exited, went over a limit, or broke the protocol); its next run starts fresh and says so in `environment.replaced`. */
+  type: 'environment-lost';
+  owner: object;
+  message: string;
+}
+
 export interface ResolvedConfig {
   executionMode: ExecutionMode;
   scriptPersistence: boolean;
@@ -28,6 +36,8 @@ export interface ResolvedConfig {
   prestartCarrier: boolean;
   /** Programs have `search` and `describe` over the run's tools. */
   discovery: boolean;
+  /** Receives what the host notices outside any run. */
+  onDiagnostic?: (diagnostic: RuntimeDiagnostic) => void;
   /** The warm pool's bounds (used when prestartCarrier is true). */
   pool: { min: number; max: number };
   sandbox: Omit<SandboxOptions, 'carrierNodeVersion'>;

@@ -1,7 +1,7 @@
 // `ptc mcp`: reads the servers file, connects the upstreams, and serves MCP on stdio until the
 // client closes stdin (or a signal comes); then every run, carrier and upstream is ended.
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { createRuntime, type RuntimeConfig } from '../index.ts';
+import { createRuntime, type RuntimeConfig, type RuntimeDiagnostic } from '../index.ts';
 import { checkBudget, loadMcpConfig, McpConfigError } from './config.ts';
 import { createMcpServer } from './server.ts';
 
@@ -23,7 +23,10 @@ export async function serveMcp(configPath: string, withFlags: (ptc: Record<strin
   let runtime;
   try {
     // Programs always have search() and describe(): past the budget they are how tools are found.
-    runtime = createRuntime({ ...(await withFlags({ maxOutputBytes: MCP_MAX_OUTPUT_BYTES, ...config.ptc })), discovery: true });
+    // The host's log is stderr, which MCP clients keep as the server's log: a session's environment
+    // lost while idle is written there when it happens (its next run_code also says so).
+    const onDiagnostic = (diagnostic: RuntimeDiagnostic): void => void process.stderr.write(`ptc mcp: ${diagnostic.type}: ${diagnostic.message}\n`);
+    runtime = createRuntime({ ...(await withFlags({ maxOutputBytes: MCP_MAX_OUTPUT_BYTES, ...config.ptc })), discovery: true, onDiagnostic });
   } catch (error) {
     throw new McpConfigError(`${configPath}: ptc: ${(error as Error).message}`, { cause: error });
   }

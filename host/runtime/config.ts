@@ -7,7 +7,7 @@ import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { isSea } from 'node:sea';
 import { checkPolicyShape, DEFAULT_POLICY, resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from '../sandbox/index.ts';
 import type { LaunchConfig } from '../worker/launch.ts';
-import type { ExecutionMode, ResolvedConfig } from '../execution/settings.ts';
+import type { ExecutionMode, ResolvedConfig, RuntimeDiagnostic } from '../execution/settings.ts';
 import { show } from '../../wire/show.ts';
 import { diskLimit, resourceLimit } from './resource-limits.ts';
 import { resolveImports, type ImportsConfig } from './imports-config.ts';
@@ -73,6 +73,8 @@ export interface RuntimeConfig {
   approval?: ApprovalConfig;
   /** The journal: a SQLite file on the host recording every run's calls and outcome, for resume, audit and snippets (docs/approvals-and-journal.md, "Recovery"). @default none */
   journal?: string;
+  /** The host's logger: receives what happens outside any run, with the state owner it concerns (a retained environment lost while idle). A logger that throws is ignored. @default none (the owner's next result still says `environment.replaced`) */
+  onDiagnostic?: (diagnostic: RuntimeDiagnostic) => void;
 }
 
 /** More idle carriers than this in one pool would be a configuration mistake (each is a Node process). */
@@ -86,7 +88,7 @@ const MAX_POOL = 64;
  */
 export const DEFAULT_POOL = Object.freeze({ min: 1, max: Math.min(32, Math.max(4, Math.floor(totalmem() / 2 ** 30))) });
 
-export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'cpuTimeMs' | 'maxMemoryMb' | 'maxDiskMb' | 'idleTimeoutMs' | 'maxRetainedEnvironments' | 'imports' | 'pool' | 'approval' | 'journal'> = {
+export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'cpuTimeMs' | 'maxMemoryMb' | 'maxDiskMb' | 'idleTimeoutMs' | 'maxRetainedEnvironments' | 'imports' | 'pool' | 'approval' | 'journal' | 'onDiagnostic'> = {
   executionMode: 'per-call',
   scriptPersistence: false,
   replScoped: false,
@@ -107,7 +109,7 @@ export const MAX_TIMER_MS = 2_147_483_647;
 
 const EXECUTION_MODES: readonly string[] = ['per-call', 'vm-script', 'persistent-in-memory'];
 // The resource and retention limits have no default (none means unlimited), so they are not in DEFAULTS.
-const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy', 'cpuTimeMs', 'maxMemoryMb', 'maxDiskMb', 'idleTimeoutMs', 'maxRetainedEnvironments', 'imports', 'pool', 'approval', 'journal']);
+const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy', 'cpuTimeMs', 'maxMemoryMb', 'maxDiskMb', 'idleTimeoutMs', 'maxRetainedEnvironments', 'imports', 'pool', 'approval', 'journal', 'onDiagnostic']);
 
 /** Validates a configuration object and fills defaults; throws TypeError/RangeError naming the field. */
 export function resolveConfig(input: unknown): ResolvedConfig {
@@ -161,6 +163,10 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     ...retentionLimits(config),
     approval: resolveApproval(config.approval),
   };
+  if (config.onDiagnostic !== undefined) {
+    if (typeof config.onDiagnostic !== 'function') throw new TypeError(`ptc config: onDiagnostic must be a function of a diagnostic, got ${show(config.onDiagnostic)}`);
+    resolved.onDiagnostic = config.onDiagnostic as (diagnostic: RuntimeDiagnostic) => void;
+  }
   const journal = resolveJournalPath(config.journal);
   if (journal !== undefined) resolved.journal = journal;
   const imports = resolveImports(config.imports);

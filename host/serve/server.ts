@@ -117,7 +117,12 @@ export class Server {
 
   #create(config: RuntimeConfig): Runtime {
     try {
-      return createRuntime(config);
+      // What the host notices outside any run reaches the client as it happens, with the owner's
+      // name: a retained environment lost while idle is otherwise heard of only at the next run.
+      return createRuntime({
+        ...config,
+        onDiagnostic: (diagnostic) => this.#connection.notify('diagnostic', { type: diagnostic.type, owner: (diagnostic.owner as { owner?: string }).owner ?? null, message: diagnostic.message }),
+      });
     } catch (error) {
       throw new RpcError(ErrorCode.invalidParams, `initialize: ${(error as Error).message}`, undefined, { cause: error });
     }

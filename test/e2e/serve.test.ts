@@ -419,6 +419,16 @@ for (const [label, file, args] of LAUNCHES) {
     assert.equal(await client.close(), { code: 0, signal: null });
   });
 
+  test(`${label}: an owner's environment that dies while idle is a diagnostic notification as it happens, naming the owner`, async () => {
+    const client = start(['--mode', 'persistent-in-memory']);
+    const heard = (): Message[] => client.notifications('diagnostic').map((message) => message.params);
+    assert.equal((await client.request('run', { program: 'setTimeout(() => process.exit(9), 100); 0', owner: 'kernel-7' })).result.status, 'ok');
+    assert.ok(await waitUntil(() => heard().length > 0, 30_000));
+    assert.equal(heard().map((params) => [params.type, params.owner]), [['environment-lost', 'kernel-7']]);
+    assert.match(heard()[0]!.message, /exited with code 9 .*while idle/);
+    assert.equal(await client.close(), { code: 0, signal: null });
+  });
+
   test(`${label}: an owner whose cwd moves keeps its environment inside the workspace; outside it is an error reply, or a new environment with onPolicyChange`, async () => {
     const workspace = realpathSync(mkdtempSync(join(tmpdir(), 'ptc-serve-owner-')));
     const inner = join(workspace, 'inner');

@@ -252,6 +252,38 @@ test('idle: a process that dies between runs is reported at the next run and rep
   assert.match(next.environment?.replaced ?? '', /exited with code 9/);
 });
 
+// Issue 33 §5: the host hears of an idle death when it happens, with the owner it concerns (the
+// reference writes idle failures to the host logger); what ptc ends itself is not reported.
+test('idle: a process that dies between runs is told to onDiagnostic at once, with its owner; ptc\'s own endings are not', async () => {
+  const heard: Array<{ type: string; owner: object; message: string }> = [];
+  const runtime = runtimeWith({ executionMode: 'persistent-in-memory', onDiagnostic: (diagnostic) => heard.push(diagnostic) });
+  const owner = {};
+  const run = runner(runtime, owner);
+  await run('setTimeout(() => process.exit(9), 100); 0');
+  for (let waited = 0; heard.length === 0 && waited < 10_000; waited += 50) await sleep(50);
+  assert.is(heard.length, 1);
+  assert.is(heard[0]!.type, 'environment-lost');
+  assert.is(heard[0]!.owner, owner);
+  assert.match(heard[0]!.message, /exited with code 9 .*while idle/);
+  // A released environment, a one-time run's carrier and a run that fails its environment are ptc's own doing.
+  const other = {};
+  await runner(runtime, other)('1');
+  await runtime.release(other);
+  await run('2', { oneTime: true });
+  const killed = await run('process.exit(4)');
+  assert.is(failureOf(killed).kind, 'worker-exit');
+  await sleep(300);
+  assert.is(heard.length, 1, JSON.stringify(heard));
+  // A logger that throws changes nothing for the host.
+  const throwing = runtimeWith({ executionMode: 'persistent-in-memory', onDiagnostic: () => { throw new Error('logger down'); } });
+  const again = runner(throwing, {});
+  await again('setTimeout(() => process.exit(3), 100); 0');
+  await sleep(600);
+  const next = await again('1');
+  assert.match(next.environment?.replaced ?? '', /exited with code 3/);
+  assert.throws(() => runtimeWith({ onDiagnostic: 'stderr' as unknown as () => void }), (error: Error) => error.message === "ptc config: onDiagnostic must be a function of a diagnostic, got 'stderr'");
+});
+
 test('idle: stdout written between runs is discarded, stderr is kept for diagnostics', async () => {
   const run = runner(runtimeWith({ executionMode: 'persistent-in-memory' }), {});
   await run('const { spawn } = await import("node:child_process"); spawn("sh", ["-c", "sleep 0.2; echo idle-out; echo idle-err >&2"], { stdio: "inherit" }); 0');
