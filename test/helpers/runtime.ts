@@ -220,26 +220,28 @@ export function carrierSideProcesses(): Array<{ pid: number; pgid: number; comma
   return JSON.parse(onCarrierSide(script)) as Array<{ pid: number; pgid: number; command: string }>;
 }
 
-/** The files cgroup detection reads (supervision/resources/cgroup.ts), as the relay or host that makes a carrier's cgroup sees them. */
+/** The files cgroup detection reads (supervision/resources/cgroup.ts), on this machine. */
+const localCgroupFiles: CgroupFiles = {
+  read: (path) => {
+    try {
+      return readFileSync(path, 'utf8');
+    } catch {
+      return undefined;
+    }
+  },
+  writable: (path) => {
+    try {
+      accessSync(path, constants.W_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  },
+};
+
+/** The same files as the relay or host that makes a carrier's cgroup sees them, for the launch under test. */
 export function carrierSideCgroupFiles(): CgroupFiles {
-  const local: CgroupFiles = {
-    read: (path) => {
-      try {
-        return readFileSync(path, 'utf8');
-      } catch {
-        return undefined;
-      }
-    },
-    writable: (path) => {
-      try {
-        accessSync(path, constants.W_OK);
-        return true;
-      } catch {
-        return false;
-      }
-    },
-  };
-  if (launchUnderTest()?.kind !== 'command') return local;
+  if (launchUnderTest()?.kind !== 'command') return localCgroupFiles;
   return {
     read: (path) => JSON.parse(onCarrierSide(`try { process.stdout.write(JSON.stringify(require('node:fs').readFileSync(${JSON.stringify(path)}, 'utf8'))) } catch { process.stdout.write('null') }`)) ?? undefined,
     writable: (path) => onCarrierSide(`const fs = require('node:fs'); try { fs.accessSync(${JSON.stringify(path)}, fs.constants.W_OK); process.stdout.write('yes') } catch { process.stdout.write('no') }`) === 'yes',
@@ -247,13 +249,15 @@ export function carrierSideCgroupFiles(): CgroupFiles {
 }
 
 /** What a sandbox report says keeps the task limit and the CPU budget (`budget`: the run has a
- * cpuTimeMs) for the launch under test: the kernel where the carrier's side can make cgroups
- * (supervision/resources/cgroup.ts), else the watchdog; CPU is 'none' without a budget. */
-export function reportLimits(budget = false): { tasks: 'cgroup' | 'watchdog'; cpu: 'cgroup' | 'watchdog' | 'none' } {
-  kept ??= cgroupKeeps(findCgroups(carrierSideCgroupFiles()));
-  return { tasks: kept.tasks ? 'cgroup' : 'watchdog', cpu: !budget ? 'none' : kept.cpu ? 'cgroup' : 'watchdog' };
+ * cpuTimeMs) for the launch under test, or (`here`) for a carrier this machine starts whatever the
+ * launch under test: the kernel where that side can make cgroups (supervision/resources/cgroup.ts),
+ * else the watchdog; CPU is 'none' without a budget. */
+export function reportLimits(budget = false, side: 'launch' | 'here' = 'launch'): { tasks: 'cgroup' | 'watchdog'; cpu: 'cgroup' | 'watchdog' | 'none' } {
+  const keeps = side === 'here' ? (keptHere ??= cgroupKeeps(findCgroups(localCgroupFiles))) : (kept ??= cgroupKeeps(findCgroups(carrierSideCgroupFiles())));
+  return { tasks: keeps.tasks ? 'cgroup' : 'watchdog', cpu: !budget ? 'none' : keeps.cpu ? 'cgroup' : 'watchdog' };
 }
 let kept: ReturnType<typeof cgroupKeeps> | undefined;
+let keptHere: ReturnType<typeof cgroupKeeps> | undefined;
 
 /** What a sandbox report adds for the launch under test: a remote launch says where it was enforced. */
 export function reportLocation(): { location?: 'remote' } {
