@@ -107,6 +107,8 @@ function versionPhases({ report, spawned, closed }: Awaited<ReturnType<typeof pr
 async function carrierLaunch(cwd: string): Promise<{ command: LaunchCommand; backend: string; cleanup: () => Promise<void> }> {
   const base = launchCommand({ kind: 'embedded', executable: BIN }, 256);
   base.env.NODE_OPTIONS = `${base.env.NODE_OPTIONS ?? ''} --require ${PROBE}`.trim();
+  // The sandbox's fresh root binds only what the launch reads (docs/host-view.md): the probe too.
+  base.readable = [...(base.readable ?? []), PROBE];
   const policy = await resolvePolicy({ mode: 'workspace-write' }, cwd);
   const plan = await planSandbox(policy, {});
   if ('unavailable' in plan) throw new Error(`no sandbox for the carrier's boot: ${plan.unavailable}`);
