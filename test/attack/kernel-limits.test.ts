@@ -16,7 +16,7 @@ import * as assert from 'uvu/assert';
 import { cgroupKeeps, findCgroups, sweepStaleCgroups, type CgroupBase } from '../../supervision/resources/cgroup.ts';
 import { MAX_TASKS } from '../../supervision/resources/guard.ts';
 import { carrierSideCgroupFiles, waitUntil } from '../helpers/runtime.ts';
-import { binaryFor, ownedDirectory, removeReachableBinary, runAs, victims, type TestUser } from '../helpers/users.ts';
+import { binaryFor, ownedDirectory, removeReachableBinary, runAs, victims, processesNaming, type TestUser } from '../helpers/users.ts';
 
 /** Appears in every attack's argv (and its forks'), so what outlives a run can be found. */
 const MARKER = `ptc-kernel-limits-${process.pid}`;
@@ -60,15 +60,7 @@ return execFileSync('/usr/bin/python3', ['-c', ${JSON.stringify(script)}, ${JSON
 }
 
 /** Processes of any attack still alive. */
-function leftBehind(): number[] {
-  return readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).map(Number).filter((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(MARKER);
-    } catch {
-      return false;
-    }
-  });
-}
+const leftBehind = (): number[] => processesNaming(MARKER);
 
 /** Carrier cgroups whose host is gone: a run must remove its own (cgroup.ts names them ptc-<pid>-<start>-<pidns>-<n>). */
 function staleCgroups(): string[] {

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sshLaunch, sshServer } from '../helpers/runtime.ts';
-import { binaryFor, currentUser, ownedDirectory, removeReachableBinary, runAs, victims, type TestUser } from '../helpers/users.ts';
+import { binaryFor, currentUser, ownedDirectory, removeReachableBinary, runAs, victims, processesNaming, type TestUser } from '../helpers/users.ts';
 
 const LIMIT_MB = 128;
 const FILL_MB = 200;
@@ -152,15 +152,7 @@ function hostShmem(): number {
   return Number(/^Shmem:\s+(\d+) kB$/m.exec(readFileSync('/proc/meminfo', 'utf8'))![1]) * 1024;
 }
 
-function leftBehind(): number[] {
-  return readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).map(Number).filter((pid) => {
-    try {
-      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(MARKER);
-    } catch {
-      return false;
-    }
-  });
-}
+const leftBehind = (): number[] => processesNaming(MARKER);
 
 for (const user of victims()) {
   const as = `as ${user.name}`;

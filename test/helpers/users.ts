@@ -4,7 +4,7 @@
 // switching users needs root: a suite run by an ordinary user tries only that user, and the
 // intruder's cases are skipped with a line saying so.
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from './runtime.ts';
 
@@ -65,6 +65,17 @@ export function intruder(): TestUser | undefined {
 export function asUser(user: TestUser, command: string[]): string[] {
   if (user.uid === process.getuid?.()) return command;
   return ['setpriv', `--reuid=${user.uid}`, `--regid=${user.gid}`, '--init-groups', '--', ...command];
+}
+
+/** Live processes whose command line holds `marker`: what an attack suite's programs left running. */
+export function processesNaming(marker: string): number[] {
+  return readdirSync('/proc').filter((entry) => /^\d+$/.test(entry)).map(Number).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** Where `user`'s ptc keeps its state (journal keys): the run's own directory for the suite's user (test/run.ts), else ~/.local/state. */
