@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { repoRoot } from '../helpers/runtime.ts';
+import { processAlive, repoRoot } from '../helpers/runtime.ts';
 
 const BIN = join(repoRoot, 'dist', 'ptc');
 const UPSTREAM = join(repoRoot, 'test', 'fixtures', 'mcp', 'upstream.mjs');
@@ -62,7 +62,7 @@ async function runCode(session: Session, program: string, extra: Record<string, 
 
 const texts = (result: CallToolResult): string[] => result.content.map((item) => (item.type === 'text' ? item.text : `<${item.type}>`));
 
-const gone = (pid: number): boolean => !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+const gone = (pid: number): boolean => !processAlive(pid);
 
 async function until(condition: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 200 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 50));

@@ -3,7 +3,7 @@
 // dist/ptc and from source. A released owner's next run starts fresh and says why; the released
 // carrier's process is gone. Assumes `npm run build` has run.
 import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert';
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { repoRoot, waitUntil } from '../helpers/runtime.ts';
+import { processAlive, repoRoot, waitUntil } from '../helpers/runtime.ts';
 
 const BIN = join(repoRoot, 'dist', 'ptc');
 const LAUNCHES: Record<string, string[]> = { 'dist/ptc': [BIN], source: [process.execPath, join(repoRoot, 'host', 'cli', 'bin.ts')] };
@@ -22,7 +22,7 @@ const IDLE = (ms: number) => `the previous environment was idle for ${ms} ms (id
 const EVICTED = (most: number) => `the previous environment was the least recently used one past maxRetainedEnvironments (${most}), so it was released`;
 const PID = 'var pid = process.pid; pid';
 
-const gone = (pid: number): boolean => !existsSync(`/proc/${pid}`) || readFileSync(`/proc/${pid}/stat`, 'utf8').includes(') Z ');
+const gone = (pid: number): boolean => !processAlive(pid);
 
 type Message = Record<string, any>;
 

@@ -123,16 +123,22 @@ export function openFds(): number {
   return readdirSync('/proc/self/fd').length;
 }
 
+/**
+ * Whether process `pid` still runs here: a zombie awaiting its reaper has exited, and so has a
+ * process whose /proc entry vanishes between the lookup and the read (one read, no exists-then-read race).
+ */
+export function processAlive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
 /** PIDs of processes in group `pgid` that have not exited; zombies awaiting their reaper are dead. */
 export function liveProcessesInGroup(pgid: number): number[] {
-  return processesInGroup(pgid).filter((pid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0] !== 'Z';
-    } catch {
-      return false;
-    }
-  });
+  return processesInGroup(pgid).filter(processAlive);
 }
 
 /** Polls `check` every 10 ms until it is true or `deadlineMs` elapses; returns its last answer. */

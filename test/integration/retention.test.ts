@@ -8,9 +8,8 @@
 // the host's release, which retained.test.ts runs per launch (release() starts fresh).
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, readFileSync } from 'node:fs';
 import type { RunResult, Runtime, RuntimeConfig } from '../../host/index.ts';
-import { createTestRuntime, runtimesPerTest, waitUntil } from '../helpers/runtime.ts';
+import { createTestRuntime, processAlive, runtimesPerTest, waitUntil } from '../helpers/runtime.ts';
 import { valueOf } from '../helpers/assert.ts';
 
 const IDLE = (ms: number) => `the previous environment was idle for ${ms} ms (idleTimeoutMs), so it was released`;
@@ -21,17 +20,6 @@ const runtimeWith = runtimesPerTest(test, { executionMode: 'persistent-in-memory
 function runner(runtime: Runtime) {
   return (owner: object, program: string, bindings?: Record<string, (...args: never[]) => Promise<unknown>>): Promise<RunResult> =>
     runtime.run(runtime.resolve({ program, stateOwner: owner, ...(bindings ? { bindings } : {}) }));
-}
-
-/** Whether a process lives (a zombie has exited). */
-function alive(pid: number): boolean {
-  if (!existsSync(`/proc/${pid}/stat`)) return false;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
 }
 
 /** A retained carrier's pid, recorded in its environment as `pid`. */
@@ -45,7 +33,7 @@ test('idleTimeoutMs: an idle environment is released, its process ends, and the 
   const run = runner(runtime);
   const owner = {};
   const pid = valueOf(await run(owner, PID)) as number;
-  if (localCarriers) assert.ok(await waitUntil(() => !alive(pid), 15_000), `carrier ${pid} still runs after its idle release`);
+  if (localCarriers) assert.ok(await waitUntil(() => !processAlive(pid), 15_000), `carrier ${pid} still runs after its idle release`);
   else await new Promise((resolve) => setTimeout(resolve, 1_000));
   const next = await run(owner, 'typeof pid');
   assert.is(valueOf(next), 'undefined');
@@ -82,8 +70,8 @@ test('maxRetainedEnvironments: a new owner past the limit releases the least rec
   assert.is(valueOf(await run(a, 'pid')), pidA); // a is now the most recently used
   const pidC = valueOf(await run(c, PID)) as number;
   // b was released before c's environment started.
-  if (localCarriers) assert.ok(await waitUntil(() => !alive(pidB), 15_000), `evicted carrier ${pidB} still runs`);
-  if (localCarriers) assert.ok(alive(pidA) && alive(pidC), 'a retained carrier ended');
+  if (localCarriers) assert.ok(await waitUntil(() => !processAlive(pidB), 15_000), `evicted carrier ${pidB} still runs`);
+  if (localCarriers) assert.ok(processAlive(pidA) && processAlive(pidC), 'a retained carrier ended');
   const keptA = await run(a, 'pid');
   assert.is(valueOf(keptA), pidA);
   assert.equal(keptA.environment, { fresh: false });
@@ -93,7 +81,7 @@ test('maxRetainedEnvironments: a new owner past the limit releases the least rec
   // b's new environment in turn released c, now the least recently used.
   const freshC = await run(c, 'typeof pid');
   assert.equal([valueOf(freshC), freshC.environment], ['undefined', { fresh: true, replaced: EVICTED(2) }]);
-  if (localCarriers) assert.ok(await waitUntil(() => !alive(pidC), 15_000), `evicted carrier ${pidC} still runs`);
+  if (localCarriers) assert.ok(await waitUntil(() => !processAlive(pidC), 15_000), `evicted carrier ${pidC} still runs`);
 });
 
 test('maxRetainedEnvironments: a busy environment is never released; the excess goes when runs end', async () => {
