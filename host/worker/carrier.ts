@@ -11,6 +11,7 @@ import { PAYLOAD_SEPARATOR, quickFrame, splitPayload } from '../../wire/frame.ts
 import { PROTOCOL_REVISION } from '../../wire/revision.ts';
 import type { CarrierMethods, Handshake, HostMethods, OutputMessage, RunOutcome, RunRequest } from '../../wire/messages.ts';
 import { createControlReader } from './control.ts';
+import { Lifecycle, type Moves } from './lifecycle.ts';
 import { checkFrame, checkRunOutcome } from './validate.ts';
 import type { CarrierConnection } from './transports/connection.ts';
 import type { NetworkSession } from '../sandbox/index.ts';
@@ -63,6 +64,28 @@ process.once('exit', () => {
   for (const carrier of ending) carrier.killNow();
 });
 
+/**
+ * A carrier's lifecycle. Its process and its control channel end separately (a process that
+ * exits has often sent frames not read yet; a channel closed for a breach leaves the process to
+ * be killed), so each order of the two has a state:
+ * - booting: started; its handshake has not been accepted yet
+ * - ready: the handshake was accepted; runs go over the channel
+ * - closed: the host closed the channel (a protocol breach, or termination): no frame is read or
+ *   sent, and pending calls have rejected; the process may still run
+ * - exited: the process is gone, or never started; what it sent before exiting is still read
+ * - ended: the channel closed and the process gone
+ */
+export type CarrierState = 'booting' | 'ready' | 'closed' | 'exited' | 'ended';
+
+/** The moves between carrier states, the only ones made. */
+export const CARRIER_MOVES: Moves<CarrierState> = {
+  booting: ['ready', 'closed', 'exited'],
+  ready: ['closed', 'exited'],
+  closed: ['ended'],
+  exited: ['ended'],
+  ended: [],
+};
+
 /** What happened to a carrier before anyone listened: replayed by attach(). */
 type EarlyEvent =
   | { type: 'exit'; code: number | null; signal: NodeJS.Signals | null }
@@ -95,8 +118,7 @@ export class Carrier {
   #paused = false;
   /** The id of the host's `run` call while a program runs; the carrier may send only then. */
   #runCall: string | undefined;
-  #closed = false;
-  #exited = false;
+  readonly #lifecycle = new Lifecycle<CarrierState>('carrier', 'booting', CARRIER_MOVES);
   #stderrTail = '';
   readonly #settled: Promise<void>;
 
@@ -115,12 +137,12 @@ export class Carrier {
     this.#control = connection.control;
     this.#settled = connection.settled;
     connection.onStartFailure((message) => {
-      this.#exited = true;
+      this.#processGone();
       this.#handshake?.reject(new Error(message));
       this.#emit({ type: 'spawn-error', message });
     });
     connection.onExit((exitCode, exitSignal) => {
-      this.#exited = true;
+      this.#processGone();
       this.#handshake?.reject(new Error('the carrier exited before its handshake'));
       const { code, signal } = signalAsExitCode ? decodeSignal(exitCode, exitSignal) : { code: exitCode, signal: exitSignal };
       this.#emit({ type: 'exit', code, signal });
@@ -143,6 +165,9 @@ export class Carrier {
       onHandshake: (hello) => {
         const pending = this.#handshake;
         this.#handshake = undefined;
+        // A carrier that exited has had its handshake rejected already; a late hello changes nothing.
+        if (this.state !== 'booting') return;
+        this.#lifecycle.to('ready');
         pending?.resolve(hello);
       },
       onMessage: (message) => this.#receive(message),
@@ -154,14 +179,14 @@ export class Carrier {
       },
     });
     this.#control.on('data', (chunk: Buffer) => {
-      if (!this.#closed) reader.push(chunk);
+      if (!this.#channelClosed) reader.push(chunk);
     });
     this.#control.on('drain', () => this.#flow());
     this.#control.on('error', () => {});
     this.#control.on('close', () => {
-      if (this.#closed || this.#exited) return;
+      if (this.state !== 'booting' && this.state !== 'ready') return;
       const timer = setTimeout(() => {
-        if (!this.#closed && !this.#exited) this.#emit({ type: 'control-lost' });
+        if (this.state === 'booting' || this.state === 'ready') this.#emit({ type: 'control-lost' });
       }, CONTROL_LOSS_GRACE_MS);
       timer.unref();
       connection.onExit(() => clearTimeout(timer));
@@ -183,9 +208,23 @@ export class Carrier {
     return this.#ready;
   }
 
+  /** Where the carrier is in its lifecycle (CarrierState). */
+  get state(): CarrierState {
+    return this.#lifecycle.state;
+  }
+
   /** True once the process has exited or could not start. */
   get exited(): boolean {
-    return this.#exited;
+    return this.state === 'exited' || this.state === 'ended';
+  }
+
+  /** Whether the host closed the channel: nothing more is read from it or sent on it. */
+  get #channelClosed(): boolean {
+    return this.state === 'closed' || this.state === 'ended';
+  }
+
+  #processGone(): void {
+    this.#lifecycle.to(this.state === 'closed' ? 'ended' : 'exited');
   }
 
   /** Starts listening; anything that happened before (exit, protocol error) is delivered now. */
@@ -222,7 +261,7 @@ export class Carrier {
     this.#handlers = handlers;
     this.#rpc = createBirpc<CarrierMethods, HostHandlers>(handlers, {
       post: (frame: string) => {
-        if (!this.#closed && this.#control.writable) this.#control.write(`${frame}\n`);
+        if (!this.#channelClosed && this.#control.writable) this.#control.write(`${frame}\n`);
         this.#flow();
       },
       on: (deliver) => {
@@ -273,13 +312,13 @@ export class Carrier {
 
   /** Asks the carrier to stop its active run cooperatively (a one-way notification). */
   revoke(): void {
-    if (this.#rpc !== undefined && !this.#closed) void this.#rpc.$callEvent('revoke').catch(() => {});
+    if (this.#rpc !== undefined && !this.#channelClosed) void this.#rpc.$callEvent('revoke').catch(() => {});
   }
 
   /** Stops all traffic: later frames and replies are ignored, pending calls reject. */
   close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
+    if (this.#channelClosed) return;
+    this.#lifecycle.to(this.exited ? 'ended' : 'closed');
     this.#rpc?.$close(new Error('carrier channel closed'));
     this.#control.destroy();
   }
@@ -320,13 +359,13 @@ export class Carrier {
       // A descendant that left the group can hold the pipes open; stop reading them.
       this.connection.abandonStdio();
       this.connection.kill();
-      if (!this.#exited) await this.#settled;
+      if (!this.exited) await this.#settled;
     }
     await this.#cleanup?.().catch(() => {});
   }
 
   #receive(message: unknown): void {
-    if (this.#closed) return;
+    if (this.#channelClosed) return;
     const problem = checkFrame(message);
     if (problem !== undefined) {
       this.#fail(`invalid control message: ${problem}`);
@@ -379,14 +418,14 @@ export class Carrier {
    * what the carrier writes meanwhile waits in its own process. */
   #flow(): void {
     const stop = this.#serving.size >= MAX_REQUESTS_IN_FLIGHT || this.#control.writableLength > this.#maxQueued;
-    if (stop === this.#paused || this.#closed) return;
+    if (stop === this.#paused || this.#channelClosed) return;
     this.#paused = stop;
     if (stop) this.#control.pause();
     else this.#control.resume();
   }
 
   #fail(message: string, betweenRuns = false): void {
-    if (this.#closed) return;
+    if (this.#channelClosed) return;
     this.#emit({ type: 'protocol', message, betweenRuns });
     this.close();
   }

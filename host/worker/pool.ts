@@ -14,6 +14,7 @@
 import { availableParallelism } from 'node:os';
 import type { CarrierRecipe } from './confinement.ts';
 import type { Carrier } from './carrier.ts';
+import { Lifecycle, type Moves } from './lifecycle.ts';
 
 /** A runtime's bounds for the pool of one recipe. */
 export interface PoolSize {
@@ -35,37 +36,81 @@ let running = 0;
 /** Pools whose next spawn waits for the runs in flight to end. */
 const deferred = new Set<Pool>();
 
+/**
+ * Whether a pool starts carriers, as one state; enter() makes its moves:
+ * - open: it boots carriers as its target asks
+ * - deferred: its next boot waits for the runs in flight to end (MAX_DEFER_MS at most)
+ * - failing: a pooled carrier failed to boot; none is started until a run takes one (no spawn loop)
+ * - released: no runtime holds it any more; its carriers are ending
+ */
+export type PoolState = 'open' | 'deferred' | 'failing' | 'released';
+
+/** The moves between pool states, the only ones made. */
+export const POOL_MOVES: Moves<PoolState> = {
+  open: ['deferred', 'failing', 'released'],
+  deferred: ['open', 'failing', 'released'],
+  failing: ['open', 'released'],
+  released: [],
+};
+
 interface Pool {
   readonly recipe: CarrierRecipe;
+  readonly lifecycle: Lifecycle<PoolState>;
   /** Unused carriers, booted or booting, oldest first. */
   readonly idle: Carrier[];
   /** The bounds of each runtime that holds this pool. */
   readonly holders: PoolSize[];
   /** When recent runs took a carrier (performance.now()), oldest first. */
   readonly takes: number[];
-  /** Carriers of this pool whose handshake has not arrived yet (taken ones included). */
+  /** How many carriers of this pool await their handshake (taken ones included): a count, not a state. */
   booting: number;
-  scheduled: boolean;
-  /** A pooled carrier failed to boot: no more are started until the next run asks (no spawn loop). */
-  failing: boolean;
+  /** The turn of upkeep queued by schedule(), if one is. */
+  upkeep: NodeJS.Immediate | undefined;
   shrink: NodeJS.Timeout | undefined;
-  /** Since when its next spawn has waited for runs to end (performance.now()), and the timer that ends the wait. */
-  deferredSince: number | undefined;
-  deferTimer: NodeJS.Timeout | undefined;
+  /** While deferred: since when its next boot has waited (performance.now()), and the timer that ends the wait. */
+  deferral: { since: number; timer: NodeJS.Timeout | undefined } | undefined;
   /** warm() callers, told once the pool holds its target of booted carriers. */
   readonly waiters: Array<() => void>;
 }
 
 const pools = new Map<string, Pool>();
-const booted = new WeakSet<Carrier>();
 
 function poolOf(recipe: CarrierRecipe): Pool {
   let pool = pools.get(recipe.key);
   if (pool === undefined) {
-    pool = { recipe, idle: [], holders: [], takes: [], booting: 0, scheduled: false, failing: false, shrink: undefined, deferredSince: undefined, deferTimer: undefined, waiters: [] };
+    pool = { recipe, lifecycle: new Lifecycle<PoolState>('warm pool', 'open', POOL_MOVES), idle: [], holders: [], takes: [], booting: 0, upkeep: undefined, shrink: undefined, deferral: undefined, waiters: [] };
     pools.set(recipe.key, pool);
   }
   return pool;
+}
+
+/** The one place a pool changes state: a deferral exists exactly while the pool is deferred. */
+function enter(pool: Pool, next: PoolState): void {
+  pool.lifecycle.to(next);
+  if (pool.deferral !== undefined) {
+    clearTimeout(pool.deferral.timer);
+    pool.deferral = undefined;
+    deferred.delete(pool);
+  }
+  if (next === 'deferred') {
+    pool.deferral = { since: performance.now(), timer: undefined };
+    deferred.add(pool);
+  }
+}
+
+/** A booted carrier, its handshake accepted and its channel open. */
+const isBooted = (carrier: Carrier): boolean => carrier.state === 'ready';
+/** A carrier still booting or booted: one a run could use. */
+const isLive = (carrier: Carrier): boolean => carrier.state === 'booting' || carrier.state === 'ready';
+
+/** Drops the idle carriers no run can use: exited ones, and ones whose channel closed for a breach (ended here). */
+function prune(pool: Pool): void {
+  for (let index = pool.idle.length - 1; index >= 0; index--) {
+    const carrier = pool.idle[index]!;
+    if (isLive(carrier)) continue;
+    pool.idle.splice(index, 1);
+    if (carrier.state === 'closed') void carrier.terminate(0);
+  }
 }
 
 /** The number of carriers this pool should hold now: recent demand, within its bounds. */
@@ -83,10 +128,9 @@ function target(pool: Pool): number {
 
 /** Refills (or trims) the pool in a later turn of the event loop; never in the caller's. */
 function schedule(pool: Pool): void {
-  if (pool.scheduled) return;
-  pool.scheduled = true;
-  setImmediate(() => {
-    pool.scheduled = false;
+  if (pool.upkeep !== undefined || pool.lifecycle.state === 'released') return;
+  pool.upkeep = setImmediate(() => {
+    pool.upkeep = undefined;
     step(pool);
   });
 }
@@ -94,12 +138,10 @@ function schedule(pool: Pool): void {
 /** One turn of upkeep: drop dead carriers, end the excess, start at most one boot. */
 function step(pool: Pool): void {
   if (pool.holders.length === 0) return;
-  for (let index = pool.idle.length - 1; index >= 0; index--) {
-    if (pool.idle[index]!.exited) pool.idle.splice(index, 1);
-  }
+  prune(pool);
   const wanted = target(pool);
   while (pool.idle.length > wanted) void pool.idle.shift()!.terminate(0);
-  if (pool.idle.length < wanted && pool.booting < BOOTS_AT_ONCE && !pool.failing && !defer(pool)) {
+  if (pool.idle.length < wanted && pool.booting < BOOTS_AT_ONCE && pool.lifecycle.state !== 'failing' && !defer(pool)) {
     pool.idle.push(boot(pool));
     if (pool.idle.length < wanted) schedule(pool);
   }
@@ -110,21 +152,18 @@ function step(pool: Pool): void {
 /** Whether the pool's next spawn waits: a run is in flight, and the spawn has not waited MAX_DEFER_MS yet. */
 function defer(pool: Pool): boolean {
   const now = performance.now();
-  if (running === 0 || (pool.deferredSince !== undefined && now - pool.deferredSince >= MAX_DEFER_MS)) {
-    pool.deferredSince = undefined;
-    clearTimeout(pool.deferTimer);
-    pool.deferTimer = undefined;
-    deferred.delete(pool);
+  if (running === 0 || (pool.deferral !== undefined && now - pool.deferral.since >= MAX_DEFER_MS)) {
+    if (pool.lifecycle.state === 'deferred') enter(pool, 'open');
     return false;
   }
-  pool.deferredSince ??= now;
-  deferred.add(pool);
-  if (pool.deferTimer === undefined) {
-    pool.deferTimer = setTimeout(() => {
-      pool.deferTimer = undefined;
+  if (pool.lifecycle.state !== 'deferred') enter(pool, 'deferred');
+  const deferral = pool.deferral!;
+  if (deferral.timer === undefined) {
+    deferral.timer = setTimeout(() => {
+      deferral.timer = undefined;
       schedule(pool);
-    }, MAX_DEFER_MS - (now - pool.deferredSince));
-    pool.deferTimer.unref();
+    }, MAX_DEFER_MS - (now - deferral.since));
+    deferral.timer.unref();
   }
   return true;
 }
@@ -150,7 +189,6 @@ function boot(pool: Pool): Carrier {
   pool.booting++;
   carrier.handshake().then(
     () => {
-      booted.add(carrier);
       // The run that takes this carrier starts its disk count from here rather than walk /proc
       // itself. Not while a run awaits its reply: its result would wait for the walk.
       if (running === 0) carrier.connection.countIdle?.();
@@ -158,7 +196,7 @@ function boot(pool: Pool): Carrier {
     () => {
       // Its failure is the next run's to report (it boots its own carrier); the pool stops trying.
       // A carrier that answered with a bad handshake may still be running: it is ended here.
-      pool.failing = true;
+      if (pool.lifecycle.state !== 'released' && pool.lifecycle.state !== 'failing') enter(pool, 'failing');
       const index = pool.idle.indexOf(carrier);
       if (index !== -1) {
         pool.idle.splice(index, 1);
@@ -184,8 +222,8 @@ function armShrink(pool: Pool): void {
 
 function settleWaiters(pool: Pool): void {
   if (pool.waiters.length === 0) return;
-  const ready = pool.idle.filter((carrier) => booted.has(carrier)).length;
-  if (pool.holders.length === 0 || pool.failing || ready >= target(pool)) {
+  const ready = pool.idle.filter(isBooted).length;
+  if (pool.holders.length === 0 || pool.lifecycle.state === 'failing' || ready >= target(pool)) {
     for (const carrier of pool.idle) carrier.unref();
     for (const waiter of pool.waiters.splice(0)) waiter();
   }
@@ -194,7 +232,7 @@ function settleWaiters(pool: Pool): void {
 /** For `ptc run`: one carrier booted for this recipe before anything holds its pool. */
 export function prestart(recipe: CarrierRecipe): void {
   const pool = poolOf(recipe);
-  if (pool.idle.some((carrier) => !carrier.exited)) return;
+  if (pool.idle.some(isLive)) return;
   pool.idle.push(boot(pool));
 }
 
@@ -206,15 +244,13 @@ export function takeCarrier(recipe: CarrierRecipe): { carrier: Carrier; warm: bo
   const pool = pools.get(recipe.key);
   if (pool === undefined) return { carrier: recipe.create(), warm: false };
   pool.takes.push(performance.now());
-  pool.failing = false;
-  for (let index = pool.idle.length - 1; index >= 0; index--) {
-    if (pool.idle[index]!.exited) pool.idle.splice(index, 1);
-  }
-  const index = pool.idle.findIndex((carrier) => booted.has(carrier));
+  if (pool.lifecycle.state === 'failing') enter(pool, 'open');
+  prune(pool);
+  const index = pool.idle.findIndex(isBooted);
   const taken = pool.idle.splice(index === -1 ? 0 : index, 1)[0];
   if (taken === undefined) return { carrier: recipe.create(), warm: false };
   taken.ref();
-  return { carrier: taken, warm: booted.has(taken) };
+  return { carrier: taken, warm: isBooted(taken) };
 }
 
 /**
@@ -233,7 +269,7 @@ export function holdPool(recipe: CarrierRecipe, size: PoolSize, graceMs: number)
   pool.holders.push(held);
   // The first carrier boots now, as the runtime is created: its first run, often made at once,
   // takes it half-booted rather than boot a second one beside it.
-  if (size.min > 0 && !pool.idle.some((carrier) => !carrier.exited)) pool.idle.push(boot(pool));
+  if (size.min > 0 && !pool.idle.some(isLive)) pool.idle.push(boot(pool));
   schedule(pool);
   let released = false;
   return async () => {
@@ -242,9 +278,10 @@ export function holdPool(recipe: CarrierRecipe, size: PoolSize, graceMs: number)
     pool.holders.splice(pool.holders.indexOf(held), 1);
     if (pool.holders.length > 0) return schedule(pool);
     if (pools.get(recipe.key) === pool) pools.delete(recipe.key);
+    enter(pool, 'released');
     clearTimeout(pool.shrink);
-    clearTimeout(pool.deferTimer);
-    deferred.delete(pool);
+    clearImmediate(pool.upkeep);
+    pool.upkeep = undefined;
     settleWaiters(pool);
     await Promise.all(pool.idle.splice(0).map((carrier) => carrier.terminate(graceMs)));
   };
