@@ -1,6 +1,7 @@
-// Lossless JSON: the only value format that crosses the wire. A value is lossless when a JSON
-// round trip gives it back exactly: finite numbers, bigints, strings, booleans, null, plain objects
-// and dense arrays. The encoder names the path of the first value that is not, instead of letting
+// Lossless JSON: the only value format that crosses the wire, and the one writer that turns values
+// into JSON text (the front ends print and send results with it too: host/runtime/json-text.ts).
+// A value is lossless when a JSON round trip gives it back exactly: finite numbers, bigints,
+// strings, booleans, null, plain objects and dense arrays. The encoder names the path of the first value that is not, instead of letting
 // JSON.stringify silently drop or change it: an array with extra properties or another prototype,
 // an object whose prototype is not a realm's Object.prototype (or null), a non-enumerable or
 // accessor property, a symbol key, a hole, a Proxy.
@@ -58,8 +59,10 @@ export interface EncodeOptions {
   replaceObject?(value: object, path: string): string | undefined;
   /** Reports whether a value is a Proxy (which could answer differently on each read). */
   isProxy?(value: object): boolean;
-  /** Leave out object members whose value is undefined, as JSON.stringify does (wire frames only). */
+  /** Leave out object members whose value is undefined, as JSON.stringify does (wire frames and front ends). */
   skipUndefinedMembers?: boolean;
+  /** Write -0 as 0, as JSON.stringify does: what `ptc serve` and `ptc runs --json` have always sent. @default false */
+  dropZeroSign?: boolean;
 }
 
 // The Object.prototype and Array.prototype of every realm whose plain data is accepted: this one,
@@ -137,7 +140,7 @@ export function encodeJson(value: unknown, root: string, options: EncodeOptions 
 
   /** Encodes a primitive, or opens a frame for an array or object; returns the text to append (empty for a frame). */
   const visit = (item: unknown, path: Path): string => {
-    const primitive = encodePrimitive(item, path);
+    const primitive = encodePrimitive(item, path, options.dropZeroSign === true);
     if (primitive !== undefined) return primitive;
     const object = item as object;
     if (options.isProxy?.(object)) throw lossy(path, 'is a Proxy, which is not plain data');
@@ -183,7 +186,7 @@ export function encodeJson(value: unknown, root: string, options: EncodeOptions 
 }
 
 /** JSON text of a primitive; undefined for an object (null is a primitive here). */
-function encodePrimitive(value: unknown, path: Path): string | undefined {
+function encodePrimitive(value: unknown, path: Path, dropZeroSign: boolean): string | undefined {
   switch (typeof value) {
     case 'string':
       return stringifyString(value);
@@ -193,7 +196,7 @@ function encodePrimitive(value: unknown, path: Path): string | undefined {
       if (!isFiniteNumber(value)) throw lossy(path, `is ${apply(numberToString, value, [])}, which JSON cannot represent`);
       // -0 keeps its sign, and an integer beyond 2^53 is written with an exponent: as plain digits
       // decodeJson would read it back as a bigint (and, from toString's rounded digits, a different one).
-      if (value === 0) return 1 / value < 0 ? '-0' : '0';
+      if (value === 0) return 1 / value < 0 && !dropZeroSign ? '-0' : '0';
       if (isIntegerNumber(value) && !isSafeIntegerNumber(value)) return apply(numberToExponential, value, []);
       return apply(numberToString, value, []);
     case 'bigint':

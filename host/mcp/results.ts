@@ -2,11 +2,10 @@
 // receives, and a ptc run result into the run_code tool's result.
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { stringify as stringifyLossless } from 'lossless-json';
 import { decodeJson } from '../../wire/decode.ts';
 import { encodeJson } from '../../wire/json.ts';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { failureText, image, imageMediaType, type ImageRef, type OutputEntry, type RunResult } from '../index.ts';
+import { failureText, image, imageMediaType, jsonText, type ImageRef, type OutputEntry, type RunResult } from '../index.ts';
 import { UpstreamError } from './upstreams.ts';
 import { privateDirectory } from '../../supervision/host-temp.ts';
 
@@ -122,7 +121,7 @@ export async function toolResult(result: RunResult): Promise<CallToolResult> {
     }
   }
   const { output: _output, ...rest } = result;
-  const structuredContent = JSON.parse(stringifyLossless(rest) ?? '{}') as Record<string, unknown>;
+  const structuredContent = JSON.parse(jsonText(rest) ?? '{}') as Record<string, unknown>;
   if (result.status === 'ok') {
     if ('value' in result && result.value !== undefined) content.push({ type: 'text', text: encodeJson(result.value, 'value') });
     // The model reads the content, not structuredContent: a program that forgot its `return` learns it here.

@@ -1,9 +1,10 @@
 // JSON-RPC 2.0 messages as lossless JSON text: an integer beyond 2^53 arrives as a bigint and
-// leaves as the same digits. Outgoing text is lossless-json's stringify (written without recursion
-// by jsonText, so a result nested past the call stack is still sent), the serialization
-// `ptc run --json` prints, so a run's result reads the same through both front ends.
-import { parse as parseLossless, stringify as stringifyLossless, isInteger, isSafeNumber } from 'lossless-json';
+// leaves as the same digits. Outgoing text is jsonText's (the wire's lossless writer, which keeps
+// its own stack, so a result nested past the call stack is still sent), as `ptc run --json` prints
+// it, so a run's result reads the same through both front ends.
+import { parse as parseLossless, isInteger, isSafeNumber } from 'lossless-json';
 import { jsonText } from '../index.ts';
+import { LossyValueError } from '../../wire/json.ts';
 
 export type Id = string | number | bigint | null;
 
@@ -66,12 +67,13 @@ export function decodeMessage(line: string): Incoming {
   const object = message as Record<string, unknown>;
   const id = object.id;
   const hasId = 'id' in object;
-  if (hasId && !(typeof id === 'string' || typeof id === 'number' || typeof id === 'bigint' || id === null)) {
-    throw new RpcError(ErrorCode.invalidRequest, `id must be a string, a number or null, got ${preview(stringifyLossless(id) ?? String(id))}`);
+  // A number too large for a double (1e400) parses as Infinity, which no reply could echo.
+  if (hasId && !(typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) || typeof id === 'bigint' || id === null)) {
+    throw new RpcError(ErrorCode.invalidRequest, `id must be a string, a number or null, got ${preview(shown(id))}`);
   }
   const known = (id ?? null) as Id;
   const invalid = (code: number, text: string): RpcError => Object.assign(new RpcError(code, text), { id: known, response: !('method' in object) });
-  if (object.jsonrpc !== '2.0') throw invalid(ErrorCode.invalidRequest, `jsonrpc must be "2.0", got ${preview(stringifyLossless(object.jsonrpc) ?? 'nothing')}`);
+  if (object.jsonrpc !== '2.0') throw invalid(ErrorCode.invalidRequest, `jsonrpc must be "2.0", got ${object.jsonrpc === undefined ? 'nothing' : preview(shown(object.jsonrpc))}`);
   if (!('method' in object)) {
     if (!hasId || !('result' in object || 'error' in object)) throw invalid(ErrorCode.invalidRequest, 'a message needs a method (a request) or an id with result or error (a response)');
     const error = object.error as { code: number; message: string; data?: unknown } | undefined;
@@ -83,7 +85,7 @@ export function decodeMessage(line: string): Incoming {
   if (typeof object.method !== 'string') throw invalid(ErrorCode.invalidRequest, 'method must be a string');
   const params = object.params ?? {};
   if (typeof params !== 'object' || params === null || Array.isArray(params)) {
-    throw invalid(ErrorCode.invalidParams, `params of ${object.method} must be an object (by name), got ${preview(stringifyLossless(params) ?? '')}`);
+    throw invalid(ErrorCode.invalidParams, `params of ${object.method} must be an object (by name), got ${preview(shown(params))}`);
   }
   const shaped = params as Record<string, unknown>;
   return hasId ? { kind: 'request', id: known, method: object.method, params: shaped } : { kind: 'notification', method: object.method, params: shaped };
@@ -134,6 +136,16 @@ export function replyId(line: string): number | undefined {
 
 export function encodeMessage(message: object): string {
   return `${jsonText(message)}\n`;
+}
+
+/** A value the client sent, as JSON text for a message; one JSON cannot hold (1e400 read as Infinity) as JavaScript shows it. */
+function shown(value: unknown): string {
+  try {
+    return jsonText(value) ?? 'nothing';
+  } catch (error) {
+    if (!(error instanceof LossyValueError)) throw error;
+    return String(value);
+  }
 }
 
 export function preview(text: string): string {
