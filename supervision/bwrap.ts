@@ -9,10 +9,11 @@
 // of SSH) confine with it. bwrap reads the seccomp filter (seccomp.ts) from SECCOMP_FD, which
 // every spawn of this argv must supply.
 import { SECCOMP_FD } from './seccomp.ts';
+import type { SandboxMode } from '../wire/sandbox-modes.ts';
 
 /** The parts of a resolved policy (host/sandbox/policy.ts) that shape a sandbox; paths are real. */
 export interface ConfinedPolicy {
-  mode: 'read-only' | 'workspace-write' | 'full-access';
+  mode: SandboxMode;
   /** Only `true` shares the host's network; false and an allowlist (reached through the proxy's
    * socket, bound in like a launch path) get a namespace of their own. */
   network: boolean | { allow: string[] };

@@ -15,7 +15,8 @@ export interface Handshake {
 }
 
 /** How the carrier evaluates source: an async function body, a vm Script, the scoped REPL or Node's REPL. */
-export type ProgramFormat = 'async-function' | 'vm-script' | 'scoped-repl' | 'repl';
+export const PROGRAM_FORMATS = ['async-function', 'vm-script', 'scoped-repl', 'repl'] as const;
+export type ProgramFormat = (typeof PROGRAM_FORMATS)[number];
 
 export interface RunRequest {
   format: ProgramFormat;

@@ -21,6 +21,8 @@
 // | N    | relay -> host  | a connection to the allowlist proxy's socket there (mux-streams.ts) |
 // | B, A, Z | both        | its bytes, their acknowledgement, its end or reset (mux-streams.ts) |
 
+import type { ConfinedMode } from './sandbox-modes.ts';
+
 /** Largest payload of one frame; writers split longer data, readers refuse more (a broken peer). */
 export const MUX_MAX_PAYLOAD = 64 * 1024;
 const HEADER_BYTES = 5;
@@ -46,11 +48,11 @@ export interface RelayStart {
 export type RelaySandbox =
   | { backend: 'none' }
   | {
-    backend: 'bwrap'; bwrapPath: string; mode: 'read-only' | 'workspace-write'; network: boolean; workspaceRoot: string; writableRoots: string[];
+    backend: 'bwrap'; bwrapPath: string; mode: ConfinedMode; network: boolean; workspaceRoot: string; writableRoots: string[];
     /** A network allowlist: the relay gives the sandbox a proxy socket whose connections go to the host's proxy. */
     allowlist?: boolean;
   }
-  | { backend: 'node-permission'; permissionFlag: '--permission' | '--experimental-permission'; /** Grant the network (a Node whose model governs it). */ allowNet?: boolean; mode: 'read-only' | 'workspace-write'; workspaceRoot: string; writableRoots: string[] };
+  | { backend: 'node-permission'; permissionFlag: '--permission' | '--experimental-permission'; /** Grant the network (a Node whose model governs it). */ allowNet?: boolean; mode: ConfinedMode; workspaceRoot: string; writableRoots: string[] };
 
 export interface RelayHello {
   revision: number;

@@ -14,7 +14,7 @@ import { captureStandardStreams } from '../globals/output.ts';
 import { setImageRegistrar } from '../globals/image.ts';
 import { apply, defineProperty, rejected, resolved, stringIncludes, then, unthenable } from '../hardening/intrinsics.ts';
 import { holdWaitAsync } from '../channel/stall.ts';
-import type { RunOutcome, RunRequest } from '../../wire/messages.ts';
+import { PROGRAM_FORMATS, type RunOutcome, type RunRequest } from '../../wire/messages.ts';
 import { bootMark } from '../../wire/boot-mark.ts';
 import { currentRun, evaluate, failCurrentRun, revoke, saveCompileCache, useStallWatch } from '../run/carrier.ts';
 
@@ -36,7 +36,7 @@ export function runCarrier(): void {
 
   const channel = openChannel(
     { run: ownApply((request: RunRequest) => evaluate(request, channel.host, forwarding)), revoke: ownApply(revoke) },
-    ['async-function', 'vm-script', 'scoped-repl', 'repl', 'images', 'revoke'],
+    [...PROGRAM_FORMATS, 'images', 'revoke'],
   );
   useStallWatch(channel.stalls);
   bootMark('ptc:hello');

@@ -4,7 +4,10 @@
 
 export type { ImportSetup } from '../imports/setup.ts';
 
-export type EvaluatorFormat = 'async-function' | 'vm-script' | 'scoped-repl' | 'repl';
+import type { ProgramFormat } from '../../wire/messages.ts';
+
+/** The formats an evaluator implements: the wire's program formats. */
+export type EvaluatorFormat = ProgramFormat;
 
 export interface EvaluationOptions {
   /** Absolute file name used in stack traces (and as the referrer of the first call's imports). */

@@ -5,6 +5,7 @@ import yargs, { type Argv } from 'yargs';
 import { bootMark } from '../../wire/boot-mark.ts';
 import { limitOptions, loadBindings, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
 import type { ReplArgs } from './repl.ts';
+import { EXECUTION_MODES } from '../modes.ts';
 
 /** The command names; only the one being run gets its parser built (see main). */
 const COMMANDS = ['run', 'repl', 'mcp', 'serve', 'runs', 'version', 'bootstrap'];
@@ -156,7 +157,7 @@ function runOptions(command: Argv): Argv {
     .option('cwd', { type: 'string', describe: 'Working directory of the program' })
     .option('mode', {
       type: 'string',
-      choices: ['per-call', 'vm-script', 'persistent-in-memory'],
+      choices: EXECUTION_MODES,
       describe: 'Execution mode, which sets the program syntax: async function body, Script, or scoped REPL statements',
     })
     .option('node', { type: 'string', describe: 'Run the carrier with this Node executable (node-script launch)' })

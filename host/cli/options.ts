@@ -5,6 +5,7 @@ import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Argv } from 'yargs';
 import type { Bindings, RuntimeConfig } from '../index.ts';
+import { DEFAULT_SANDBOX_MODE, SANDBOX_MODES } from '../modes.ts';
 import { importFile } from './import-file.ts';
 
 import { UsageError } from './usage-error.ts';
@@ -61,7 +62,7 @@ export interface RunArgs {
 /** The confinement flags `run` and `repl` share. */
 export function sandboxOptions(command: Argv): Argv {
   command
-    .option('sandbox', { type: 'string', choices: ['read-only', 'workspace-write', 'full-access'], describe: 'File policy (default workspace-write: the cwd is writable)' })
+    .option('sandbox', { type: 'string', choices: SANDBOX_MODES, describe: `File policy (default ${DEFAULT_SANDBOX_MODE}: the cwd is writable)` })
     .option('allow-network', { type: 'boolean', describe: 'Let the program use the network (off by default when confined)' })
     // nargs: 1 keeps a repeatable flag to one value, so `--allow-host x program.ts` leaves the file as the program.
     .option('allow-host', { type: 'string', array: true, nargs: 1, requiresArg: true, describe: 'Let the program reach only these destinations, through the host\'s proxy (repeatable): api.example.com, \'*.example.org:443\', 10.1.2.3, 192.168.0.0/16:5432 (bubblewrap only)' })
@@ -152,7 +153,7 @@ export async function applyFlags(config: Record<string, unknown>, args: RunArgs)
   applyImportFlags(config, args);
   const hosts = args['allow-host'] !== undefined || args['deny-host'] !== undefined;
   if (args.sandbox !== undefined || args['allow-network'] !== undefined || args['writable-root'] !== undefined || hosts) {
-    const base = (config.policy ?? { mode: 'workspace-write' }) as Record<string, unknown>;
+    const base = (config.policy ?? { mode: DEFAULT_SANDBOX_MODE }) as Record<string, unknown>;
     config.policy = {
       ...base,
       ...(args.sandbox !== undefined ? { mode: args.sandbox } : {}),

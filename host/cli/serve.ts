@@ -2,13 +2,14 @@
 // (loaded when the command runs).
 import type { Argv } from 'yargs';
 import { createRuntime } from '../index.ts';
+import { EXECUTION_MODES } from '../modes.ts';
 import { limitOptions, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
 import { applyRetentionFlags, retentionOptions } from './retention-flags.ts';
 
 export function serveOptions(command: Argv): Argv {
   command
     .option('config', { type: 'string', describe: 'JSON file with runtime configuration (initialize may add to it)' })
-    .option('mode', { type: 'string', choices: ['per-call', 'vm-script', 'persistent-in-memory'], describe: 'Execution mode, which sets the program syntax' })
+    .option('mode', { type: 'string', choices: EXECUTION_MODES, describe: 'Execution mode, which sets the program syntax' })
     .option('node', { type: 'string', describe: 'Run carriers with this Node executable (node-script launch)' })
     .option('bootstrap', { type: 'string', describe: 'Bootstrap file for --node (default: bootstrap.mjs next to ptc)' });
   sandboxOptions(command);

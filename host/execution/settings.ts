@@ -4,7 +4,9 @@ import type { SandboxOptions, SandboxPolicy } from '../sandbox/index.ts';
 import type { LaunchConfig } from '../worker/launch.ts';
 import type { ImportPolicy } from '../../wire/import-policy.ts';
 
-export type ExecutionMode = 'per-call' | 'vm-script' | 'persistent-in-memory';
+/** The execution modes, named once: per-call, a fresh process per program (async function bodies); vm-script, Script programs; persistent-in-memory, a REPL retained per owner. */
+export const EXECUTION_MODES = ['per-call', 'vm-script', 'persistent-in-memory'] as const;
+export type ExecutionMode = (typeof EXECUTION_MODES)[number];
 
 /** Something the host noticed outside any run, with the state owner it concerns. */
 export interface RuntimeDiagnostic {

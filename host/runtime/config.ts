@@ -7,7 +7,7 @@ import { delimiter, isAbsolute, join, resolve as resolvePath } from 'node:path';
 import { isSea } from 'node:sea';
 import { checkPolicyShape, DEFAULT_POLICY, resolveSandboxOptions, SANDBOX_MODES, type SandboxOptions, type SandboxPolicy } from '../sandbox/index.ts';
 import type { LaunchConfig } from '../worker/launch.ts';
-import type { ExecutionMode, ResolvedConfig, RuntimeDiagnostic } from '../execution/settings.ts';
+import { EXECUTION_MODES, type ExecutionMode, type ResolvedConfig, type RuntimeDiagnostic } from '../execution/settings.ts';
 import { show } from '../../wire/show.ts';
 import { diskLimit, resourceLimit } from './resource-limits.ts';
 import { resolveImports, type ImportsConfig } from './imports-config.ts';
@@ -107,7 +107,6 @@ export const DEFAULTS: Omit<ResolvedConfig, 'launch' | 'sandbox' | 'policy' | 'c
 /** Node's timers hold a signed 32-bit delay; a longer one fires after 1 ms instead (with a warning). */
 export const MAX_TIMER_MS = 2_147_483_647;
 
-const EXECUTION_MODES: readonly string[] = ['per-call', 'vm-script', 'persistent-in-memory'];
 // The resource and retention limits have no default (none means unlimited), so they are not in DEFAULTS.
 const FIELDS = new Set([...Object.keys(DEFAULTS), 'launch', 'sandbox', 'policy', 'cpuTimeMs', 'maxMemoryMb', 'maxDiskMb', 'idleTimeoutMs', 'maxRetainedEnvironments', 'imports', 'pool', 'approval', 'journal', 'onDiagnostic']);
 
@@ -126,7 +125,7 @@ export function resolveConfig(input: unknown): ResolvedConfig {
     // The reference defers "durable" until a design defines its recovery; this one is the journal.
     throw new RangeError('ptc config: executionMode "durable" is not a mode here: durable runs are per-call runs with a `journal` (docs/approvals-and-journal.md, "Recovery"), got executionMode "durable"');
   }
-  if (typeof executionMode !== 'string' || !EXECUTION_MODES.includes(executionMode)) {
+  if (typeof executionMode !== 'string' || !(EXECUTION_MODES as readonly string[]).includes(executionMode)) {
     throw new RangeError(`ptc config: executionMode must be one of ${EXECUTION_MODES.map((m) => `"${m}"`).join(', ')}, got ${show(executionMode)}`);
   }
   const scriptPersistence = boolean(config, 'scriptPersistence');

@@ -1,5 +1,6 @@
 // The sandbox layer: policy -> plan (backend) -> wrapped launch and report.
-export { checkPolicyShape, networkRules, resolvePolicy, writablePaths, SANDBOX_MODES, DEFAULT_POLICY, type SandboxMode, type SandboxPolicy, type ResolvedPolicy, type ResolvedNetworkRules } from './policy.ts';
+export { checkPolicyShape, networkRules, resolvePolicy, writablePaths, DEFAULT_POLICY, type SandboxPolicy, type ResolvedPolicy, type ResolvedNetworkRules } from './policy.ts';
+export { SANDBOX_MODES, type SandboxMode } from '../../wire/sandbox-modes.ts';
 export { resolveSandboxOptions, type BackendChoice, type Enforcement, type ResolvedSandboxOptions, type SandboxBackend, type SandboxOptions } from './options.ts';
 export { availableBackends, bwrapStatus, bwrapUnavailable, locateBwrap, permissionFlag, type BwrapStatus, type DetectOptions, type PermissionFlag } from './detect.ts';
 export { probeCacheFile } from './probe-cache.ts';

@@ -8,13 +8,10 @@ import * as nodePath from 'node:path';
 import { resolve } from 'node:path';
 import { parseNetworkRules, type NetworkRules } from './network/rules.ts';
 import { show } from '../../wire/show.ts';
-
-
-export const SANDBOX_MODES = ['read-only', 'workspace-write', 'full-access'] as const;
-export type SandboxMode = (typeof SANDBOX_MODES)[number];
+import { DEFAULT_SANDBOX_MODE, SANDBOX_MODES, type SandboxMode } from '../../wire/sandbox-modes.ts';
 
 /** The policy of runs that name none: the cwd is the workspace, writable, with no network. */
-export const DEFAULT_POLICY: SandboxPolicy = Object.freeze({ mode: 'workspace-write' });
+export const DEFAULT_POLICY: SandboxPolicy = Object.freeze({ mode: DEFAULT_SANDBOX_MODE });
 
 export interface SandboxPolicy {
   /** read-only: write only the private temp directory; workspace-write: also the workspace and writable roots; full-access: no file rules. */

@@ -20,7 +20,8 @@ import { journalKeyDirectory } from './private-directory.ts';
 import { appendNodeOptions, permissionArgs, readableRoots } from '../../supervision/node-permission.ts';
 import type { Enforcement, SandboxBackend } from './options.ts';
 import type { SandboxPlan } from './plan.ts';
-import { networkRules, writablePaths, type SandboxMode } from './policy.ts';
+import { networkRules, writablePaths } from './policy.ts';
+import type { SandboxMode } from '../../wire/sandbox-modes.ts';
 
 /** What a result reports about the confinement it ran under. */
 export interface SandboxSetup {
