@@ -104,8 +104,10 @@ class PtcClient:
         ``workspaceRoot``, whose ``cwd`` outside the workspace) would change a retained ``owner``'s raises
         ``PtcError`` unless ``on_policy_change="replace"`` asks for a new environment.
         ``approval`` names the tools whose calls wait for a person: each waiting call goes to
-        ``on_approval`` (``{runId, sequence, name, args}``, on a worker thread), which returns True to
-        approve, False or a reason to reject, or None to decide later with ``approve()``/``reject()``.
+        ``on_approval`` (``{runId, sequence, kind, name, args}``, on a worker thread), which returns True to
+        approve, False or a reason to reject, ``{"approved", "reason", "scope"}`` to decide with a scope, or
+        None to decide later with ``approve()``/``reject()``. ``approve_program=True`` asks first about the
+        whole program (``{runId, sequence: 0, kind: "program", program, names}``).
         """
         table = tool_table(tools)
         run_id = run_id if run_id is not None else uuid.uuid4().hex
