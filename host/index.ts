@@ -13,7 +13,12 @@ export type { ProgramFormat } from './runtime/instructions.ts';
 export type { SandboxPolicy, SandboxMode, SandboxOptions, SandboxBackend, Enforcement } from './sandbox/index.ts';
 export type { Failure, FailureKind } from './execution/failures.ts';
 export type { OutputEntry } from './execution/output-ledger.ts';
-export { binding, type BindingOptions, type BindingCall, type PendingAction, type ApprovalOutcome, type ApprovalDecision, type ApprovalHandler } from './execution/approval.ts';
+export {
+  binding, type BindingOptions, type BindingCall, type PendingAction, type PendingProgram, type ApprovalOutcome, type ApprovalDecision, type ApprovalHandler,
+  type ProgramApprovalHandler, type ApprovalScope, type ApprovalRule, type ApprovalRecord, type ReconcileContext, type ReconcileAnswer,
+} from './execution/approval.ts';
+// A binding reads the context of the call it answers (run, sequence, attempt, idempotency key) with callContext().
+export { callContext, type CallContext } from './execution/call-context.ts';
 export type { ApprovalConfig } from './runtime/approval-config.ts';
 export { image, type Bindings, type BindingFunction, type ImageRef } from './execution/bindings.ts';
 export type { JsonValue } from '../wire/json.ts';

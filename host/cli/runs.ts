@@ -51,5 +51,21 @@ function runLine(run: RunRecord): string {
 function callLine(call: CallRecord): string {
   const args = (jsonText(call.args) ?? '[]').slice(1, -1);
   const answer = call.error !== undefined ? `threw ${call.error.code ?? 'Error'}: ${call.error.message}` : call.value !== undefined ? `→ ${jsonText(call.value)}` : '';
-  return `#${call.sequence}  ${call.binding}(${args})  ${call.state}${answer === '' ? '' : `  ${answer}`}\n`;
+  return `#${call.sequence}  ${call.binding}(${args})  ${call.state}${answer === '' ? '' : `  ${answer}`}${decisionText(call)}\n`;
+}
+
+/** How the call's approval was decided (and what covered it), and what reconcile answered for it. */
+function decisionText(call: CallRecord): string {
+  const parts: string[] = [];
+  const approval = call.approval;
+  if (approval !== undefined) {
+    const by = approval.by === 'rule' ? `rule ${approval.rule}`
+      : approval.by === 'earlier-answer' ? `the ${approval.scope} answer at call ${approval.sequence}${approval.scope === 'owner' ? ` of run ${approval.runId}` : ''}`
+      : approval.by === 'person' ? `a person${approval.scope === 'call' ? '' : ` (for the ${approval.scope})`}`
+      : approval.by === 'timeout' ? 'the approval timeout' : 'nobody (the run had no approval handler)';
+    parts.push(`${approval.decision} by ${by}`);
+  }
+  if (call.reconciled !== undefined) parts.push(`reconciled: ${call.reconciled}`);
+  if (call.attempt !== undefined && call.attempt > 1) parts.push(`attempt ${call.attempt}`);
+  return parts.length === 0 ? '' : `  [${parts.join('; ')}]`;
 }

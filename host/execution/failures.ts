@@ -11,7 +11,8 @@ export type FailureKind =
   | 'worker-exit'
   | 'invalid-output'
   | 'output-limit'
-  | 'divergence';
+  | 'divergence'
+  | 'rejected';
 
 export interface Failure {
   kind: FailureKind;

@@ -2,7 +2,8 @@
 // By default a tool whose annotations say `destructiveHint: true` is gated; the config's
 // "approval" object sets a rule per upstream ("destructive", "all", "none", or a list of tool
 // names). The person is asked through MCP elicitation (elicitation/create) when the client
-// declared that capability; otherwise the call is refused with a message that says why.
+// declared that capability; otherwise the call is refused with a message that says why. The
+// question's optional "forRun" answer approves the tool's later calls in the same run too.
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { ApprovalHandler } from '../index.ts';
@@ -50,11 +51,18 @@ export function elicitingApprover(server: Server, toolOf: (binding: string) => s
       const answer = await server.elicitInput(
         {
           message: `The program wants to call ${tool} with ${JSON.stringify(action.args[0] ?? {})}. Allow it?`,
-          requestedSchema: { type: 'object', properties: { approve: { type: 'boolean', title: `Allow ${tool}`, description: 'Run this call' } }, required: ['approve'] },
+          requestedSchema: {
+            type: 'object',
+            properties: {
+              approve: { type: 'boolean', title: `Allow ${tool}`, description: 'Run this call' },
+              forRun: { type: 'boolean', title: `Allow ${tool} for the rest of this program`, description: 'Its later calls in this run go ahead without asking' },
+            },
+            required: ['approve'],
+          },
         },
         { signal: withdrawn.signal, timeout: timeoutMs },
       );
-      if (answer.action === 'accept' && answer.content?.approve === true) return true;
+      if (answer.action === 'accept' && answer.content?.approve === true) return { approved: true, scope: answer.content.forRun === true ? 'run' : 'call' };
       return { approved: false, reason: answer.action === 'accept' ? 'not allowed by the user' : answer.action === 'decline' ? 'declined by the user' : 'the user cancelled the question' };
     } catch (error) {
       if (withdrawn.signal.aborted) return undefined;

@@ -12,9 +12,9 @@ import type { JsonValue } from '../../wire/json.ts';
 import type { RunResult } from '../execution/owners.ts';
 import { journalRealPath, openJournal, type CallState, type JournalStore, type RunStatus } from '../execution/journal/store.ts';
 import { journalKeyDirectory } from '../sandbox/private-directory.ts';
-import { RunJournal, STEP } from '../execution/journal/replay.ts';
+import { PROGRAM, RunJournal, STEP, type CallDetail } from '../execution/journal/replay.ts';
 import type { SandboxPolicy } from '../sandbox/index.ts';
-import { bindingOptions } from '../execution/approval.ts';
+import { bindingOptions, type ApprovalRecord } from '../execution/approval.ts';
 import type { BindingFunction } from '../execution/bindings.ts';
 
 /** What a resumed run needs besides its bindings: the request as the first attempt resolved it. */
@@ -42,8 +42,9 @@ export interface RunRecord {
 
 /** One binding call (or step) of a run, as calls() lists it. */
 export interface CallRecord {
+  /** From 1; 0 is the program's approval, when the run asked for one. */
   sequence: number;
-  /** The binding's dotted name, or "step" for a step(name, fn) value (its args are [name]). */
+  /** The binding's dotted name, "step" for a step(name, fn) value (its args are [name]), or "program" for call 0 (its args are the gated bindings it listed). */
   binding: string;
   args: JsonValue[];
   state: CallState;
@@ -51,6 +52,13 @@ export interface CallRecord {
   value?: JsonValue;
   /** failed or rejected: what the program got thrown. */
   error?: { message: string; code?: string };
+  /** How many times its binding started: more than 1 when a resumed run ran it again. */
+  attempt?: number;
+  /** How its approval was decided and what that answer covered, when a rule, an answer or a person decided it. */
+  approval?: ApprovalRecord;
+  /** reconcile's answer for the call after a crash, and the reason of a `fail`. */
+  reconciled?: 'took-effect' | 'run-again' | 'fail';
+  reason?: string;
 }
 
 /** What revert() did with one applied call, newest first. */
@@ -170,12 +178,14 @@ export class Journal {
   calls(runId: string): CallRecord[] {
     if (this.#store.run(runId) === undefined) throw new Error(`ptc calls(): the journal has no run ${JSON.stringify(runId)}`);
     return this.#store.calls(runId).map((call) => {
-      const record: CallRecord = { sequence: call.sequence, binding: call.binding === STEP ? 'step' : call.binding, args: decodeJson(call.args) as JsonValue[], state: call.state };
+      const binding = call.binding === STEP ? 'step' : call.binding === PROGRAM ? 'program' : call.binding;
+      const record: CallRecord = { sequence: call.sequence, binding, args: decodeJson(call.args) as JsonValue[], state: call.state };
       if (call.result !== null) {
         const { value } = JSON.parse(call.result) as { value: string | null };
         if (value !== null) record.value = decodeJson(value) as JsonValue;
       }
       if (call.error !== null) record.error = JSON.parse(call.error) as { message: string; code?: string };
+      if (call.detail !== null) Object.assign(record, JSON.parse(call.detail) as CallDetail);
       return record;
     });
   }
@@ -188,7 +198,7 @@ export class Journal {
   async revert(runId: string, bindings: Map<string, BindingFunction>): Promise<RevertRecord[]> {
     if (this.#store.run(runId) === undefined) throw new Error(`ptc revert(): the journal has no run ${JSON.stringify(runId)}`);
     if (this.#active.has(runId)) throw new Error(`ptc revert(): run ${JSON.stringify(runId)} is in progress in this runtime`);
-    const applied = this.calls(runId).filter((call) => call.state === 'done' && call.binding !== 'step').reverse();
+    const applied = this.calls(runId).filter((call) => call.state === 'done' && call.sequence !== 0 && call.binding !== 'step').reverse();
     const report: RevertRecord[] = [];
     let stopped: string | undefined;
     for (const call of applied) {

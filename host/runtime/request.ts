@@ -11,7 +11,7 @@ import { resourceLimit } from './resource-limits.ts';
 import type { ToolSchema } from './declarations.ts';
 import { isToolCatalog, toolCatalog, type ToolCatalog } from './discovery/catalog.ts';
 import { DISCOVERY_GLOBALS } from './discovery/globals.ts';
-import type { ApprovalHandler } from '../execution/approval.ts';
+import type { ApprovalHandler, ProgramApprovalHandler } from '../execution/approval.ts';
 
 export interface RunRequest {
   /** The program: an async function body in erasable TypeScript. */
@@ -77,6 +77,12 @@ export interface RunOptions {
   onOutput?: (entry: OutputEntry) => void;
   /** Receives each gated call as a pending action; approve or reject it, or return a decision (README, "Approvals"). @default none: gated calls are rejected */
   onApproval?: ApprovalHandler;
+  /**
+   * Asks for one approval of the whole program before it runs, listing the gated bindings it can
+   * reach; approving it approves their calls for the run (docs/approvals-and-journal.md, "Approving
+   * a whole program"). @default none: each gated call is asked about on its own
+   */
+  onProgramApproval?: ProgramApprovalHandler;
   /** The run's id in pending actions and in the journal, where it must be new. @default a random UUID */
   runId?: string;
 }

@@ -81,7 +81,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
   const pool = holdDefaultPool(config);
   const shape = executionShape(config);
   const executor = new Executor(config, shape.format, shape.retains);
-  const admission = new Admission(executor, config);
+  const admission = new Admission(executor, config, shape.format);
   const journal = openJournal(config);
   let disposed = false;
 

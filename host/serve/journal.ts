@@ -30,7 +30,22 @@ export function listJournal(runtime: Runtime, method: 'runs' | 'calls', params: 
   }
 }
 
-export function resumeParams(params: Record<string, unknown>): { runId: string; tools: Tool[]; approval?: unknown } {
-  only('resume', params, ['runId', 'tools', 'approval']);
-  return { runId: runIdOf('resume', params), tools: checkTools(params.tools), ...(params.approval !== undefined ? { approval: params.approval } : {}) };
+export interface ResumeParams {
+  runId: string;
+  tools: Tool[];
+  approval?: unknown;
+  reconcile?: unknown;
+  approveProgram?: unknown;
+}
+
+export function resumeParams(params: Record<string, unknown>): ResumeParams {
+  only('resume', params, ['runId', 'tools', 'approval', 'reconcile', 'approveProgram']);
+  const { approval, reconcile, approveProgram } = params;
+  return {
+    runId: runIdOf('resume', params),
+    tools: checkTools(params.tools),
+    ...(approval !== undefined ? { approval } : {}),
+    ...(reconcile !== undefined ? { reconcile } : {}),
+    ...(approveProgram !== undefined ? { approveProgram } : {}),
+  };
 }

@@ -1,12 +1,13 @@
 // What `ptc serve` does with each method: one runtime for the connection, runs in flight keyed by
 // runId, retained owners named by strings, and an orderly close that aborts every run and ends
 // every carrier. The runtime is created at `initialize` (with its config) or at the first `run`.
-import { availableBackends, bindingPaths, createRuntime, declarations, DEFAULTS, PROTOCOL_REVISION, toolCatalog, VERSION, type Bindings, type OutputEntry, type Runtime, type RuntimeConfig, type RunSpec } from '../index.ts';
+import { availableBackends, bindingPaths, callContext, createRuntime, declarations, DEFAULTS, PROTOCOL_REVISION, toolCatalog, VERSION, type Bindings, type OutputEntry, type Runtime, type RuntimeConfig, type RunSpec } from '../index.ts';
 import type { Connection } from './connection.ts';
 import { cancelParams, declarationsParams, initializeParams, noParams, releaseParams, runParams, type RunParams } from './params.ts';
 import { toolBindings } from './tools.ts';
-import { approvalNames, gateTools, ServeApprovals } from './approvals.ts';
-import { listJournal, resumeParams } from './journal.ts';
+import { approvalNames, markTools, ServeApprovals } from './approvals.ts';
+import { listJournal, resumeParams, type ResumeParams } from './journal.ts';
+import type { BindingOptions, ReconcileAnswer, ReconcileContext } from '../index.ts';
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, RpcError } from './wire.ts';
 
@@ -151,8 +152,8 @@ export class Server {
   }
 
   /** A new run, or (with `resume`) a journaled one taken up again under its own runId. */
-  async #run(params: Record<string, unknown>, resume?: { runId: string; tools: RunParams['tools']; approval?: unknown }): Promise<unknown> {
-    const request: RunParams = resume === undefined ? runParams(params) : { program: '', tools: resume.tools, runId: resume.runId, ...(resume.approval !== undefined ? { approval: resume.approval } : {}) };
+  async #run(params: Record<string, unknown>, resume?: ResumeParams): Promise<unknown> {
+    const request: RunParams = resume === undefined ? runParams(params) : { ...resume, program: '' };
     const runtime = this.#live();
     // A generated id skips the ones in flight: a client may have named a run "run-1" itself.
     let runId = request.runId;
@@ -166,14 +167,21 @@ export class Server {
     const run: ActiveRun = { controller: new AbortController(), invokes: new Set() };
     const toolNames = request.tools.map((tool) => tool.name);
     let spec;
-    let gated: string[] | undefined;
     try {
-      gated = approvalNames(request.approval, toolNames);
-      const bindings = toolBindings(request.tools, (name, args) => this.#invoke(run, runId, name, args), runtime.config.discovery);
-      if (resume !== undefined) gateTools(bindings, toolNames, gated ?? []);
+      const gated = approvalNames(request.approval, toolNames) ?? [];
+      const reconciled = approvalNames(request.reconcile, toolNames, 'reconcile') ?? [];
+      if (request.approveProgram !== undefined && typeof request.approveProgram !== 'boolean') throw new RpcError(ErrorCode.invalidParams, `run: approveProgram must be a boolean, got ${JSON.stringify(request.approveProgram)}`);
+      const optionsOf = (name: string): BindingOptions | undefined => {
+        const options: BindingOptions = {
+          ...(gated.includes(name) ? { approval: true } : {}),
+          ...(reconciled.includes(name) ? { reconcile: (context: ReconcileContext) => this.#reconcile(run, name, context) } : {}),
+        };
+        return Object.keys(options).length > 0 ? options : undefined;
+      };
+      const bindings = markTools(toolBindings(request.tools, (name, args) => this.#invoke(run, runId, name, args), runtime.config.discovery), toolNames, optionsOf);
       spec = resume !== undefined ? { bindings } : runtime.resolve({
         program: request.program,
-        bindings: gated === undefined ? bindings : gateTools(bindings, toolNames, gated),
+        bindings,
         ...(runtime.config.discovery ? { tools: request.tools } : {}),
         ...(request.cwd !== undefined ? { cwd: request.cwd } : {}),
         ...('timeoutMs' in request ? { timeoutMs: request.timeoutMs } : {}),
@@ -195,6 +203,7 @@ export class Server {
         onOutput: (entry: OutputEntry) => this.#connection.notify('output', { runId, entry }),
         // Every run can be asked: a tool gated by the config's approval predicate needs an answer too.
         onApproval: this.#approvals.handler(runId, pathsToNames(toolNames), (params) => this.#connection.notify('approval', params)),
+        ...(request.approveProgram === true ? { onProgramApproval: this.#approvals.programHandler(runId, pathsToNames(toolNames), (params) => this.#connection.notify('approval', params)) } : {}),
       };
       // A resumed run keeps its journal's runId: that is the id its invokes and notifications carry.
       return resume !== undefined ? await runtime.resume(runId, { ...options, bindings: spec.bindings }) : await runtime.run(spec as RunSpec, { ...options, runId });
@@ -216,9 +225,21 @@ export class Server {
     return object;
   }
 
-  /** One binding call: an `invoke` request to the client; its error reply becomes the program's BindingError. */
+  /** One binding call: an `invoke` request to the client, with the call's context; its error reply becomes the program's BindingError. */
   async #invoke(run: ActiveRun, runId: string, name: string, args: unknown[]): Promise<unknown> {
-    const { id, reply } = this.#connection.request('invoke', { runId, name, args });
+    const context = callContext();
+    const { id, reply } = this.#connection.request('invoke', { runId, name, args, ...(context !== undefined ? { context: { runId: context.runId, sequence: context.sequence, attempt: context.attempt, idempotencyKey: context.idempotencyKey } } : {}) });
+    return this.#await(run, id, reply);
+  }
+
+  /** A call in doubt after a crash: a `reconcile` request to the client, answered {outcome, value?, reason?}. */
+  async #reconcile(run: ActiveRun, name: string, context: ReconcileContext): Promise<ReconcileAnswer> {
+    const { runId, sequence, attempt, idempotencyKey, args } = context;
+    const { id, reply } = this.#connection.request('reconcile', { runId, name, args, context: { runId, sequence, attempt, idempotencyKey } });
+    return (await this.#await(run, id, reply)) as ReconcileAnswer;
+  }
+
+  async #await(run: ActiveRun, id: number, reply: Promise<unknown>): Promise<unknown> {
     run.invokes.add(id);
     try {
       return await reply;

@@ -56,7 +56,7 @@ test('ptc serve: a run waiting for approval survives kill -9 of the server; resu
     assert.is(reply.result.status, 'ok', JSON.stringify(reply));
     assert.is(reply.result.value, 'closed 4');
     assert.equal(reply.result.output, [{ type: 'text', text: '4\n' }]);
-    assert.equal(asked, [{ runId: 'job', sequence: 2, name: 'close', args: [4] }]);
+    assert.equal(asked, [{ runId: 'job', sequence: 2, kind: 'call', name: 'close', args: [4] }]);
     assert.equal(invoked, ['count([])', 'close([4])']);
     const calls = await second.request('calls', { runId: 'job' });
     assert.equal(calls.result.calls.map((call: Message) => [call.sequence, call.binding, call.state]), [[1, 'count', 'done'], [2, 'close', 'done']]);
@@ -74,7 +74,7 @@ test('ptc runs lists the journal\'s runs, and one run\'s calls, as text and as J
   const json = JSON.parse(spawnSync(BIN, ['runs', '--journal', journal, '--json'], { encoding: 'utf8' }).stdout);
   assert.equal(json.map((run: Message) => [run.runId, run.status, run.result.value]), [['job', 'ok', 'closed 4']]);
   const calls = spawnSync(BIN, ['runs', '--journal', journal, 'job'], { encoding: 'utf8' });
-  assert.is(calls.stdout, '#1  count()  done  → 4\n#2  close(4)  done  → "closed 4"\n');
+  assert.is(calls.stdout, '#1  count()  done  → 4\n#2  close(4)  done  → "closed 4"  [approved by a person]\n', 'the approved call says who approved it');
   const unknown = spawnSync(BIN, ['runs', '--journal', journal, 'nope'], { encoding: 'utf8' });
   assert.equal([unknown.status, unknown.stderr], [2, 'ptc: calls(): the journal has no run "nope"\n']);
 });

@@ -71,6 +71,20 @@ test('a destructive tool waits for the user, asked through elicitation: accept r
   }
 });
 
+test('an answer with forRun approves the tool\'s later calls in the run without asking again', async () => {
+  const session = await start(() => ({ action: 'accept', content: { approve: true, forRun: true } }));
+  try {
+    const value = await runCode(session, 'for (const name of await repos.list_repos()) await repos.delete_repo({ name }); return "done"');
+    assert.equal(value, 'done');
+    assert.equal(session.asked, ['The program wants to call repos.delete_repo with {"name":"a"}. Allow it?']);
+    assert.equal(session.calls(), ['list_repos {}', 'delete_repo {"name":"a"}', 'delete_repo {"name":"b"}']);
+    assert.equal(await runCode(session, 'return await repos.delete_repo({ name: "a" })'), { done: 'delete_repo', repo: 'a' });
+    assert.is(session.asked.length, 2, 'the next run is asked again');
+  } finally {
+    await session.close();
+  }
+});
+
 test('decline throws PTC_REJECTED in the program, and the upstream tool is never called', async () => {
   const session = await start(() => ({ action: 'decline' }));
   try {

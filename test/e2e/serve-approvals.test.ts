@@ -43,7 +43,7 @@ test('approve: the notification names the run, position, tool and arguments; the
       approval: ['issues.close-all'],
     });
     assert.equal(reply.result.value, { done: 'repo' });
-    assert.equal(notes, [{ runId: 'r1', sequence: 2, name: 'issues.close-all', args: ['repo'] }]);
+    assert.equal(notes, [{ runId: 'r1', sequence: 2, kind: 'call', name: 'issues.close-all', args: ['repo'] }]);
     assert.equal(invoked, ['issues.list([])', 'issues.close-all(["repo"])']);
     // Decided and gone: a second decision decides nothing.
     assert.equal((await client.request('reject', { runId: 'r1', sequence: 2 })).result, { decided: false });
@@ -89,10 +89,12 @@ test('bad approval parameters are error replies naming the value', async () => {
   await withServer(async (client) => {
     const unknown = await client.request('run', { program: '1', tools: [{ name: 'send' }], approval: ['sned'] });
     assert.equal(unknown.error, { code: -32602, message: 'run: approval names "sned", which is not one of the run\'s tools' });
-    const sequence = await client.request('approve', { runId: 'r', sequence: 0 });
-    assert.equal(sequence.error, { code: -32602, message: 'approve: sequence must be a positive integer, got 0' });
+    const sequence = await client.request('approve', { runId: 'r', sequence: -1 });
+    assert.equal(sequence.error, { code: -32602, message: 'approve: sequence must be a non-negative integer (0 is the program), got -1' });
     const extra = await client.request('approve', { runId: 'r', sequence: 1, reason: 'x' });
-    assert.equal(extra.error.message, 'approve: unknown parameter "reason" (value \'x\'); approve takes runId, sequence');
+    assert.equal(extra.error.message, 'approve: unknown parameter "reason" (value \'x\'); approve takes runId, sequence, scope');
+    const scope = await client.request('approve', { runId: 'r', sequence: 1, scope: 'forever' });
+    assert.equal(scope.error.message, 'approve: scope must be "call", "run" or "owner", got \'forever\'');
   });
 });
 

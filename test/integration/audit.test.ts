@@ -38,9 +38,9 @@ test('revert rolls back applied calls newest first; reads are passed over; calls
     const runId = result.runId!;
     assert.equal(runtime.runs().map((run) => [run.runId, run.status, run.attempts]), [[runId, 'ok', 1]]);
     assert.equal(runtime.calls(runId), [
-      { sequence: 1, binding: 'issues.create', args: ['crash'], state: 'done', value: { id: 7 } },
-      { sequence: 2, binding: 'issues.label', args: [7, 'bug'], state: 'done', value: true },
-      { sequence: 3, binding: 'issues.list', args: [], state: 'done', value: 2 },
+      { sequence: 1, binding: 'issues.create', args: ['crash'], state: 'done', value: { id: 7 }, attempt: 1 },
+      { sequence: 2, binding: 'issues.label', args: [7, 'bug'], state: 'done', value: true, attempt: 1 },
+      { sequence: 3, binding: 'issues.list', args: [], state: 'done', value: 2, attempt: 1 },
     ]);
     const report = await runtime.revert(runId, { bindings });
     assert.equal(report, [

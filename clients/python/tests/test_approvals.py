@@ -21,7 +21,7 @@ def test_an_approved_call_runs_after_the_decision_and_the_action_names_it(binary
                          approval=["mail.send"], on_approval=on_approval, run_id="r1")
     assert result["status"] == "ok" and result["value"] == "ok", result
     assert sent == [("ann", 2 ** 70)]
-    assert seen == [{"runId": "r1", "sequence": 1, "name": "mail.send", "args": ["ann", 2 ** 70]}]
+    assert seen == [{"runId": "r1", "sequence": 1, "kind": "call", "name": "mail.send", "args": ["ann", 2 ** 70]}]
 
 
 def test_rejected_with_a_reason_and_a_later_decision_through_reject(binary):

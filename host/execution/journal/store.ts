@@ -38,6 +38,8 @@ export interface StoredCall {
   /** done: the result's JSON text (null for undefined) and its images; failed/rejected: {message, code}. */
   result: string | null;
   error: string | null;
+  /** What else the journal knows of the call (JSON, CallDetail): its attempt, the approval decision, a reconcile answer. */
+  detail: string | null;
 }
 
 const MIGRATIONS: string[] = [
@@ -52,6 +54,8 @@ const MIGRATIONS: string[] = [
   `ALTER TABLE runs ADD COLUMN tag TEXT;
    ALTER TABLE calls ADD COLUMN tag TEXT;
    ALTER TABLE snippets ADD COLUMN tag TEXT;`,
+  // 3: each call's detail: its attempt, the approval decision that let it run or stopped it, a reconcile answer.
+  `ALTER TABLE calls ADD COLUMN detail TEXT;`,
 ];
 
 /** Opens (creating 0600 when missing) the journal at an absolute path in a directory the user owns. */
@@ -122,7 +126,7 @@ function migrate(db: DatabaseSync, path: string): void {
 }
 
 const runColumns = 'run_id AS runId, status, program, request, result, created_at AS createdAt, updated_at AS updatedAt, attempts, tag';
-const callColumns = 'run_id AS runId, sequence, binding, args, state, result, error, tag';
+const callColumns = 'run_id AS runId, sequence, binding, args, state, result, error, detail, tag';
 const snippetColumns = 'name, program, description, tag';
 
 type Tagged<T> = T & { tag: string | null };
@@ -172,8 +176,8 @@ export class JournalStore {
   /** Records a call, or moves a journaled one to a new state; each is one committed transaction. */
   putCall(call: StoredCall): void {
     this.#db
-      .prepare('INSERT INTO calls (run_id, sequence, binding, args, state, result, error, tag) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, sequence) DO UPDATE SET state = excluded.state, result = excluded.result, error = excluded.error, tag = excluded.tag')
-      .run(call.runId, call.sequence, call.binding, call.args, call.state, call.result, call.error, this.#callTag(call));
+      .prepare('INSERT INTO calls (run_id, sequence, binding, args, state, result, error, detail, tag) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run_id, sequence) DO UPDATE SET state = excluded.state, result = excluded.result, error = excluded.error, detail = excluded.detail, tag = excluded.tag')
+      .run(call.runId, call.sequence, call.binding, call.args, call.state, call.result, call.error, call.detail, this.#callTag(call));
   }
 
   setCallState(runId: string, sequence: number, state: CallState): void {
@@ -206,8 +210,11 @@ export class JournalStore {
     return rowTag(this.#key, ['run', run.runId, run.status, run.program, run.request, run.result]);
   }
 
+  // A row without detail (all rows of a version-2 journal) keeps the tag it was written with; a
+  // row with one has it covered, so removing it breaks the tag as changing it does.
   #callTag(call: StoredCall): string {
-    return rowTag(this.#key, ['call', call.runId, call.sequence, call.binding, call.args, call.state, call.result, call.error]);
+    const fields = ['call', call.runId, call.sequence, call.binding, call.args, call.state, call.result, call.error];
+    return rowTag(this.#key, call.detail === null || call.detail === undefined ? fields : [...fields, call.detail]);
   }
 
   #snippetTag(snippet: StoredSnippet): string {

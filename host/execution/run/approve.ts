@@ -1,6 +1,9 @@
-// A gated call waits for its decision with the run's deadline held (unless approval.deadline is 'running'); the wait and the decision are
-// journaled, so a resumed run knows the call was waiting and a rejection is not asked again.
-import { awaitApproval, isGated } from '../approval.ts';
+// Whether a call may run. A standing rule that rejects it stops it, gated or not; a gated call is
+// then approved by a rule, by an earlier answer scoped to the run or the owner, or by a person,
+// who waits with the run's deadline held (unless approval.deadline is 'running'). Each decision
+// and what it covered is journaled, so `calls()` shows why a call ran, and a resumed run knows
+// the call was waiting and is not asked again about a rejection.
+import { awaitApproval, coded, isGated, matchRule, type ApprovalRecord, type Settled } from '../approval.ts';
 import type { BindingFunction } from '../bindings.ts';
 import type { Deadline } from '../deadline.ts';
 import type { Execution } from './execution.ts';
@@ -15,20 +18,40 @@ export interface CallAt {
   argsText: string;
 }
 
-/** Resolves once the call may run: at once when it is not gated, else when a person approves it. */
+/** Resolves once the call may run: at once when it is not gated, else when a rule, an earlier answer or a person approves it. */
 export async function approveCall(execution: Execution, binding: BindingFunction, call: CallAt, deadline: Deadline, state: RunState): Promise<void> {
   const { position, name, args, argsText } = call;
-  if (!isGated(execution.approval, binding, { binding: name, args })) return;
+  const setup = execution.approval;
   const journal = execution.journal;
+  const refuse = (record: ApprovalRecord, error: Error): never => {
+    journal?.note(position, { approval: record });
+    journal?.record(position, name, argsText, 'rejected', null, errorText(error));
+    throw error;
+  };
+  const matched = matchRule(setup?.rules, { binding: name, args });
+  if (matched?.rule.decision === 'reject') {
+    const reason = matched.rule.reason ?? `approval rule ${matched.index} rejects this call`;
+    refuse({ decision: 'rejected', by: 'rule', scope: 'call', rule: matched.index, reason }, coded(`${name}: rejected: ${reason}`, 'PTC_REJECTED'));
+  }
+  if (!isGated(setup, binding, { binding: name, args })) return;
+  if (matched !== undefined) return void journal?.note(position, { approval: { decision: 'approved', by: 'rule', scope: 'call', rule: matched.index } });
+  const grant = setup?.grants?.find(name);
+  if (grant !== undefined) {
+    const record: ApprovalRecord = { decision: grant.decision, by: 'earlier-answer', scope: grant.scope, runId: grant.runId, sequence: grant.sequence, ...(grant.reason !== undefined ? { reason: grant.reason } : {}) };
+    if (grant.decision === 'rejected') refuse(record, coded(`${name}: rejected${grant.reason !== undefined ? `: ${grant.reason}` : ''} (an answer for the ${grant.scope === 'owner' ? 'owner' : 'run'} at call ${grant.sequence})`, 'PTC_REJECTED'));
+    return void journal?.note(position, { approval: record });
+  }
   journal?.record(position, name, argsText, 'waiting');
   journal?.status('waiting');
-  try {
-    const hold = execution.approval?.deadline === 'running' ? () => () => {} : deadline.hold;
-    await awaitApproval(execution.approval, { runId: execution.runId, sequence: position, binding: name, args }, hold, state.ended.signal);
-  } catch (error) {
-    // A decision (or its timeout) is journaled; a call whose run ended still waits for one.
-    if ((error as { code?: string }).code !== 'PTC_EVALUATION_ENDED') journal?.record(position, name, argsText, 'rejected', null, errorText(error));
-    throw error;
+  const hold = setup?.deadline === 'running' ? () => () => {} : deadline.hold;
+  // Rejects only when the run ends first; the call then stays `waiting`, to be asked again on resume.
+  const settled: Settled = await awaitApproval(setup, { runId: execution.runId, sequence: position, binding: name, args }, hold, state.ended.signal);
+  const by: ApprovalRecord['by'] = setup?.handler === undefined ? 'nobody' : settled.outcome === 'timed-out' ? 'timeout' : 'person';
+  const record: ApprovalRecord = { decision: settled.outcome, by, scope: settled.scope, ...(settled.reason !== undefined ? { reason: settled.reason } : {}) };
+  if (settled.scope !== 'call' && settled.outcome !== 'timed-out') {
+    setup?.grants?.put(name, { decision: settled.outcome, scope: settled.scope, runId: execution.runId, sequence: position, ...(settled.reason !== undefined ? { reason: settled.reason } : {}) });
   }
+  if (settled.error !== undefined) refuse(record, settled.error);
+  journal?.note(position, { approval: record });
   journal?.status('running');
 }

@@ -4,7 +4,10 @@
 // run fails. A journaled run answers from the journal what it already holds, and records each
 // call's answer before the program hears it.
 import type { ImageDescriptor, InvokeResult } from '../../../wire/messages.ts';
-import { bindingFailure, decodeArguments, encodeResult } from '../bindings.ts';
+import { bindingFailure, decodeArguments, encodeResult, type BindingFunction } from '../bindings.ts';
+import { bindingOptions, coded, type ReconcileAnswer } from '../approval.ts';
+import { idempotencyKey, withCallContext, type CallContext } from '../call-context.ts';
+import { show } from '../../../wire/show.ts';
 import type { Deadline } from '../deadline.ts';
 import { protocolFailure } from '../failures.ts';
 import { STEP } from '../journal/replay.ts';
@@ -39,35 +42,72 @@ export function dispatcher({ execution, config, state, deadline, registerImage }
     return undefined;
   };
 
+  const encode = async (name: string, result: unknown): Promise<InvokeResult> => {
+    if (state.settled) throw evaluationEnded(`${name}: the evaluation has ended`);
+    const encoded = await encodeResult(name, result, imageOf(name));
+    const resultBytes = encoded.value === undefined ? 0 : Buffer.byteLength(encoded.value);
+    if (resultBytes > config.maxMessageBytes) {
+      throw Object.assign(new Error(`${name}: the result (${resultBytes} bytes of JSON) is larger than one control message (maxMessageBytes ${config.maxMessageBytes})`), { code: 'PTC_MESSAGE_LIMIT' });
+    }
+    return encoded;
+  };
+
+  // Committed before the program hears the answer: an answer it acted on is never lost.
+  const answered = (context: CallContext, argsText: string, encoded: InvokeResult): InvokeResult => {
+    journal?.record(context.sequence, context.binding, argsText, 'done', JSON.stringify({ value: encoded.value ?? null, images: encoded.images.map(({ at, image }) => ({ at, path: image.path })) }));
+    return encoded;
+  };
+
   const call = async (name: string, argsText: string): Promise<InvokeResult> => {
     let position = ++sequence;
     if (name === STEP) return step!(argsText);
     const binding = execution.bindings.get(name)!;
+    let attempt = 1;
+    let inDoubt = false;
     if (journal !== undefined) {
       const match = journal.match(name, argsText);
       if (match.kind === 'answered') return replayed(match.call, imageOf(name));
       if (match.kind === 'diverged') diverge(state, match);
-      if (match.kind === 'run') position = match.sequence;
+      position = match.sequence;
+      const previous = match.detail.attempt ?? 0;
+      inDoubt = match.resumed === 'started';
+      attempt = inDoubt ? previous + 1 : Math.max(previous, 1);
     }
     const args = await decodeArguments(argsText);
+    const context: CallContext = { runId: execution.runId, binding: name, sequence: position, attempt, idempotencyKey: idempotencyKey(execution.runId, position) };
+    // A call that was running when its host died: its binding's reconcile says what became of it.
+    if (inDoubt) {
+      const settled = await reconcileCall(binding, { ...context, attempt: attempt - 1 }, args);
+      if (settled !== undefined) {
+        journal?.note(position, { reconciled: settled.outcome, ...(settled.outcome === 'fail' && settled.reason !== undefined ? { reason: settled.reason } : {}) });
+        if (settled.outcome === 'took-effect') {
+          let encoded: InvokeResult;
+          try {
+            encoded = await encode(name, settled.value);
+          } catch (error) {
+            journal?.record(position, name, argsText, 'failed', null, errorText(error));
+            throw error;
+          }
+          return answered(context, argsText, encoded);
+        }
+        if (settled.outcome === 'fail') {
+          const error = coded(`${name}: the call was in doubt after a crash, and its reconcile failed it${settled.reason !== undefined ? `: ${settled.reason}` : ''}`, 'PTC_RECONCILE_FAILED');
+          journal?.record(position, name, argsText, 'failed', null, errorText(error));
+          throw error;
+        }
+      }
+    }
     await approveCall(execution, binding, { position, name, args, argsText }, deadline, state);
+    journal?.note(position, { attempt });
     journal?.record(position, name, argsText, 'started');
     let encoded: InvokeResult;
     try {
-      const result = await binding(...args);
-      if (state.settled) throw evaluationEnded(`${name}: the evaluation has ended`);
-      encoded = await encodeResult(name, result, imageOf(name));
-      const resultBytes = encoded.value === undefined ? 0 : Buffer.byteLength(encoded.value);
-      if (resultBytes > config.maxMessageBytes) {
-        throw Object.assign(new Error(`${name}: the result (${resultBytes} bytes of JSON) is larger than one control message (maxMessageBytes ${config.maxMessageBytes})`), { code: 'PTC_MESSAGE_LIMIT' });
-      }
+      encoded = await encode(name, await withCallContext(context, () => binding(...args)));
     } catch (error) {
       journal?.record(position, name, argsText, 'failed', null, errorText(error));
       throw error;
     }
-    // Committed before the program hears the answer: an answer it acted on is never lost.
-    journal?.record(position, name, argsText, 'done', JSON.stringify({ value: encoded.value ?? null, images: encoded.images.map(({ at, image }) => ({ at, path: image.path })) }));
-    return encoded;
+    return answered(context, argsText, encoded);
   };
 
   return async (name, argsText) => {
@@ -89,4 +129,26 @@ export function dispatcher({ execution, config, state, deadline, registerImage }
       pendingBytes -= bytes;
     }
   };
+}
+
+/**
+ * Asks a binding's reconcile about its in-doubt call; undefined when it has none (the call runs
+ * again). A reconcile that throws or answers something else fails the call, naming what it did:
+ * running the call again on a broken answer could do twice what must happen once.
+ */
+async function reconcileCall(binding: BindingFunction, context: CallContext, args: unknown[]): Promise<ReconcileAnswer | undefined> {
+  const reconcile = bindingOptions(binding).reconcile;
+  if (reconcile === undefined) return undefined;
+  let answer: unknown;
+  try {
+    answer = await withCallContext(context, () => reconcile(Object.freeze({ ...context, args })));
+  } catch (error) {
+    return { outcome: 'fail', reason: `reconcile threw: ${error instanceof Error ? error.message : String(error)}` };
+  }
+  const outcome = (answer as { outcome?: unknown } | null)?.outcome;
+  if (typeof answer === 'object' && answer !== null && (outcome === 'took-effect' || outcome === 'run-again' || outcome === 'fail')) {
+    const reason = (answer as { reason?: unknown }).reason;
+    return outcome === 'fail' ? { outcome, ...(typeof reason === 'string' ? { reason } : {}) } : (answer as ReconcileAnswer);
+  }
+  return { outcome: 'fail', reason: `reconcile answered ${show(answer)}, not {outcome: "took-effect", value} or {outcome: "run-again"} or {outcome: "fail", reason}` };
 }

@@ -156,6 +156,11 @@ export function abortedBeforeStart(reason: unknown): RunResult {
   return { status: 'failed', failure: abortFailure(reason), output: [], sandbox: { ...UNCONFINED, denied: false, memory: 'none', tasks: 'none', cpu: 'none', disk: 'none' }, warm: false };
 }
 
+/** The result of a run whose program a person (or the approval timeout) refused before it started: no process is started. */
+export function rejectedBeforeStart(message: string, code: string): RunResult {
+  return { status: 'failed', failure: { kind: 'rejected', message, code }, output: [], sandbox: { ...UNCONFINED, denied: false, memory: 'none', tasks: 'none', cpu: 'none', disk: 'none' }, warm: false };
+}
+
 /** The result of a run whose required confinement cannot be had: it never runs unconfined. */
 export function sandboxUnavailable(message: string, report: SandboxSetup): RunResult {
   return { status: 'failed', failure: { kind: 'sandbox-unavailable', message }, output: [], sandbox: { ...report, denied: false, memory: 'none', tasks: 'none', cpu: 'none', disk: 'none' }, warm: false };

@@ -9,7 +9,7 @@ import sys
 import uuid
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
 
-from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, approval_reply, declarations_params, decode,
+from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, approval_reply, decision_params, declarations_params, decode, resume_params, tool_arguments,
                         describe_tools, reply_error, request, run_params,
                         tool_error, tool_result, tool_table, unknown_tool)
 
@@ -71,14 +71,14 @@ class AsyncPtcClient:
                   policy: Optional[Mapping[str, Any]] = None, owner: Optional[str] = None, run_id: Optional[str] = None,
                   discard_completion: bool = False, on_policy_change: Optional[str] = None,
                   approval: Optional[Sequence[str]] = None,
-                  on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Dict[str, Any]:
+                  on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None, approve_program: bool = False) -> Dict[str, Any]:
         """Runs a program; returns the result dict exactly as ``ptc run --json`` prints it. ``on_output``
         and ``on_approval`` may be async."""
         table = tool_table(tools)
         run_id = run_id if run_id is not None else uuid.uuid4().hex
         params = run_params(program, table, run_id, cwd=cwd, timeout_ms=timeout_ms, cpu_time_ms=cpu_time_ms,
                             policy=policy, owner=owner, discard_completion=discard_completion,
-                            on_policy_change=on_policy_change, approval=approval)
+                            on_policy_change=on_policy_change, approval=approval, approve_program=approve_program)
         return await self._start_run("run", run_id, params, _Run(table, on_output, on_approval))
 
     async def resume(self, run_id: str, tools: Tools = None, *, on_output: Optional[Callable[[Dict[str, Any]], Any]] = None,
@@ -86,9 +86,7 @@ class AsyncPtcClient:
                      on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Dict[str, Any]:
         """Takes up a journaled run that never finished; see PtcClient.resume."""
         table = tool_table(tools)
-        params: Dict[str, Any] = {"runId": run_id, "tools": describe_tools(table)}
-        if approval is not None:
-            params["approval"] = list(approval)
+        params = resume_params(run_id, table, approval)
         return await self._start_run("resume", run_id, params, _Run(table, on_output, on_approval))
 
     async def _start_run(self, method: str, run_id: str, params: Mapping[str, Any], run: _Run) -> Dict[str, Any]:
@@ -109,14 +107,11 @@ class AsyncPtcClient:
     async def calls(self, run_id: str) -> list:
         return list((await self._call("calls", {"runId": run_id}))["calls"])
 
-    async def approve(self, run_id: str, sequence: int) -> bool:
-        return bool((await self._call("approve", {"runId": run_id, "sequence": sequence}))["decided"])
+    async def approve(self, run_id: str, sequence: int, scope: Optional[str] = None) -> bool:
+        return bool((await self._call("approve", decision_params(run_id, sequence, scope=scope)))["decided"])
 
-    async def reject(self, run_id: str, sequence: int, reason: Optional[str] = None) -> bool:
-        params: Dict[str, Any] = {"runId": run_id, "sequence": sequence}
-        if reason is not None:
-            params["reason"] = reason
-        return bool((await self._call("reject", params))["decided"])
+    async def reject(self, run_id: str, sequence: int, reason: Optional[str] = None, scope: Optional[str] = None) -> bool:
+        return bool((await self._call("reject", decision_params(run_id, sequence, reason, scope)))["decided"])
 
     async def cancel(self, run_id: str) -> bool:
         return bool((await self._call("cancel", {"runId": run_id}))["cancelled"])
@@ -172,8 +167,8 @@ class AsyncPtcClient:
                 print(f"ptc_client: ignored a line that is not JSON: {line[:200]!r}", file=sys.stderr)
                 continue
             method = message.get("method")
-            if method == "invoke":
-                task = asyncio.ensure_future(self._invoke(message))
+            if method in ("invoke", "reconcile"):
+                task = asyncio.ensure_future(self._invoke(message, reconcile=method == "reconcile"))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
             elif method == "output":
@@ -226,20 +221,27 @@ class AsyncPtcClient:
         except PtcError:
             pass  # the server went away; the run ends with it
 
-    async def _invoke(self, message: Mapping[str, Any]) -> None:
+    async def _invoke(self, message: Mapping[str, Any], reconcile: bool = False) -> None:
         id = message.get("id")
         params = message.get("params") or {}
         run = self._runs.get(params.get("runId"))
         tool = run.tools.get(params.get("name")) if run is not None else None
-        if tool is None:
+        if tool is None or (reconcile and tool.reconcile is None):
             self._write(unknown_tool(id, params.get("name")))
             return
-        args = params.get("args", [])
+        if reconcile:
+            assert tool.reconcile is not None
+            fn: Callable[..., Any] = tool.reconcile
+            args: list = [{**(params.get("context") or {}), "args": list(params.get("args", []))}]
+            keywords: Dict[str, Any] = {}
+        else:
+            fn = tool.fn
+            args, keywords = tool_arguments(tool, params)
         try:
-            if inspect.iscoroutinefunction(tool.fn):
-                value = await tool.fn(*args)
+            if inspect.iscoroutinefunction(fn):
+                value = await fn(*args, **keywords)
             else:
-                value = await asyncio.to_thread(tool.fn, *args)
+                value = await asyncio.to_thread(fn, *args, **keywords)
                 if inspect.isawaitable(value):
                     value = await value
         except Exception as error:

@@ -70,6 +70,14 @@ class Tool:
     input_schema: Optional[Dict[str, Any]] = None
     output_schema: Optional[Dict[str, Any]] = None
     name: str = field(default="")
+    #: With True, ``fn`` is also called with ``context=`` the call's context: ``{runId, sequence,
+    #: attempt, idempotencyKey}``, the key the same for every attempt of one call and different
+    #: for every other call, to hand to the service the tool calls.
+    context: bool = False
+    #: Settles a call that was running when the host died, on resume: called with the call's
+    #: context plus ``args``; returns ``{"outcome": "took-effect", "value": ...}``,
+    #: ``{"outcome": "run-again"}`` or ``{"outcome": "fail", "reason": ...}``.
+    reconcile: Optional[Callable[[Dict[str, Any]], Any]] = None
 
 
 ToolSpec = Union[Callable[..., Any], Tool]
@@ -86,7 +94,7 @@ def tool_table(tools: Tools) -> Dict[str, Tool]:
         if not isinstance(name, str) or name == "":
             raise TypeError(f"a tool name must be a non-empty string, got {name!r}")
         if isinstance(spec, Tool):
-            tool = Tool(spec.fn, spec.description, spec.input_schema, spec.output_schema, name)
+            tool = Tool(spec.fn, spec.description, spec.input_schema, spec.output_schema, name, spec.context, spec.reconcile)
         elif callable(spec):
             tool = Tool(spec, name=name)
         else:
@@ -109,6 +117,17 @@ def describe_tools(table: Mapping[str, Tool]) -> list:
     return described
 
 
+def reconciled_names(table: Mapping[str, Tool]) -> list:
+    """The tools whose in-doubt calls this client reconciles (the ``reconcile`` parameter)."""
+    return [name for name, tool in table.items() if tool.reconcile is not None]
+
+
+def tool_arguments(tool: Tool, params: Mapping[str, Any]) -> Tuple[list, Dict[str, Any]]:
+    """The positional and keyword arguments of one invoke: ``context=`` for a tool that asked for it."""
+    args = list(params.get("args", []))
+    return args, ({"context": dict(params.get("context") or {})} if tool.context else {})
+
+
 def declarations_params(tools: Tools, budget: Optional[int]) -> Dict[str, Any]:
     params: Dict[str, Any] = {"tools": describe_tools(tool_table(tools))}
     if budget is not None:
@@ -129,7 +148,7 @@ DEFAULT: Any = _Default()
 def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Optional[str], timeout_ms: Any,
                cpu_time_ms: Any, policy: Optional[Mapping[str, Any]], owner: Optional[str],
                discard_completion: bool, on_policy_change: Optional[str] = None,
-               approval: Optional[Iterable[str]] = None) -> Dict[str, Any]:
+               approval: Optional[Iterable[str]] = None, approve_program: bool = False) -> Dict[str, Any]:
     if not isinstance(program, str):
         raise TypeError(f"program must be a string, got {program!r}")
     params: Dict[str, Any] = {"program": program, "runId": run_id, "tools": describe_tools(table)}
@@ -149,21 +168,57 @@ def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Opt
         params["onPolicyChange"] = on_policy_change
     if approval is not None:
         params["approval"] = list(approval)
+    reconcile = reconciled_names(table)
+    if reconcile:
+        params["reconcile"] = reconcile
+    if approve_program:
+        params["approveProgram"] = True
+    return params
+
+
+def resume_params(run_id: str, table: Mapping[str, Tool], approval: Optional[Iterable[str]]) -> Dict[str, Any]:
+    params: Dict[str, Any] = {"runId": run_id, "tools": describe_tools(table)}
+    if approval is not None:
+        params["approval"] = list(approval)
+    reconcile = reconciled_names(table)
+    if reconcile:
+        params["reconcile"] = reconcile
+    return params
+
+
+def decision_params(run_id: str, sequence: int, reason: Optional[str] = None, scope: Optional[str] = None) -> Dict[str, Any]:
+    """The params of approve/reject: ``scope`` "call", "run" (the rest of the run) or "owner" (the owner's later runs)."""
+    params: Dict[str, Any] = {"runId": run_id, "sequence": sequence}
+    if reason is not None:
+        params["reason"] = reason
+    if scope is not None:
+        params["scope"] = scope
     return params
 
 
 def approval_decision(decision: Any) -> Optional[Dict[str, Any]]:
     """What an ``on_approval`` callback returned, as the method and reason to send: True approves,
-    False rejects, a string rejects with that reason, None leaves the decision to approve()/reject()."""
+    False rejects, a string rejects with that reason, a dict ``{"approved", "reason"?, "scope"?}``
+    decides with a scope, None leaves the decision to approve()/reject()."""
     if decision is None:
         return None
+    if isinstance(decision, Mapping):
+        approved = decision.get("approved")
+        if not isinstance(approved, bool):
+            raise TypeError(f"on_approval's dict needs \"approved\": True or False, got {decision!r}")
+        answer: Dict[str, Any] = {"method": "approve" if approved else "reject"}
+        if not approved and decision.get("reason") is not None:
+            answer["reason"] = str(decision["reason"])
+        if decision.get("scope") is not None:
+            answer["scope"] = decision["scope"]
+        return answer
     if decision is True:
         return {"method": "approve"}
     if decision is False:
         return {"method": "reject"}
     if isinstance(decision, str):
         return {"method": "reject", "reason": decision}
-    raise TypeError(f"on_approval must return True, False, a rejection reason or None, got {decision!r}")
+    raise TypeError(f"on_approval must return True, False, a rejection reason, a decision dict or None, got {decision!r}")
 
 
 def approval_reply(params: Mapping[str, Any], value: Any = None,
@@ -204,6 +259,11 @@ def tool_result(id: Any, value: Any) -> bytes:
         return encode({"jsonrpc": "2.0", "id": id, "result": value})
     except (TypeError, ValueError) as error:
         return encode({"jsonrpc": "2.0", "id": id, "error": {"code": TOOL_ERROR, "message": f"the tool returned a value that is not JSON: {error}", "data": {"code": "PTC_INVALID_RESULT"}}})
+
+
+def reconcile_result(id: Any, value: Any) -> bytes:
+    """The reply to a reconcile request: the tool's reconcile answer as it returned it (ptc checks it)."""
+    return tool_result(id, value)
 
 
 def tool_error(id: Any, error: BaseException) -> bytes:

@@ -16,7 +16,7 @@ import uuid
 from concurrent.futures import Future
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
 
-from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, approval_reply, declarations_params, decode,
+from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, approval_reply, decision_params, declarations_params, decode, resume_params, tool_arguments,
                         describe_tools, reply_error, request, run_params,
                         tool_error, tool_result, tool_table, unknown_tool)
 
@@ -94,7 +94,7 @@ class PtcClient:
             policy: Optional[Mapping[str, Any]] = None, owner: Optional[str] = None, run_id: Optional[str] = None,
             discard_completion: bool = False, on_policy_change: Optional[str] = None,
             approval: Optional[Sequence[str]] = None,
-            on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Dict[str, Any]:
+            on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None, approve_program: bool = False) -> Dict[str, Any]:
         """Runs a program; returns the result dict exactly as ``ptc run --json`` prints it.
 
         ``tools`` maps names to functions (plain or ``async``) or ``Tool``s; a function's exception
@@ -104,14 +104,16 @@ class PtcClient:
         ``workspaceRoot``, whose ``cwd`` outside the workspace) would change a retained ``owner``'s raises
         ``PtcError`` unless ``on_policy_change="replace"`` asks for a new environment.
         ``approval`` names the tools whose calls wait for a person: each waiting call goes to
-        ``on_approval`` (``{runId, sequence, name, args}``, on a worker thread), which returns True to
-        approve, False or a reason to reject, or None to decide later with ``approve()``/``reject()``.
+        ``on_approval`` (``{runId, sequence, kind, name, args}``, on a worker thread), which returns True to
+        approve, False or a reason to reject, ``{"approved", "reason", "scope"}`` to decide with a scope, or
+        None to decide later with ``approve()``/``reject()``. ``approve_program=True`` asks first about the
+        whole program (``{runId, sequence: 0, kind: "program", program, names}``).
         """
         table = tool_table(tools)
         run_id = run_id if run_id is not None else uuid.uuid4().hex
         params = run_params(program, table, run_id, cwd=cwd, timeout_ms=timeout_ms, cpu_time_ms=cpu_time_ms,
                             policy=policy, owner=owner, discard_completion=discard_completion,
-                            on_policy_change=on_policy_change, approval=approval)
+                            on_policy_change=on_policy_change, approval=approval, approve_program=approve_program)
         with self._lock:
             if run_id in self._runs:
                 raise PtcError(f"run_id {run_id!r} is already in flight on this client")
@@ -141,9 +143,7 @@ class PtcClient:
         """Takes up a journaled run that never finished (a config with ``journal``): its program runs
         again, the calls the journal answered are not made again, and the rest go to ``tools``."""
         table = tool_table(tools)
-        params: Dict[str, Any] = {"runId": run_id, "tools": describe_tools(table)}
-        if approval is not None:
-            params["approval"] = list(approval)
+        params = resume_params(run_id, table, approval)
         with self._lock:
             if run_id in self._runs:
                 raise PtcError(f"run_id {run_id!r} is already in flight on this client")
@@ -162,16 +162,14 @@ class PtcClient:
         """One journaled run's binding calls, in sequence."""
         return list(self._call("calls", {"runId": run_id})["calls"])
 
-    def approve(self, run_id: str, sequence: int) -> bool:
-        """Lets the run's waiting call at ``sequence`` go ahead; False when it is not waiting (any more)."""
-        return bool(self._call("approve", {"runId": run_id, "sequence": sequence})["decided"])
+    def approve(self, run_id: str, sequence: int, scope: Optional[str] = None) -> bool:
+        """Lets the run's waiting call at ``sequence`` go ahead (sequence 0: the program); ``scope="run"``
+        or ``"owner"`` approves the tool's later calls too. False when it is not waiting (any more)."""
+        return bool(self._call("approve", decision_params(run_id, sequence, scope=scope))["decided"])
 
-    def reject(self, run_id: str, sequence: int, reason: Optional[str] = None) -> bool:
+    def reject(self, run_id: str, sequence: int, reason: Optional[str] = None, scope: Optional[str] = None) -> bool:
         """Makes the waiting call throw ``PTC_REJECTED`` in the program; False when it is not waiting."""
-        params: Dict[str, Any] = {"runId": run_id, "sequence": sequence}
-        if reason is not None:
-            params["reason"] = reason
-        return bool(self._call("reject", params)["decided"])
+        return bool(self._call("reject", decision_params(run_id, sequence, reason, scope))["decided"])
 
     def release(self, owner: str) -> bool:
         """Ends the owner's retained environment; False when it had none."""
@@ -227,6 +225,8 @@ class PtcClient:
             method = message.get("method")
             if method == "invoke":
                 self._workers.submit(lambda message=message: self._invoke(message))
+            elif method == "reconcile":
+                self._workers.submit(lambda message=message: self._invoke(message, reconcile=True))
             elif method == "output":
                 self._output(message.get("params") or {})
             elif method == "approval":
@@ -274,17 +274,22 @@ class PtcClient:
         except PtcError:
             pass  # the server went away; the run ends with it
 
-    def _invoke(self, message: Mapping[str, Any]) -> None:
+    def _invoke(self, message: Mapping[str, Any], reconcile: bool = False) -> None:
         id = message.get("id")
         params = message.get("params") or {}
         with self._lock:
             run = self._runs.get(params.get("runId"))
         tool = run.tools.get(params.get("name")) if run is not None else None
-        if tool is None:
+        if tool is None or (reconcile and tool.reconcile is None):
             self._write(unknown_tool(id, params.get("name")))
             return
         try:
-            value = tool.fn(*params.get("args", []))
+            if reconcile:
+                assert tool.reconcile is not None
+                value = tool.reconcile({**(params.get("context") or {}), "args": list(params.get("args", []))})
+            else:
+                args, keywords = tool_arguments(tool, params)
+                value = tool.fn(*args, **keywords)
             if inspect.isawaitable(value):
                 value = asyncio.run(_awaited(value))
         except Exception as error:

@@ -26,7 +26,7 @@ test('rows the store writes carry a tag and read back; a changed field is refuse
   const path = join(dir, 'fresh.db');
   const store = openJournal(path);
   store.insertRun('r', 'return 1', '{}');
-  store.putCall({ runId: 'r', sequence: 1, binding: 'put', args: '["a"]', state: 'done', result: null, error: null });
+  store.putCall({ runId: 'r', sequence: 1, binding: 'put', args: '["a"]', state: 'done', result: null, error: null, detail: null });
   store.setCallState('r', 1, 'reverted');
   store.setStatus('r', 'ok', '{"status":"ok"}');
   assert.equal(store.calls('r').map((call) => call.state), ['reverted']);
