@@ -85,7 +85,7 @@ for (const launch of Object.keys(LAUNCHES)) {
     assert.match(description, /\(The tool's name is "tracker\.get-issue"; call it as tracker\.get_issue\.\)\n {3}\*\/\n {2}function get_issue\(args: \{\n {4}id: number \/\* integer \*\/;\n {2}\}\): Promise<\{\n {4}issue: Issue;\n {4}comments: Comment\[\];\n {2}\}>;/);
     assert.match(description, /type Comment = \{\n {2}author: string;\n {2}\/\*\* @format date-time \*\/\n {2}at\?: string;\n {2}replies\?: Comment\[\];\n\};/);
     assert.match(description, /declare namespace weather \{\n {2}\/\*\* Forecast for a city\. \*\/\n {2}function forecast\(args: \{/);
-    assert.match(description, /\/\/ ghost: unavailable \(it could not be started: spawn .*no-such-server ENOENT; ptc keeps reconnecting\); its tools cannot be called\./);
+    assert.match(description, /\/\/ ghost: unavailable \(it could not be started: spawn .*no-such-server ENOENT; ptc keeps reconnecting\); a call into its namespace fails with a BindingError \(code UPSTREAM_DOWN\) until it is up\./);
   });
 
   test(`[${launch}] a program calls upstream tools in a loop: JSON text, structuredContent, plain text, HTTP upstream`, async () => {
