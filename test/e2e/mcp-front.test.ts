@@ -140,13 +140,17 @@ test('over Streamable HTTP with a token: the same, each session its own; no toke
     const first = new Client({ name: 'ptc-front-http', version: '1.0.0' });
     await first.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers } }));
     const second = new Client({ name: 'ptc-front-http-2', version: '1.0.0' });
-    await second.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers } }));
+    const secondTransport = new StreamableHTTPClientTransport(url, { requestInit: { headers } });
+    await second.connect(secondTransport);
     try {
-      await frontEndChecks(first).catch(async (error) => {
-        server.stop();
-        throw new Error(`${(error as Error).message}\n${(await server.exited).stderr}`);
-      });
+      await frontEndChecks(first);
       assert.equal(JSON.parse(last(await run(second, 'return 40 + 2'))), 42);
+      // DELETE ends the session: its id is then unknown.
+      const ended = secondTransport.sessionId!;
+      await secondTransport.terminateSession();
+      const after = await fetch(url, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }), headers: { ...headers, 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': ended } });
+      assert.is(after.status, 404);
+      assert.match(await after.text(), /no session .*: it ended, or this server restarted; initialize a new one/);
     } finally {
       await first.close();
       await second.close();
