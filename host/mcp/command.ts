@@ -63,12 +63,11 @@ export async function serveMcp(configPath: string, withFlags: (ptc: Record<strin
     if (options.http !== undefined) {
       await serveHttp(options.http, options.token, () => {
         const { server, closeUpstreams } = newServer();
+        // Once: the transport's close and the shutdown may both ask.
+        let closing: Promise<void> | undefined;
         return {
           connect: (transport) => server.connect(transport),
-          close: async () => {
-            await server.close().catch(() => {});
-            await closeUpstreams();
-          },
+          close: () => (closing ??= server.close().catch(() => {}).then(closeUpstreams)),
         };
       }, signalled, (url) => void process.stderr.write(`ptc mcp: serving MCP over Streamable HTTP at ${url}${options.token === undefined ? '' : ' (bearer token required)'}\n`));
       return 0;

@@ -95,6 +95,8 @@ export async function serveHttp(listen: Listen, token: string | undefined, newSe
     };
     await session.connect(transport);
     await transport.handleRequest(request, response, body);
+    // An initialize the transport refused made no session: nothing else would end this one.
+    if (transport.sessionId === undefined || !sessions.has(transport.sessionId)) await session.close();
   };
 
   const server = createServer((request, response) => {

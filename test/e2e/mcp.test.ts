@@ -206,6 +206,8 @@ for (const launch of Object.keys(LAUNCHES)) {
     assert.match(value.message, /^upstream MCP server "tracker" \(command ".*node"\) is down: it exited with code 3 \(no stderr\); ptc keeps reconnecting \((next attempt in \d+ s|ptc is reconnecting now)\)$/);
     // The other upstream still works.
     assert.equal(texts(await runCode(session, 'return (await weather.forecast({ city: "Rome", days: 1 })).highs')), ['[20]']);
+    // A bigint cannot go to an HTTP upstream exactly (the MCP SDK writes that JSON): refused, saying so.
+    assert.equal(JSON.parse(texts(await runCode(session, 'try { await weather.forecast({ city: "Rome", days: 2n ** 60n }) } catch (e) { return [e.code, e.message] }')).at(-1)!), ['PTC_BAD_ARGUMENTS', 'weather.forecast: an integer beyond 2^53 cannot be sent to an HTTP MCP server exactly (the MCP SDK writes its JSON); pass it as a string']);
     const ptc = session.pid;
     await session.close();
     await until(() => gone(ptc), 'ptc mcp to exit');
