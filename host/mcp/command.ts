@@ -28,6 +28,8 @@ export interface McpCommandOptions {
   http?: Listen;
   /** --token or PTC_MCP_TOKEN: the bearer token HTTP requests must carry. */
   token?: string;
+  /** --session-idle-ms: how long an HTTP session with no request in flight is kept. */
+  sessionIdleMs?: number;
   /** --print-description: print run_code's description and exit. */
   printDescription?: boolean;
 }
@@ -69,7 +71,7 @@ export async function serveMcp(configPath: string, withFlags: (ptc: Record<strin
           connect: (transport) => server.connect(transport),
           close: () => (closing ??= server.close().catch(() => {}).then(closeUpstreams)),
         };
-      }, signalled, (url) => void process.stderr.write(`ptc mcp: serving MCP over Streamable HTTP at ${url}${options.token === undefined ? '' : ' (bearer token required)'}\n`));
+      }, signalled, (url) => void process.stderr.write(`ptc mcp: serving MCP over Streamable HTTP at ${url}${options.token === undefined ? '' : ' (bearer token required)'}\n`), options.sessionIdleMs);
       return 0;
     }
     const { server, closeUpstreams } = newServer();

@@ -12,6 +12,8 @@ import { McpConfigError } from './config.ts';
 
 /** The one path MCP is served on, as the SDK's examples and most clients' configs have it. */
 export const MCP_PATH = '/mcp';
+/** How long a session with no request in flight is kept: a client that went away without DELETE leaves one behind. */
+export const SESSION_IDLE_MS = 30 * 60 * 1000;
 /** The largest request body read: a program is text, and the runtime bounds its own messages. */
 const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
@@ -46,13 +48,23 @@ export interface HttpSession {
  * Listens and serves until `until` settles; then every session is closed. `token`, when given,
  * is required of every request as `Authorization: Bearer <token>`. `onListening` gets the URL.
  */
-export async function serveHttp(listen: Listen, token: string | undefined, newSession: () => HttpSession, until: Promise<void>, onListening: (url: string) => void): Promise<void> {
+export async function serveHttp(listen: Listen, token: string | undefined, newSession: () => HttpSession, until: Promise<void>, onListening: (url: string) => void, idleMs = SESSION_IDLE_MS): Promise<void> {
   if (!isLoopback(listen.host) && token === undefined) {
     throw new McpConfigError(`--http ${listen.host}:${listen.port} would accept connections from other machines, and any of them could run programs: give a token (PTC_MCP_TOKEN, or --token) that clients must send as "Authorization: Bearer <token>", or listen on loopback (127.0.0.1)`);
   }
   // Compared as digests, so the comparison takes the same time whatever the length or content.
   const expected = token === undefined ? undefined : digest(token);
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; session: HttpSession }>();
+  const sessions = new Map<string, Entry>();
+  // A session's requests in flight (its GET stream is one while open); with none for idleMs, it is closed.
+  const track = (entry: Entry, response: ServerResponse): void => {
+    entry.inFlight++;
+    clearTimeout(entry.idle);
+    response.once('close', () => {
+      if (--entry.inFlight > 0) return;
+      entry.idle = setTimeout(() => void entry.transport.close().catch(() => {}), idleMs);
+      entry.idle.unref();
+    });
+  };
   let allowedHosts: string[] | undefined;
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
@@ -67,6 +79,7 @@ export async function serveHttp(listen: Listen, token: string | undefined, newSe
     const id = request.headers['mcp-session-id'];
     const known = typeof id === 'string' ? sessions.get(id) : undefined;
     if (known !== undefined) {
+      track(known, response);
       const body = request.method === 'POST' ? await readBody(request, response) : undefined;
       if (body === NO_BODY) return;
       await known.transport.handleRequest(request, response, body);
@@ -83,13 +96,19 @@ export async function serveHttp(listen: Listen, token: string | undefined, newSe
       return;
     }
     const session = newSession();
+    const entry: Entry = { transport: undefined!, session, inFlight: 0, idle: undefined };
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (sessionId) => void sessions.set(sessionId, { transport, session }),
+      onsessioninitialized: (sessionId) => {
+        sessions.set(sessionId, entry);
+        track(entry, response);
+      },
       // A page in a browser can reach loopback too: a Host header other than ours is refused.
       ...(allowedHosts !== undefined ? { enableDnsRebindingProtection: true, allowedHosts } : {}),
     });
+    entry.transport = transport;
     transport.onclose = () => {
+      clearTimeout(entry.idle);
       if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
       void session.close();
     };
@@ -124,6 +143,13 @@ export async function serveHttp(listen: Listen, token: string | undefined, newSe
       await session.close();
     }));
   }
+}
+
+interface Entry {
+  transport: StreamableHTTPServerTransport;
+  session: HttpSession;
+  inFlight: number;
+  idle: NodeJS.Timeout | undefined;
 }
 
 const NO_BODY = Symbol('no body');

@@ -186,6 +186,31 @@ test('over Streamable HTTP without a token on loopback: served; a Host header th
   }
 });
 
+test('--session-idle-ms: a run longer than the bound completes; a client gone without DELETE has its session closed once nothing is in flight', async () => {
+  const server = overHttp(['--http', '0', '--session-idle-ms', '200']);
+  try {
+    const url = new URL(await server.url);
+    const transport = new StreamableHTTPClientTransport(url);
+    const client = new Client({ name: 'ptc-front-idle', version: '1.0.0' });
+    await client.connect(transport);
+    assert.equal(JSON.parse(last(await run(client, 'await new Promise((resolve) => setTimeout(resolve, 1000)); return "slept"'))), 'slept');
+    const id = transport.sessionId!;
+    await client.close();
+    const listed = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+    let status = 0;
+    // Polled until closed, each poll after five times the bound (a poll is a request of the session,
+    // which restarts its idle time); the 60 polls are the test's own limit, not a timing claim.
+    for (let tries = 0; tries < 60 && status !== 404; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      status = (await fetch(url, { method: 'POST', body: listed, headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': id, 'mcp-protocol-version': '2025-06-18' } })).status;
+    }
+    assert.is(status, 404);
+  } finally {
+    server.stop();
+    assert.is((await server.exited).code, 0);
+  }
+});
+
 test('a non-loopback address without a token is refused before listening (exit 2, saying why)', async () => {
   const { code, stderr } = await overHttp(['--http', '0.0.0.0:0']).exited;
   assert.is(code, 2);
