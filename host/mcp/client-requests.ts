@@ -19,12 +19,6 @@ export function forwardedCapabilities(client: ClientCapabilities | undefined): C
   return declared;
 }
 
-/** The forwarded capabilities ptc's client lacks, for the description. */
-export function missingCapabilities(client: ClientCapabilities | undefined): string[] {
-  const declared = forwardedCapabilities(client);
-  return (['sampling', 'elicitation', 'roots'] as const).filter((name) => declared[name] === undefined);
-}
-
 /** Answers an upstream's sampling, elicitation and roots requests by asking ptc's own client. */
 export function forwardClientRequests(upstream: Client, server: Server, declared: ClientCapabilities): void {
   if (declared.sampling !== undefined) {

@@ -10,6 +10,8 @@ import { startUpstreams, type Upstream } from './upstreams.ts';
 export interface Live<Catalog> {
   /** The catalog of the upstreams as they are now; the first call waits for their start (bounded). */
   current(): Promise<Catalog>;
+  /** The upstreams, once their start is over (bounded as for current()). */
+  upstreams(): Promise<Upstream[]>;
   close(): Promise<void>;
 }
 
@@ -41,7 +43,15 @@ export function liveUpstreams<Catalog extends { description: string }>(
     });
   };
   const start = (): { upstreams: Upstream[]; started: Promise<void> } => {
-    running ??= startUpstreams(configs, { capabilities: forwardedCapabilities(server.getClientCapabilities()), server, onChange: changed });
+    running ??= startUpstreams(configs, {
+      capabilities: forwardedCapabilities(server.getClientCapabilities()),
+      server,
+      onChange: changed,
+      onListChanged: (kind) => {
+        if (closed) return;
+        void (kind === 'resources' ? server.sendResourceListChanged() : server.sendPromptListChanged()).catch(() => {});
+      },
+    });
     return running;
   };
   const initialized = server.oninitialized;
@@ -55,6 +65,11 @@ export function liveUpstreams<Catalog extends { description: string }>(
       await start().started;
       listed = true;
       return catalog ?? rebuild();
+    },
+    async upstreams() {
+      const { upstreams, started } = start();
+      await started;
+      return upstreams;
     },
     async close() {
       closed = true;

@@ -2,12 +2,14 @@
 // plus the declarations of every upstream tool, each upstream a namespace of bindings. With a
 // retaining mode the session is one state owner, and `reset` releases it.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult, type ClientCapabilities, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { binding, codeFence, lineComment, PROGRAM_GLOBALS, toolCatalog, VERSION, type BindingFunction, type Bindings, type Runtime, type ToolCatalog, type ToolSchema } from '../index.ts';
-import type { Upstream } from './upstreams.ts';
+import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { binding, bindingPaths, codeFence, lineComment, PROGRAM_GLOBALS, toolCatalog, VERSION, type BindingFunction, type Bindings, type Runtime, type ToolCatalog, type ToolSchema } from '../index.ts';
+import { UpstreamError, type Upstream } from './upstreams.ts';
+import { realpathSync } from 'node:fs';
+import { parse } from 'node:path';
 import type { UpstreamConfig } from './config.ts';
 import { liveUpstreams } from './live.ts';
-import { missingCapabilities } from './client-requests.ts';
+import { passThrough } from './passthrough.ts';
 import { RunFiles, toolResult, upstreamValue } from './results.ts';
 import { progressReporter } from './progress.ts';
 import { DEFAULT_DESCRIPTION_BUDGET, OVER_BUDGET_FIRST_LINE, type McpServerOptions } from './budget.ts';
@@ -15,7 +17,8 @@ import { elicitingApprover, isGatedTool, type ApprovalRule } from './approvals.t
 
 interface Binding {
   upstream: Upstream;
-  tool: string;
+  /** The upstream's tool; undefined for the placeholder member that keeps a down upstream's namespace. */
+  tool: string | undefined;
   /** Whether a call waits for the user's approval (approvals.ts). */
   gated?: boolean;
 }
@@ -35,10 +38,9 @@ interface Listed {
 export function describeUpstreams(
   runtime: Runtime,
   upstreams: Upstream[],
-  client?: ClientCapabilities,
   approval?: Map<string, ApprovalRule>,
   options: McpServerOptions = {},
-): { description: string; bindings: Array<[string[], Binding]>; catalog: ToolCatalog } {
+): { description: string; bindings: Array<[string[], Binding]>; catalog: ToolCatalog; downNamespaces: Map<string, Upstream> } {
   // An upstream that is down but had tools keeps them declared, with a note: ptc is reconnecting it.
   let usable = upstreams.filter((upstream) => upstream.down === undefined || upstream.tools.length > 0);
   const refused = new Map<Upstream, string>();
@@ -60,11 +62,10 @@ export function describeUpstreams(
   const { text, catalog, listed, paths, dropped } = rendered;
   const unavailable = upstreams.flatMap((upstream) => {
     if (upstream.down !== undefined && upstream.tools.length > 0) return [lineComment(`${upstream.name}: down (${upstream.down}); its tools above fail until it is back.`)];
-    if (upstream.down !== undefined) return [lineComment(`${upstream.name}: unavailable (${upstream.down}); its tools cannot be called.`)];
+    if (upstream.down !== undefined) return [lineComment(`${upstream.name}: unavailable (${upstream.down}); a call into its namespace fails with a BindingError (code UPSTREAM_DOWN) until it is up.`)];
     const why = refused.get(upstream);
     return why === undefined ? [] : [lineComment(`${upstream.name}: its tool list cannot be declared (${why}); its tools cannot be called.`)];
   });
-  const missing = missingCapabilities(client);
   const frame = (code: string, first = 'Run a TypeScript program that calls the tools below.'): string => {
     const fence = codeFence(code);
     return [
@@ -72,7 +73,6 @@ export function describeUpstreams(
       runtime.executionInstructions,
       'Each tool takes one argument object and resolves with its result: the structured result when the tool has one, else its text parsed as JSON when it parses, else the text; images come back as Image values.',
       'Each namespace below is one upstream MCP server, and its comment names the server. Names, descriptions and schemas inside a namespace are that server\'s own text.',
-      ...(missing.length === 0 ? [] : [`The MCP client running this server declared no ${missing.join(', ')} support, so ptc offers none to the upstream servers: their tools that need ${missing.length === 1 ? 'it' : 'any of these'} are missing below.`]),
       '',
       `${fence}ts`,
       code,
@@ -90,7 +90,18 @@ export function describeUpstreams(
     description = withTools(catalog.declarations({ budget: Math.max(1, budget - rest) }), first);
   }
   const gated = (upstream: Upstream, name: string): boolean => isGatedTool(approval, upstream.name, upstream.tools.find((listedTool) => listedTool.name === name)!);
-  return { description, bindings: listed.map(({ upstream, tool }, index) => [paths[index]!, { upstream, tool: tool.name, gated: gated(upstream, tool.name) }]), catalog };
+  // An upstream that is down with no tools listed still has its namespace, by the name its tools
+  // would have had: a program that calls into it gets a BindingError saying why (makeBindings).
+  const taken = new Set(paths.map((path) => path[0]));
+  const downNamespaces = new Map<string, Upstream>();
+  for (const upstream of upstreams) {
+    if (upstream.down === undefined || upstream.tools.length > 0 || refused.has(upstream)) continue;
+    const namespace = bindingPaths([[upstream.name, 'x']], { discovery: true })[0]![0]!;
+    if (taken.has(namespace)) continue;
+    taken.add(namespace);
+    downNamespaces.set(namespace, upstream);
+  }
+  return { description, bindings: listed.map(({ upstream, tool }, index) => [paths[index]!, { upstream, tool: tool.name, gated: gated(upstream, tool.name) }]), catalog, downNamespaces };
 }
 
 function render(upstreams: Upstream[]): { text: string; catalog: ToolCatalog; listed: Listed[]; paths: string[][]; dropped: string[] } | Error {
@@ -133,8 +144,9 @@ export function createMcpServer(
   approval?: Map<string, ApprovalRule>,
   options: McpServerOptions = {},
 ): { server: Server; closeUpstreams(): Promise<void> } {
-  const server = new Server({ name: 'ptc', version: VERSION }, { capabilities: { tools: { listChanged: true } } });
-  const live = liveUpstreams(server, configs, (upstreams, client) => describeUpstreams(runtime, upstreams, client, approval, options));
+  const server = new Server({ name: 'ptc', version: VERSION }, { capabilities: { tools: { listChanged: true }, resources: { listChanged: true }, prompts: { listChanged: true } } });
+  const live = liveUpstreams(server, configs, (upstreams) => describeUpstreams(runtime, upstreams, approval, options));
+  passThrough(server, () => live.upstreams());
   // The upstream tool each binding path calls, for the approval question (the table changes as upstreams come and go).
   let toolNames = new Map<string, string>();
   const approver = elicitingApprover(server, (name) => toolNames.get(name) ?? name, runtime.config.approval.timeoutMs);
@@ -148,7 +160,7 @@ export function createMcpServer(
         type: 'object',
         properties: {
           program: { type: 'string', description: 'The TypeScript program.' },
-          timeoutMs: { type: 'number', description: `Deadline in ms (default ${runtime.timeout.defaultMs}, at most ${runtime.timeout.maxMs}).` },
+          timeoutMs: { type: 'integer', minimum: 1, description: `Deadline in ms (default ${runtime.timeout.defaultMs}; more than ${runtime.timeout.maxMs} is capped to it).` },
         },
         required: ['program'],
         additionalProperties: false,
@@ -184,8 +196,9 @@ export function createMcpServer(
     if (timeoutMs !== undefined && (typeof timeoutMs !== 'number' || !Number.isSafeInteger(timeoutMs) || timeoutMs <= 0)) {
       return invalid(`run_code: timeoutMs must be a positive integer of ms (larger than ${runtime.timeout.maxMs} is capped to it), got ${JSON.stringify(timeoutMs)}`);
     }
-    const { bindings: table, catalog } = await live.current();
-    toolNames = new Map(table.map(([path, { upstream, tool }]) => [path.join('.'), `${upstream.name}.${tool}`]));
+    const { bindings: described, catalog, downNamespaces } = await live.current();
+    const table = [...described, ...downCalls(args.program, downNamespaces)];
+    toolNames = new Map(table.map(([path, { upstream, tool }]) => [path.join('.'), `${upstream.name}.${tool ?? path.at(-1)}`]));
     const files = new RunFiles();
     // Upstream calls still pending when the run ends (a timeout, an abort) are cancelled upstream too.
     const ended = new AbortController();
@@ -199,10 +212,11 @@ export function createMcpServer(
           bindings: makeBindings(table, files, signal, () => deadline),
           tools: catalog,
           ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+          ...(options.cwd !== undefined ? { cwd: options.cwd } : {}),
           ...(runtime.retainsState ? { stateOwner: owner } : {}),
         });
       } catch (error) {
-        return invalid(`run_code: ${(error as Error).message}`);
+        return invalid(refusal(error, options.cwd));
       }
       deadline = spec.timeoutMs;
       let result;
@@ -212,7 +226,7 @@ export function createMcpServer(
         await progress?.sent();
       } catch (error) {
         // The runtime throws for misuse it can name, such as a second run while the session's environment is busy.
-        return invalid(`run_code: ${(error as Error).message}`);
+        return invalid(refusal(error, options.cwd));
       }
       return await toolResult(result);
     } finally {
@@ -241,16 +255,60 @@ function makeBindings(table: Array<[string[], Binding]>, files: RunFiles, signal
       space = space[segment] as Bindings;
     }
     const call: BindingFunction = async (...args: unknown[]) => {
+      if (tool === undefined) throw upstream.unavailable() ?? new UpstreamError(`upstream MCP server "${upstream.name}" came up after this run began; its tools are declared from the next run_code on`, 'UPSTREAM_DOWN');
       if (args.length > 1 || (args[0] !== undefined && (typeof args[0] !== 'object' || args[0] === null || Array.isArray(args[0])))) {
         throw Object.assign(new TypeError(`${path.join('.')} takes one argument object, got ${args.length} argument(s)`), { code: 'PTC_BAD_ARGUMENTS' });
       }
-      if (hasBigInt(args[0])) throw Object.assign(new TypeError(`${path.join('.')}: an integer beyond 2^53 cannot be sent to an MCP server exactly; pass it as a string`), { code: 'PTC_BAD_ARGUMENTS' });
+      if (!upstream.exact && hasBigInt(args[0])) throw Object.assign(new TypeError(`${path.join('.')}: an integer beyond 2^53 cannot be sent to an HTTP MCP server exactly (the MCP SDK writes its JSON); pass it as a string`), { code: 'PTC_BAD_ARGUMENTS' });
       const result = await upstream.call(tool, (args[0] ?? {}) as Record<string, unknown>, { signal, timeoutMs: timeoutMs() });
       return upstreamValue(result, files);
     };
     define(space, path.at(-1)!, gated === true ? binding(call, { approval: true }) : call);
   }
   return root;
+}
+
+/** Most members named per namespace of a down upstream: a program's text is a stranger's too. */
+const MAX_DOWN_MEMBERS = 256;
+
+/**
+ * Bindings for the members of a down upstream's namespace that the program names (`gh.list_issues`,
+ * `gh?.x`, `gh["x"]`): the upstream listed no tools, so there is no other way to know them. Each
+ * fails with the BindingError UPSTREAM_DOWN that says why; a name found in a string or a comment
+ * only adds a binding that is never called.
+ */
+function downCalls(program: string, namespaces: Map<string, Upstream>): Array<[string[], Binding]> {
+  const calls: Array<[string[], Binding]> = [];
+  for (const [namespace, upstream] of namespaces) {
+    const escaped = namespace.replace(/\$/g, '\\$');
+    const members = new Set<string>();
+    const pattern = new RegExp(`(?<![\\w$.])${escaped}\\s*(?:\\?\\.|\\.)\\s*([A-Za-z_$][\\w$]*)|(?<![\\w$.])${escaped}\\s*(?:\\?\\.)?\\[\\s*(['"\`])([A-Za-z_$][\\w$]*)\\2\\s*\\]`, 'g');
+    for (const match of program.matchAll(pattern)) {
+      if (members.size >= MAX_DOWN_MEMBERS) break;
+      members.add(match[1] ?? match[3]!);
+    }
+    // Without a member the namespace would not exist at all: one that says what it is keeps it.
+    if (members.size === 0) members.add('upstream_down');
+    // A member named is called as the tool of that name, should the upstream be up by then.
+    for (const member of members) calls.push([[namespace, member], { upstream, tool: member === 'upstream_down' ? undefined : member }]);
+  }
+  return calls;
+}
+
+/** A run the runtime refused, in words; in a file system's root, which no workspace may be, what to do about it. */
+function refusal(error: unknown, cwd: string | undefined): string {
+  const hint = startedAtRoot(cwd) ? ` (ptc mcp runs programs in ${cwd ?? process.cwd()}, where it was started; start it with --cwd DIR to give programs a workspace)` : '';
+  return `run_code: ${(error as Error).message}${hint}`;
+}
+
+/** Whether the cwd programs would run in is a file system's root, which no workspace may be. */
+function startedAtRoot(cwd: string | undefined): boolean {
+  try {
+    const real = realpathSync(cwd ?? process.cwd());
+    return parse(real).root === real;
+  } catch {
+    return false;
+  }
 }
 
 function hasBigInt(value: unknown): boolean {

@@ -1,11 +1,13 @@
-// The stdio transport to one upstream: the SDK's, with its messages parsed losslessly (an integer
-// past 2^53 in a result reaches the program as a bigint, as everywhere else in ptc) and with what
-// a dying server leaves behind (exit status, the tail of its stderr) kept for the report.
+// The stdio transport to one upstream: the SDK's, with its messages parsed and written losslessly
+// (an integer past 2^53 reaches the program as a bigint, and a bigint the program sends goes out
+// as its exact digits, as everywhere else in ptc) and with what a dying server leaves behind
+// (exit status, the tail of its stderr) kept for the report.
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ReadBuffer, STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { ChildProcess } from 'node:child_process';
 import { decodeJson } from '../../wire/decode.ts';
+import { encodeJson } from '../../wire/json.ts';
 import type { UpstreamConfig } from './config.ts';
 
 /** Stderr kept per upstream for the report of its death: enough for a stack trace's head. */
@@ -55,6 +57,13 @@ export function stdioUpstream(config: Extract<UpstreamConfig, { kind: 'stdio' }>
   // The SDK keeps the buffer and the child in private fields and offers no hook for either.
   const internals = transport as unknown as { _readBuffer: ReadBuffer; _process?: ChildProcess };
   internals._readBuffer = new LosslessReadBuffer();
+  // The SDK writes JSON.stringify's text, which throws on a bigint; ptc's encoder writes its digits.
+  transport.send = (message) => new Promise((resolve, reject) => {
+    const stdin = internals._process?.stdin;
+    if (!stdin) return reject(new Error('Not connected'));
+    if (stdin.write(`${encodeJson(message, 'message')}\n`)) resolve();
+    else stdin.once('drain', resolve);
+  });
   let tail = Buffer.alloc(0);
   transport.stderr!.on('data', (chunk: Buffer) => {
     process.stderr.write(chunk);

@@ -7,11 +7,12 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolResultSchema, ToolListChangedNotificationSchema, type CallToolResult, type ClientCapabilities, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, PromptListChangedNotificationSchema, ResourceListChangedNotificationSchema, ToolListChangedNotificationSchema, type CallToolResult, type ClientCapabilities, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { VERSION } from '../index.ts';
 import type { UpstreamConfig } from './config.ts';
 import { forwardClientRequests } from './client-requests.ts';
 import { stdioUpstream } from './stdio-upstream.ts';
+import { LosslessSchemaValidator } from './lossless-validator.ts';
 
 /** How long one connection attempt (spawn or HTTP, then initialize and tools/list) may take. */
 const CONNECT_TIMEOUT_MS = 30_000;
@@ -38,6 +39,12 @@ export interface Upstream {
   /** Why it cannot be used now (still starting, or down and why), when it cannot; stable text, for the description. */
   readonly down: string | undefined;
   call(tool: string, args: Record<string, unknown>, options: { signal: AbortSignal; timeoutMs: number | null }): Promise<CallToolResult>;
+  /** The error of a call made now, while it is down or starting; undefined when it is up. */
+  unavailable(): UpstreamError | undefined;
+  /** Whether a bigint in a call's arguments goes out exactly: ptc writes a stdio upstream's JSON itself. */
+  readonly exact: boolean;
+  /** Runs `request` on its client when it is up and offers `capability`; undefined when it does not offer it; throws UPSTREAM_DOWN when it is down. */
+  ask<T>(capability: 'resources' | 'prompts', request: (client: Client) => Promise<T>): Promise<T | undefined>;
   close(): Promise<void>;
 }
 
@@ -48,6 +55,8 @@ export interface UpstreamContext {
   server: Server;
   /** An upstream came up, went down or changed its tools. */
   onChange(): void;
+  /** An upstream announced a change of its resources or prompts. */
+  onListChanged?(kind: 'resources' | 'prompts'): void;
 }
 
 /**
@@ -140,7 +149,8 @@ class LiveUpstream implements Upstream {
 
   /** One attempt; on success returns a promise of the connection's end (in an object: an async function would adopt it). */
   async #connect(): Promise<{ end: Promise<void> } | undefined> {
-    const client = new Client({ name: 'ptc', version: VERSION }, { capabilities: this.#context.capabilities });
+    // The lossless validator: structuredContent read from a stdio upstream may hold bigints.
+    const client = new Client({ name: 'ptc', version: VERSION }, { capabilities: this.#context.capabilities, jsonSchemaValidator: new LosslessSchemaValidator() });
     forwardClientRequests(client, this.#context.server, this.#context.capabilities);
     const stdio = this.#config.kind === 'stdio' ? stdioUpstream(this.#config) : undefined;
     const transport = stdio?.transport ?? new StreamableHTTPClientTransport((this.#config as Extract<UpstreamConfig, { kind: 'http' }>).url, { requestInit: { headers: (this.#config as Extract<UpstreamConfig, { kind: 'http' }>).headers } });
@@ -164,6 +174,8 @@ class LiveUpstream implements Upstream {
       const tools = await listAll(client);
       if (this.#state === 'closed') throw new Error('ptc mcp is shutting down');
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.#refresh(client));
+      client.setNotificationHandler(ResourceListChangedNotificationSchema, () => this.#context.onListChanged?.('resources'));
+      client.setNotificationHandler(PromptListChangedNotificationSchema, () => this.#context.onListChanged?.('prompts'));
       this.#tools = tools;
       this.#state = 'up';
       connected = true;
@@ -232,9 +244,7 @@ class LiveUpstream implements Upstream {
 
   async call(tool: string, args: Record<string, unknown>, { signal, timeoutMs }: { signal: AbortSignal; timeoutMs: number | null }): Promise<CallToolResult> {
     const client = this.#client;
-    if (this.#state !== 'up' || client === undefined) {
-      throw new UpstreamError(`upstream MCP server "${this.name}" (${this.#where}) is down: ${this.down}${this.#state === 'down' ? ` (${this.#next()})` : ''}`, 'UPSTREAM_DOWN');
-    }
+    if (this.#state !== 'up' || client === undefined) throw this.unavailable()!;
     // The call gets its own signal, tied to the run's only while it is in flight: the SDK keeps
     // its abort listener after the reply, and would send notifications/cancelled for a call that
     // had long completed when the run ends.
@@ -257,6 +267,22 @@ class LiveUpstream implements Upstream {
     } finally {
       signal.removeEventListener('abort', abort);
     }
+  }
+
+  unavailable(): UpstreamError | undefined {
+    if (this.#state === 'up' && this.#client !== undefined) return undefined;
+    return new UpstreamError(`upstream MCP server "${this.name}" (${this.#where}) is down: ${this.down}${this.#state === 'down' ? ` (${this.#next()})` : ''}`, 'UPSTREAM_DOWN');
+  }
+
+  get exact(): boolean {
+    return this.#config.kind === 'stdio';
+  }
+
+  async ask<T>(capability: 'resources' | 'prompts', request: (client: Client) => Promise<T>): Promise<T | undefined> {
+    const client = this.#client;
+    if (this.#state !== 'up' || client === undefined) throw this.unavailable()!;
+    if (client.getServerCapabilities()?.[capability] === undefined) return undefined;
+    return request(client);
   }
 
   /** The reason of a death that is being recorded this very turn. */

@@ -128,7 +128,7 @@ async function resolveRoot(field: string, value: unknown, cwd: string, mode: unk
     throw new RangeError(`ptc sandbox policy: ${field} ${show(value)} ${reason}`, { cause: error });
   }
   if (mode === 'workspace-write') {
-    if (isFileSystemRoot(real)) throw new RangeError(`ptc sandbox policy: ${field} ${show(value)} would make every path writable; use mode "full-access"`);
+    if (isFileSystemRoot(real)) throw new RangeError(`ptc sandbox policy: ${field} ${show(value)} would make every path writable; name a directory below it (the workspace is the cwd unless workspaceRoot names one), or use mode "read-only"`);
     const inside = PRIVATE_MOUNTS.find((mount) => real === mount || real.startsWith(`${mount}/`));
     if (inside !== undefined) throw new RangeError(`ptc sandbox policy: ${field} ${show(value)} (${real}) is under ${inside}, which the sandbox replaces`);
   }

@@ -18,7 +18,8 @@
 //                                   (text its output contains)
 //   <!-- run: module {opts} -->     a library snippet, put where `// the example` is in the file
 //                                   `around` names (test/fixtures/docs/), with `ptc` meaning
-//                                   host/index.ts, and run by this Node; it exits 0 and its stdout
+//                                   host/index.ts and `ptc/ai` host/ai/index.ts (other packages
+//                                   from the checkout's node_modules), and run by this Node; it exits 0 and its stdout
 //                                   contains `prints`
 //   <!-- run: python {opts} -->     run by python3 in the checkout with the client on PYTHONPATH;
 //                                   exits 0 and its stdout contains `prints`
@@ -170,8 +171,13 @@ const runners: Record<string, (block: Block) => Promise<void> | void> = {
     assert.ok(around, `${where(block)}: a module example names the file around it`);
     const frame = readFileSync(join(repoRoot, 'test/fixtures/docs', around), 'utf8');
     assert.ok(frame.includes('\n// the example\n'), `${around} has no \`// the example\` line`);
-    const source = frame.replace('\n// the example\n', `\n${block.text}\n`).replaceAll("from 'ptc'", `from ${JSON.stringify(join(repoRoot, 'host/index.ts'))}`);
-    const file = join(mkdtempSync(join(work, 'module-')), 'example.mts');
+    const source = frame.replace('\n// the example\n', `\n${block.text}\n`)
+      .replaceAll("from 'ptc/ai'", `from ${JSON.stringify(join(repoRoot, 'host/ai/index.ts'))}`)
+      .replaceAll("from 'ptc'", `from ${JSON.stringify(join(repoRoot, 'host/index.ts'))}`);
+    const dir = mkdtempSync(join(work, 'module-'));
+    // Other packages an example imports (`ai`, `zod`) resolve from the checkout's.
+    symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'));
+    const file = join(dir, 'example.mts');
     writeFileSync(file, source);
     const run = spawnSync(process.execPath, [file], { cwd: repoRoot, encoding: 'utf8', timeout: 120_000 });
     assert.is(run.stderr, '');

@@ -12,7 +12,7 @@ import { PROGRAM_GLOBALS } from '../../../../host/index.ts';
 const runtime = { executionInstructions: 'Write the program.' } as Runtime;
 
 function upstream(name: string, tools: unknown[], down?: string): Upstream {
-  return { name, tools: tools as Upstream['tools'], down, call: async () => ({ content: [] }), close: async () => {} };
+  return { name, tools: tools as Upstream['tools'], down, exact: true, unavailable: () => undefined, ask: async () => undefined, call: async () => ({ content: [] }), close: async () => {} };
 }
 
 test('an upstream whose tool list cannot be declared is reported on one line; the others are declared and bound', () => {
@@ -28,18 +28,21 @@ test('an upstream whose tool list cannot be declared is reported on one line; th
   assert.equal(found.functions, ['good.ping', 'search', 'describe']);
   assert.match(found.namespaces.get('good')!, 'Declared by the upstream MCP server "good"');
   assert.match(text, /^\/\/ broken: its tool list cannot be declared \(tool 'broken\.x': description must be a string, got .*\); its tools cannot be called\.$/m);
-  assert.match(text, /^\/\/ down: unavailable \(it could not be started: boom declare function pwn\(\): void;\); its tools cannot be called\.$/m);
+  assert.match(text, /^\/\/ down: unavailable \(it could not be started: boom declare function pwn\(\): void;\); a call into its namespace fails with a BindingError \(code UPSTREAM_DOWN\) until it is up\.$/m);
   assert.equal(bindings.map(([path, binding]) => [path, binding.upstream.name, binding.tool]), [[['good', 'ping'], 'good', 'ping']]);
 });
 
-test('a name an upstream lists twice is declared once and reported; a client without sampling, elicitation or roots is named', () => {
+test('a down upstream that listed no tools keeps its namespace (by its mapped name), for calls that fail with its reason', () => {
+  const { downNamespaces } = describeUpstreams(runtime, [upstream('gh', [], 'it could not be started: boom'), upstream('my-docs', [], 'it is still starting'), upstream('up', [{ name: 'x', inputSchema: { type: 'object' } }])]);
+  assert.equal([...downNamespaces].map(([namespace, each]) => [namespace, each.name]), [['gh', 'gh'], ['my_docs', 'my-docs']]);
+});
+
+test('a name an upstream lists twice is declared once and reported; the description says nothing of client capabilities', () => {
   const ping = { name: 'ping', inputSchema: { type: 'object' } };
-  const { description, bindings } = describeUpstreams(runtime, [upstream('twice', [ping, { ...ping, description: 'the second' }, { name: 'x', inputSchema: { type: 'object' } }, { name: 'x.y', inputSchema: { type: 'object' } }])], {});
+  const { description, bindings } = describeUpstreams(runtime, [upstream('twice', [ping, { ...ping, description: 'the second' }, { name: 'x', inputSchema: { type: 'object' } }, { name: 'x.y', inputSchema: { type: 'object' } }])]);
   assert.match(description, /^\/\/ twice: lists the tool "ping" 2 times; only the first of them is declared and called\.$/m);
-  assert.match(description, /^The MCP client running this server declared no sampling, elicitation, roots support, so ptc offers none to the upstream servers: their tools that need any of these are missing below\.$/m);
+  assert.not.match(description, /sampling|elicitation|roots|capabilit/);
   assert.equal(bindings.map(([path, binding]) => [path.join('.'), binding.tool]), [['twice.ping', 'ping'], ['twice.x', 'x'], ['twice.x_y', 'x.y']]);
-  const full = describeUpstreams(runtime, [], { sampling: {}, elicitation: {}, roots: {} });
-  assert.not.match(full.description, /declared no/);
 });
 
 test.run();

@@ -40,8 +40,8 @@ const INVALID_POLICIES: Array<[string, unknown, string, string]> = [
   ['missing root', { mode: 'workspace-write', writableRoots: ['extra', 'gone'] }, 'RangeError', `ptc sandbox policy: writableRoots[1] 'gone' does not exist`],
   ['missing workspace', { mode: 'read-only', workspaceRoot: 'nowhere' }, 'RangeError', `ptc sandbox policy: workspaceRoot 'nowhere' does not exist`],
   ['workspace is a file', { mode: 'read-only', workspaceRoot: 'file' }, 'RangeError', `ptc sandbox policy: workspaceRoot must be a directory, got 'file' (DIR/file)`],
-  ['writable /', { mode: 'workspace-write', writableRoots: ['/'] }, 'RangeError', `ptc sandbox policy: writableRoots[0] '/' would make every path writable; use mode "full-access"`],
-  ['writable workspace /', { mode: 'workspace-write', workspaceRoot: '/' }, 'RangeError', `ptc sandbox policy: workspaceRoot '/' would make every path writable; use mode "full-access"`],
+  ['writable /', { mode: 'workspace-write', writableRoots: ['/'] }, 'RangeError', `ptc sandbox policy: writableRoots[0] '/' would make every path writable; name a directory below it (the workspace is the cwd unless workspaceRoot names one), or use mode "read-only"`],
+  ['writable workspace /', { mode: 'workspace-write', workspaceRoot: '/' }, 'RangeError', `ptc sandbox policy: workspaceRoot '/' would make every path writable; name a directory below it (the workspace is the cwd unless workspaceRoot names one), or use mode "read-only"`],
   ['writable under /proc', { mode: 'workspace-write', writableRoots: ['/proc/self/fd'] }, 'RangeError', `ptc sandbox policy: writableRoots[0] '/proc/self/fd' (/proc/PID/fd) is under /proc, which the sandbox replaces`],
   ['writable under /dev', { mode: 'workspace-write', writableRoots: ['/dev/shm'] }, 'RangeError', `ptc sandbox policy: writableRoots[0] '/dev/shm' (/dev/shm) is under /dev, which the sandbox replaces`],
 ];

@@ -181,13 +181,16 @@ test('ptc mcp: an upstream named search is the namespace search_, and the descri
     name,
     tools: Array.from({ length: count }, (_, index) => ({ name: `tool_${index}`, description: `Tool number ${index}.`, inputSchema: { type: 'object' as const } })),
     down: undefined,
+    exact: true,
+    unavailable: () => undefined,
+    ask: async () => undefined,
     call: async () => ({ content: [] }),
     close: async () => {},
   });
   const small = describeUpstreams(runtime, [upstream('search', 2)]);
   assert.equal(declared(/^```ts\n([^]*)\n```$/m.exec(small.description)![1]!).functions, ['inspect', 'search_.tool_0', 'search_.tool_1', 'search', 'describe']);
   assert.equal(small.bindings.map(([path]) => path.join('.')), ['search_.tool_0', 'search_.tool_1']);
-  const big = describeUpstreams(runtime, [upstream('search', 300), upstream('other', 300)], undefined, undefined, { descriptionBudget: 5_000 });
+  const big = describeUpstreams(runtime, [upstream('search', 300), upstream('other', 300)], undefined, { descriptionBudget: 5_000 });
   assert.ok(big.description.length <= 5_000, `${big.description.length} characters`);
   assert.match(big.description, /^Run a TypeScript program that calls the tools of the MCP servers below, which are too many to declare here/);
   assert.match(big.description, /^\/\/ {3}search_: 300 tools\. Declared by the upstream MCP server "search"/m);
