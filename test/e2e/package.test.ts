@@ -105,13 +105,17 @@ test('the tarball holds compiled JavaScript, .d.ts types and the bin, and no Typ
     types: './types/host/index.d.ts',
     bin: { ptc: './lib/bin.js' },
     engines: { node: '>=22.13.0' },
-    peerDependencies: { ai: '^7.0.0', zod: '^3.25.76 || ^4.1.8' },
-    peerDependenciesMeta: { ai: { optional: true }, zod: { optional: true } },
+    peerDependencies: { ai: '^7.0.0', zod: '^3.25.76 || ^4.1.8', '@opentelemetry/api': '^1.3.0' },
+    peerDependenciesMeta: { ai: { optional: true }, zod: { optional: true }, '@opentelemetry/api': { optional: true } },
   });
   // Only lib/ai.js imports the AI SDK: the library, the bin and their chunks never load it.
   const lib = files.filter((f) => /^lib\/.+\.m?js$/.test(f));
   const importers = lib.filter((f) => /\bfrom\s*["']ai["']|import\(\s*["']ai["']\s*\)/.test(execFileSync('tar', ['-xzOf', tarball, `package/${f}`], { encoding: 'utf8' })));
   assert.equal(importers, ['lib/ai.js']);
+  // Spans go through the user's own OpenTelemetry API, imported by name, never a bundled copy of it.
+  const texts = lib.map((f) => execFileSync('tar', ['-xzOf', tarball, `package/${f}`], { encoding: 'utf8' }));
+  assert.ok(texts.some((text) => /import\(\s*["']@opentelemetry\/api["']\s*\)/.test(text)), 'no chunk imports @opentelemetry/api');
+  assert.not.ok(texts.some((text) => text.includes('ProxyTracerProvider')), 'a chunk bundles a copy of @opentelemetry/api');
   assert.match(execFileSync('tar', ['-xzOf', tarball, 'package/lib/bin.js'], { encoding: 'utf8' }), /^#!\/usr\/bin\/env node\n/);
 });
 

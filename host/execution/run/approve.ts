@@ -6,6 +6,10 @@ import type { Deadline } from '../deadline.ts';
 import type { Execution } from './execution.ts';
 import { errorText } from './replay.ts';
 import type { RunState } from './state.ts';
+import { thrownFailure } from '../tracing.ts';
+
+/** How an approval wait that threw ended, by the code of its error (the ApprovalOutcome names). */
+const APPROVAL_OUTCOMES: Record<string, string> = { PTC_REJECTED: 'rejected', PTC_APPROVAL_TIMEOUT: 'timed-out', PTC_EVALUATION_ENDED: 'withdrawn' };
 
 /** One binding call as the dispatch sees it: its journal position, name, arguments and text. */
 export interface CallAt {
@@ -22,13 +26,17 @@ export async function approveCall(execution: Execution, binding: BindingFunction
   const journal = execution.journal;
   journal?.record(position, name, argsText, 'waiting');
   journal?.status('waiting');
+  const span = execution.trace?.step('ptc.approval', { 'ptc.binding.name': name, 'ptc.binding.sequence': position });
   try {
     const hold = execution.approval?.deadline === 'running' ? () => () => {} : deadline.hold;
     await awaitApproval(execution.approval, { runId: execution.runId, sequence: position, binding: name, args }, hold, state.ended.signal);
   } catch (error) {
+    const code = (error as { code?: string }).code;
+    span?.end({ 'ptc.approval.outcome': APPROVAL_OUTCOMES[code ?? ''] ?? 'failed' }, thrownFailure(error));
     // A decision (or its timeout) is journaled; a call whose run ended still waits for one.
-    if ((error as { code?: string }).code !== 'PTC_EVALUATION_ENDED') journal?.record(position, name, argsText, 'rejected', null, errorText(error));
+    if (code !== 'PTC_EVALUATION_ENDED') journal?.record(position, name, argsText, 'rejected', null, errorText(error));
     throw error;
   }
+  span?.end({ 'ptc.approval.outcome': 'approved' });
   journal?.status('running');
 }

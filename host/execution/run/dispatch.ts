@@ -13,6 +13,7 @@ import { approveCall } from './approve.ts';
 import type { Execution } from './execution.ts';
 import { diverge, errorText, journalSteps, replayed } from './replay.ts';
 import { evaluationEnded, type RunState } from './state.ts';
+import { thrownFailure } from '../tracing.ts';
 
 export interface DispatchSetup {
   execution: Execution;
@@ -45,16 +46,21 @@ export function dispatcher({ execution, config, state, deadline, registerImage }
     const binding = execution.bindings.get(name)!;
     if (journal !== undefined) {
       const match = journal.match(name, argsText);
-      if (match.kind === 'answered') return replayed(match.call, imageOf(name));
+      if (match.kind === 'answered') {
+        execution.trace?.step(`ptc.binding ${name}`, { 'ptc.binding.name': name, 'ptc.binding.sequence': match.call.sequence, 'ptc.binding.replayed': true }).end({ 'ptc.binding.status': 'ok' });
+        return replayed(match.call, imageOf(name));
+      }
       if (match.kind === 'diverged') diverge(state, match);
       if (match.kind === 'run') position = match.sequence;
     }
     const args = await decodeArguments(argsText);
     await approveCall(execution, binding, { position, name, args, argsText }, deadline, state);
     journal?.record(position, name, argsText, 'started');
+    // The call's span covers the binding only: its approval wait has a span of its own.
+    const span = execution.trace?.step(`ptc.binding ${name}`, { 'ptc.binding.name': name, 'ptc.binding.sequence': position });
     let encoded: InvokeResult;
     try {
-      const result = await binding(...args);
+      const result = await (span === undefined ? binding(...args) : span.within(() => binding(...args)));
       if (state.settled) throw evaluationEnded(`${name}: the evaluation has ended`);
       encoded = await encodeResult(name, result, imageOf(name));
       const resultBytes = encoded.value === undefined ? 0 : Buffer.byteLength(encoded.value);
@@ -62,9 +68,11 @@ export function dispatcher({ execution, config, state, deadline, registerImage }
         throw Object.assign(new Error(`${name}: the result (${resultBytes} bytes of JSON) is larger than one control message (maxMessageBytes ${config.maxMessageBytes})`), { code: 'PTC_MESSAGE_LIMIT' });
       }
     } catch (error) {
+      span?.end({ 'ptc.binding.status': 'failed' }, thrownFailure(error));
       journal?.record(position, name, argsText, 'failed', null, errorText(error));
       throw error;
     }
+    span?.end({ 'ptc.binding.status': 'ok' });
     // Committed before the program hears the answer: an answer it acted on is never lost.
     journal?.record(position, name, argsText, 'done', JSON.stringify({ value: encoded.value ?? null, images: encoded.images.map(({ at, image }) => ({ at, path: image.path })) }));
     return encoded;
