@@ -94,6 +94,7 @@ class PtcClient:
             policy: Optional[Mapping[str, Any]] = None, owner: Optional[str] = None, run_id: Optional[str] = None,
             discard_completion: bool = False, on_policy_change: Optional[str] = None,
             approval: Optional[Sequence[str]] = None,
+            traceparent: Optional[str] = None, tracestate: Optional[str] = None,
             on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None) -> Dict[str, Any]:
         """Runs a program; returns the result dict exactly as ``ptc run --json`` prints it.
 
@@ -106,12 +107,15 @@ class PtcClient:
         ``approval`` names the tools whose calls wait for a person: each waiting call goes to
         ``on_approval`` (``{runId, sequence, name, args}``, on a worker thread), which returns True to
         approve, False or a reason to reject, or None to decide later with ``approve()``/``reject()``.
+        ``traceparent`` (and ``tracestate``), a W3C trace context such as your tracer's current span
+        gives, makes the server's span of the run a child of that span (docs/traces.md).
         """
         table = tool_table(tools)
         run_id = run_id if run_id is not None else uuid.uuid4().hex
         params = run_params(program, table, run_id, cwd=cwd, timeout_ms=timeout_ms, cpu_time_ms=cpu_time_ms,
                             policy=policy, owner=owner, discard_completion=discard_completion,
-                            on_policy_change=on_policy_change, approval=approval)
+                            on_policy_change=on_policy_change, approval=approval,
+                            traceparent=traceparent, tracestate=tracestate)
         with self._lock:
             if run_id in self._runs:
                 raise PtcError(f"run_id {run_id!r} is already in flight on this client")
