@@ -13,6 +13,9 @@ import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type Re
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { binding, createRuntime } from '../../host/index.ts';
 import { serve } from '../../host/serve/index.ts';
+import { createMcpServer } from '../../host/mcp/server.ts';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { tracingApi, useTracingApi, type TracingApi } from '../../host/execution/tracing.ts';
 import { decodeJson } from '../../wire/decode.ts';
 import { valueOf } from '../helpers/assert.ts';
@@ -234,6 +237,31 @@ test('ptc serve: a run request\'s traceparent is its span\'s parent; its invokes
   assert.is(span.spanContext().traceId, '4bf92f3577b34da6a3ce929d0e0e4736');
   assert.is(parentOf(span), '00f067aa0ba902b7');
   assert.is(parentOf(one('ptc.binding echo')), span.spanContext().spanId);
+});
+
+test('ptc mcp: the traceparent in a tools/call _meta is the run span\'s parent', async () => {
+  const runtime = createRuntime({ prestartCarrier: false, discovery: true, timeoutMs: 20_000 });
+  const { server, closeUpstreams } = createMcpServer(runtime, new Map());
+  const client = new Client({ name: 'traces.test', version: '1' });
+  const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+  try {
+    await server.connect(serverSide);
+    await client.connect(clientSide);
+    const traceparent = '00-5bf92f3577b34da6a3ce929d0e0e4736-10f067aa0ba902b7-01';
+    const result = await client.callTool({ name: 'run_code', arguments: { program: 'return 6 * 7' }, _meta: { traceparent } });
+    assert.is(result.isError, undefined, JSON.stringify(result));
+    const span = one('ptc.run');
+    assert.is(span.spanContext().traceId, '5bf92f3577b34da6a3ce929d0e0e4736');
+    assert.is(parentOf(span), '10f067aa0ba902b7');
+    const refused = await client.callTool({ name: 'run_code', arguments: { program: 'return 1' }, _meta: { traceparent: 'nope' } });
+    assert.is(refused.isError, true);
+    assert.match(JSON.stringify(refused.content), /traceparent must be of the W3C form/);
+  } finally {
+    await client.close();
+    await server.close();
+    await closeUpstreams();
+    await runtime.dispose();
+  }
 });
 
 test.run();
