@@ -8,6 +8,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { PassThrough } from 'node:stream';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { context, trace, type Span } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -19,6 +23,7 @@ import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import { tracingApi, useTracingApi, type TracingApi } from '../../host/execution/tracing.ts';
 import { decodeJson } from '../../wire/decode.ts';
 import { valueOf } from '../helpers/assert.ts';
+import { repoRoot } from '../helpers/runtime.ts';
 
 const exporter = new InMemorySpanExporter();
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
@@ -261,6 +266,29 @@ test('ptc mcp: the traceparent in a tools/call _meta is the run span\'s parent',
     await server.close();
     await closeUpstreams();
     await runtime.dispose();
+  }
+});
+
+test('docs/traces.md: the worked example prints the run as a child of the turn and each call as a child of the run', () => {
+  const page = readFileSync(join(repoRoot, 'docs/traces.md'), 'utf8');
+  const example = /<!-- tested: test\/integration\/traces\.test\.ts -->\n```js\n([\s\S]*?)\n```/.exec(page)?.[1];
+  assert.ok(example, 'docs/traces.md has no example marked for this suite');
+  // Its own directory, with the checkout's packages, and `ptc` meaning the library's source.
+  const dir = mkdtempSync(join(tmpdir(), 'ptc-traces-doc-'));
+  try {
+    symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'));
+    writeFileSync(join(dir, 'example.mjs'), example.replace("from 'ptc'", `from ${JSON.stringify(join(repoRoot, 'host/index.ts'))}`));
+    const run = spawnSync(process.execPath, [join(dir, 'example.mjs')], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+    assert.is(run.stderr, '');
+    assert.is(run.status, 0);
+    const lines = run.stdout.split('\n');
+    assert.ok(lines.includes('value: 15'), run.stdout);
+    assert.is(lines.filter((line) => line === 'ptc.binding weather <- ptc.run').length, 2, run.stdout);
+    assert.ok(lines.some((line) => line.startsWith('ptc.run <- agent turn {')), run.stdout);
+    assert.match(run.stdout, /'ptc\.run\.status': 'ok'/);
+    assert.ok(lines.includes('agent turn <- (root)'), run.stdout);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
