@@ -20,7 +20,6 @@ import { armDeadline, ResourceWatch } from './run/stops.ts';
 import { runOutput, type RunOutput } from './run/output.ts';
 import { dispatcher } from './run/dispatch.ts';
 import { reportDenials, reportNetwork } from './run/report.ts';
-import { thrownFailure } from './tracing.ts';
 import { endAfterOutputLimit, endUnlessUsable, survivesFailure } from './run/retention.ts';
 import { CONTROL_LOST, completedResult, describeExit, describeHow, failedResult, idle, stderrNote, type RunResult, type SandboxReport } from './run/outcome.ts';
 
@@ -245,7 +244,7 @@ export class Environment {
     try {
       await this.carrier.handshake();
     } catch (error) {
-      span?.end(undefined, thrownFailure(error));
+      span?.fail(error);
       throw error;
     }
     span?.end();

@@ -126,6 +126,8 @@ export interface StepSpan {
   within<T>(fn: () => T): T;
   /** Ends the step; a failure (a kind and message) marks it as one. */
   end(attributes?: Attributes, failure?: { kind: string; message?: string }): void;
+  /** Ends the step as failed by what was thrown, read only when the step is recorded (a program's binding may throw anything). */
+  fail(thrown: unknown, attributes?: Attributes): void;
 }
 
 /** What a run's result tells its span. */
@@ -164,17 +166,15 @@ export class RunTrace {
    */
   step(name: string, attributes: Attributes): StepSpan {
     const api = this.#api;
-    if (!this.recording) return { within: (fn) => api.context.with(this.#context, fn), end() {} };
+    if (!this.recording) return { within: (fn) => api.context.with(this.#context, fn), end() {}, fail() {} };
     const span = this.#tracer.startSpan(name, { kind: KIND_INTERNAL, attributes }, this.#context);
     const context = api.trace.setSpan(this.#context, span);
-    return {
-      within: (fn) => api.context.with(context, fn),
-      end(more, failure) {
-        if (more !== undefined) span.setAttributes(more);
-        if (failure !== undefined) markFailed(span, failure);
-        span.end();
-      },
+    const end = (more?: Attributes, failure?: { kind: string; message?: string }): void => {
+      if (more !== undefined) span.setAttributes(more);
+      if (failure !== undefined) markFailed(span, failure);
+      span.end();
     };
+    return { within: (fn) => api.context.with(context, fn), end, fail: (thrown, more) => end(more, thrownFailure(thrown)) };
   }
 
   /** Samples the carrier's tree when its run starts (local carriers with /proc, recorded runs only). */
@@ -215,10 +215,14 @@ export class RunTrace {
   }
 }
 
-/** A thrown error as a step's failure: its code as the kind (or "error"), and its message. */
-export function thrownFailure(error: unknown): { kind: string; message: string } {
-  const code = (error as { code?: unknown } | null)?.code;
-  return { kind: typeof code === 'string' ? code : 'error', message: error instanceof Error ? error.message : String(error) };
+/** A thrown value as a failure: its code as the kind (or "error"), and its message; a value whose reading throws is described as such. */
+function thrownFailure(thrown: unknown): { kind: string; message: string } {
+  try {
+    const { code, message } = (typeof thrown === 'object' && thrown !== null ? thrown : {}) as { code?: unknown; message?: unknown };
+    return { kind: typeof code === 'string' ? code : 'error', message: typeof message === 'string' ? message : String(thrown) };
+  } catch {
+    return { kind: 'error', message: 'a thrown value that cannot be described' };
+  }
 }
 
 function markFailed(span: OtelSpan, failure: { kind: string; message?: string }): void {

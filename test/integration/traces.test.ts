@@ -144,6 +144,22 @@ test('a failed run, call and rejected approval carry their kind and an error sta
   }
 });
 
+test('a binding that throws a value whose reading throws fails its span without changing what the program sees', async () => {
+  const runtime = createRuntime({ prestartCarrier: false, timeoutMs: 20_000 });
+  try {
+    const hostile = new Proxy({}, { get() { throw new Error('trap'); }, getPrototypeOf() { throw new Error('trap'); }, ownKeys() { throw new Error('trap'); } });
+    const spec = runtime.resolve({ program: 'try { await bad() } catch (e) { return e.message }', bindings: { bad: async () => { throw hostile; } } });
+    const { result } = await asCaller(() => runtime.run(spec));
+    assert.equal(valueOf(result), 'the binding threw a value that cannot be described');
+    const span = one('ptc.binding bad');
+    assert.is(span.attributes['ptc.binding.status'], 'failed');
+    assert.is(span.attributes['ptc.failure.kind'], 'error');
+    assert.is(span.status.message, 'a thrown value that cannot be described');
+  } finally {
+    await runtime.dispose();
+  }
+});
+
 test('a traceparent handed to run() is the run span\'s parent in place of the active context, and its tracestate is kept', async () => {
   const runtime = createRuntime({ prestartCarrier: false, timeoutMs: 20_000 });
   try {

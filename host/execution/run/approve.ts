@@ -6,7 +6,6 @@ import type { Deadline } from '../deadline.ts';
 import type { Execution } from './execution.ts';
 import { errorText } from './replay.ts';
 import type { RunState } from './state.ts';
-import { thrownFailure } from '../tracing.ts';
 
 /** How an approval wait that threw ended, by the code of its error (the ApprovalOutcome names). */
 const APPROVAL_OUTCOMES: Record<string, string> = { PTC_REJECTED: 'rejected', PTC_APPROVAL_TIMEOUT: 'timed-out', PTC_EVALUATION_ENDED: 'withdrawn' };
@@ -32,7 +31,7 @@ export async function approveCall(execution: Execution, binding: BindingFunction
     await awaitApproval(execution.approval, { runId: execution.runId, sequence: position, binding: name, args }, hold, state.ended.signal);
   } catch (error) {
     const code = (error as { code?: string }).code;
-    span?.end({ 'ptc.approval.outcome': APPROVAL_OUTCOMES[code ?? ''] ?? 'failed' }, thrownFailure(error));
+    span?.fail(error, { 'ptc.approval.outcome': APPROVAL_OUTCOMES[code ?? ''] ?? 'failed' });
     // A decision (or its timeout) is journaled; a call whose run ended still waits for one.
     if (code !== 'PTC_EVALUATION_ENDED') journal?.record(position, name, argsText, 'rejected', null, errorText(error));
     throw error;

@@ -13,7 +13,6 @@ import { approveCall } from './approve.ts';
 import type { Execution } from './execution.ts';
 import { diverge, errorText, journalSteps, replayed } from './replay.ts';
 import { evaluationEnded, type RunState } from './state.ts';
-import { thrownFailure } from '../tracing.ts';
 
 export interface DispatchSetup {
   execution: Execution;
@@ -68,7 +67,7 @@ export function dispatcher({ execution, config, state, deadline, registerImage }
         throw Object.assign(new Error(`${name}: the result (${resultBytes} bytes of JSON) is larger than one control message (maxMessageBytes ${config.maxMessageBytes})`), { code: 'PTC_MESSAGE_LIMIT' });
       }
     } catch (error) {
-      span?.end({ 'ptc.binding.status': 'failed' }, thrownFailure(error));
+      span?.fail(error, { 'ptc.binding.status': 'failed' });
       journal?.record(position, name, argsText, 'failed', null, errorText(error));
       throw error;
     }
