@@ -149,6 +149,9 @@ export async function build(opts: { node?: string; entry?: string; bootstrapEntr
     // See build/shims/: the real string-width costs ~50 ms at every start, Node's assert (which
     // only yargs imports, by its bare name) ~3 ms and the creation of the stderr stream.
     alias: { 'string-width': join(ROOT, 'build/shims/string-width.ts'), assert: join(ROOT, 'build/shims/assert.ts') },
+    // No copy of the OpenTelemetry API: no SDK can be registered in the binary's process, so
+    // host/execution/tracing.ts never loads it there (PTC_BUILD) and spans stay off (docs/traces.md).
+    external: ['@opentelemetry/api'],
     define: {
       'import.meta.url': '__ptc_import_meta_url',
       'import.meta.filename': '__filename',

@@ -32,6 +32,8 @@ export const PACKAGE_ENGINES = { node: '>=22.13.0' };
 
 /** What `ptc/ai` is tested against (the current major of the AI SDK, and the zod versions that SDK takes). */
 export const AI_PEERS = { ai: '^7.0.0', zod: '^3.25.76 || ^4.1.8' };
+/** The OpenTelemetry API the runtime's spans go through, when the user has it (docs/traces.md); 1.x is one stable API. */
+export const TRACING_PEERS = { '@opentelemetry/api': '^1.3.0' };
 /** The carrier's file in lib/, next to the chunks that find it through PTC_PACKAGE_CARRIER. */
 const CARRIER_FILE = 'bootstrap.mjs';
 
@@ -94,9 +96,10 @@ export function packageManifest(root: RootManifest): Record<string, unknown> {
     types: './types/host/index.d.ts',
     bin: { ptc: './lib/bin.js' },
     engines: PACKAGE_ENGINES,
-    // Only `ptc/ai` needs them, so they are optional: npm installs neither for a user of the rest.
-    peerDependencies: AI_PEERS,
-    peerDependenciesMeta: Object.fromEntries(Object.keys(AI_PEERS).map((name) => [name, { optional: true }])),
+    // Only `ptc/ai` needs the AI SDK and zod, and only traces the OpenTelemetry API (loaded when
+    // present), so all are optional: npm installs none of them for a user who does not want them.
+    peerDependencies: { ...AI_PEERS, ...TRACING_PEERS },
+    peerDependenciesMeta: Object.fromEntries(Object.keys({ ...AI_PEERS, ...TRACING_PEERS }).map((name) => [name, { optional: true }])),
   };
 }
 
@@ -112,8 +115,9 @@ export async function buildPackage(opts: { out?: string; packDestination?: strin
   // The library and the bin share one bundle split into chunks, so the bin costs no second copy.
   await bundle({
     entryPoints: { index: join(ROOT, 'host/index.ts'), bin: join(ROOT, 'host/cli/bin.ts'), ai: join(ROOT, 'host/ai/index.ts'), configuration: join(ROOT, 'host/configuration.ts') },
-    // `ptc/ai` imports the user's own AI SDK (a peer dependency), never a copy of it.
-    external: ['ai'],
+    // `ptc/ai` imports the user's own AI SDK (a peer dependency), never a copy of it; traces go
+    // through the user's own OpenTelemetry API, the one their SDK registers with.
+    external: ['ai', ...Object.keys(TRACING_PEERS)],
     outdir: lib,
     splitting: true,
     chunkNames: '[name]-[hash]',

@@ -189,7 +189,7 @@ export class Environment {
     if (this.lost !== undefined) state.stop({ kind: 'worker-exit', message: `the environment is gone: ${this.lost}`, exitCode: this.#exit?.code ?? null, signal: this.#exit?.signal ?? null });
 
     let outcome: RunOutcome | undefined;
-    const running = this.#send(execution, stripped.code, initializer, state, resources, sandbox).then((reply) => {
+    const running = this.#send(execution, stripped.code, initializer, state, resources, sandbox, warm).then((reply) => {
       outcome = reply;
       if (reply !== undefined) state.complete();
     });
@@ -199,6 +199,7 @@ export class Environment {
     resources.settle();
     disarm();
     state.end();
+    execution.trace?.sampleAfter(this.#localPid());
     reportNetwork(this.carrier.network, sandbox);
     let usable = await survivesFailure(this, state, running, this.#config.stopGraceMs);
     this.#hooks = undefined;
@@ -220,8 +221,8 @@ export class Environment {
   }
 
   /** Sends the run to the carrier once it is ready for it; resolves with its reply, or undefined when the run stopped first. */
-  async #send(execution: Execution, program: string, initializer: string | undefined, state: RunState, resources: ResourceWatch, sandbox: SandboxReport): Promise<RunOutcome | undefined> {
-    await this.carrier.handshake();
+  async #send(execution: Execution, program: string, initializer: string | undefined, state: RunState, resources: ResourceWatch, sandbox: SandboxReport, warm: boolean): Promise<RunOutcome | undefined> {
+    await this.#boot(execution, warm);
     // A remote carrier's relay has said by now what bounds its memory there.
     sandbox.memory = this.#resources.memory;
     sandbox.tasks = this.#resources.tasks;
@@ -232,8 +233,26 @@ export class Environment {
     if (state.settled) return undefined;
     this.#connect();
     state.codeStarted = true;
+    execution.trace?.sampleBefore(this.#localPid());
     const announceStart = resources.start(execution.cpuTimeMs);
     return this.carrier.run(carrierRequest(execution, { format: this.format, retain: this.retained, program, initializer, announceStart }, this.#config));
+  }
+
+  /** Waits for the carrier's handshake; for a run that did not find it booted, that wait is the boot's span. */
+  async #boot(execution: Execution, warm: boolean): Promise<void> {
+    const span = warm ? undefined : execution.trace?.step('ptc.carrier.boot', { 'ptc.sandbox.backend': this.report.backend, ...(this.report.location !== undefined ? { 'ptc.carrier.location': this.report.location } : {}) });
+    try {
+      await this.carrier.handshake();
+    } catch (error) {
+      span?.fail(error);
+      throw error;
+    }
+    span?.end();
+  }
+
+  /** The carrier's pid when its process tree is on this machine, where /proc shows its usage. */
+  #localPid(): number | undefined {
+    return this.report.location === 'remote' ? undefined : this.carrier.pid;
   }
 
   /** A run that never reaches the carrier: aborted before it began, or a program that does not parse. */

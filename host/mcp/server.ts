@@ -222,7 +222,7 @@ export function createMcpServer(
       let result;
       try {
         const progress = progressReporter(extra);
-        result = await runtime.run(spec, { signal: extra.signal, onApproval: approver, ...(progress !== undefined ? { onOutput: progress.onOutput } : {}) });
+        result = await runtime.run(spec, { signal: extra.signal, onApproval: approver, ...(progress !== undefined ? { onOutput: progress.onOutput } : {}), ...traceMeta(request.params._meta) });
         await progress?.sent();
       } catch (error) {
         // The runtime throws for misuse it can name, such as a second run while the session's environment is busy.
@@ -235,6 +235,13 @@ export function createMcpServer(
     }
   });
   return { server, closeUpstreams: () => live.close() };
+}
+
+/** The W3C trace context a client put in the tools/call `_meta` (keys traceparent, tracestate): the run's span joins that trace (docs/traces.md). */
+function traceMeta(meta: Record<string, unknown> | undefined): { traceparent?: string; tracestate?: string } {
+  if (meta === undefined) return {};
+  const { traceparent, tracestate } = meta as { traceparent?: string; tracestate?: string };
+  return { ...(traceparent !== undefined ? { traceparent } : {}), ...(tracestate !== undefined ? { tracestate } : {}) };
 }
 
 function invalid(message: string): CallToolResult {

@@ -8,6 +8,7 @@ import type { ProgramFormat } from './instructions.ts';
 import { approveProgram } from './program-approval.ts';
 import { Executor, type Execution, type RunResult } from '../execution/owners.ts';
 import type { RunJournal } from '../execution/journal/replay.ts';
+import type { RunTrace } from '../execution/tracing.ts';
 import type { ResolvedConfig } from './config.ts';
 import { approvalHandler, type CompleteSpec, type RunOptions } from './request.ts';
 
@@ -28,8 +29,8 @@ export class Admission {
     this.#format = format;
   }
 
-  /** Runs one spec with its flattened bindings; `recorded` journals its calls. */
-  async execute(spec: CompleteSpec, bindings: Map<string, BindingFunction>, options: RunOptions, runId: string, recorded?: RunJournal): Promise<RunResult> {
+  /** Runs one spec with its flattened bindings; `recorded` journals its calls, `trace` makes its spans. */
+  async execute(spec: CompleteSpec, bindings: Map<string, BindingFunction>, options: RunOptions, runId: string, recorded?: RunJournal, trace?: RunTrace): Promise<RunResult> {
     const controller = new AbortController();
     this.#active.add(controller);
     const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
@@ -44,7 +45,9 @@ export class Admission {
         });
         if (refused !== undefined) return refused;
       }
-      return await this.#executor.run(this.#execution(spec, bindings, options, signal, runId, recorded, grants), spec);
+      const execution = this.#execution(spec, bindings, options, signal, runId, recorded, grants);
+      if (trace !== undefined) execution.trace = trace;
+      return await this.#executor.run(execution, spec);
     } finally {
       this.#active.delete(controller);
     }

@@ -85,6 +85,10 @@ export interface RunOptions {
   onProgramApproval?: ProgramApprovalHandler;
   /** The run's id in pending actions and in the journal, where it must be new. @default a random UUID */
   runId?: string;
+  /** A W3C traceparent: the run's span joins that trace in place of the active context's (docs/traces.md). @default the active context */
+  traceparent?: string;
+  /** The W3C tracestate that goes with `traceparent`. */
+  tracestate?: string;
 }
 
 export interface ResumeOptions extends RunOptions {

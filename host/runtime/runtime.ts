@@ -15,6 +15,7 @@ import { completeSpec, resolveRequest, type RunOptions, type RunRequest, type Ru
 import { holdDefaultPool } from './warm-pool.ts';
 import { Admission } from './admission.ts';
 import { checkJournalNames, journaled, needJournal, openJournal, withSnippets } from './journaled.ts';
+import { traceContextOf, traced } from './traced.ts';
 
 export interface TimeoutDescriptor {
   readonly defaultMs: number;
@@ -111,12 +112,14 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       const spec = completeSpec(given, config);
       const bindings = flattenBindings(spec.bindings);
       if (options.runId !== undefined && (typeof options.runId !== 'string' || options.runId === '')) throw new TypeError(`ptc run(): runId must be a non-empty string, got ${show(options.runId)}`);
+      const context = traceContextOf(options, 'ptc run()');
       const runId = options.runId ?? randomUUID();
-      if (journal === undefined) return admission.execute(spec, bindings, options, runId);
+      const run = { runId, resumed: false, context };
+      if (journal === undefined) return traced(config, run, (trace) => admission.execute(spec, bindings, options, runId, undefined, trace));
       checkJournalNames(bindings);
       withSnippets(journal, bindings, snippetRun(spec.bindings, options));
       const recorded = journal.begin(runId, spec.program, { cwd: spec.cwd, filename: spec.filename, timeoutMs: spec.timeoutMs, cpuTimeMs: spec.cpuTimeMs, discardCompletion: spec.discardCompletion, policy: spec.policy });
-      return journaled(journal, recorded, () => admission.execute(spec, bindings, options, runId, recorded));
+      return traced(config, run, (trace) => journaled(journal, recorded, () => admission.execute(spec, bindings, options, runId, recorded, trace)));
     },
 
     async resume(runId, options) {
@@ -125,6 +128,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       if (typeof options !== 'object' || options === null) throw new TypeError(`ptc resume(): options must be an object with the run's bindings, got ${show(options)}`);
       const { bindings: given, runId: _ignored, ...runOptions } = options;
       const found = needJournal(journal, 'resume()');
+      const context = traceContextOf(runOptions, 'ptc resume()');
       const taken = found.reopen(runId);
       let spec: ReturnType<typeof completeSpec>;
       let bindings: ReturnType<typeof flattenBindings>;
@@ -136,7 +140,7 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
         found.abandon(taken.journal);
         throw error;
       }
-      return journaled(found, taken.journal, () => admission.execute(spec, bindings, runOptions, runId, taken.journal));
+      return traced(config, { runId, resumed: true, context }, (trace) => journaled(found, taken.journal, () => admission.execute(spec, bindings, runOptions, runId, taken.journal, trace)));
     },
 
     runs: () => needJournal(journal, 'runs()').runs(),

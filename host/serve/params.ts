@@ -22,6 +22,9 @@ export interface RunParams {
   reconcile?: unknown;
   /** Ask for one approval of the whole program before it runs. */
   approveProgram?: unknown;
+  /** The caller's W3C trace context: the run's span joins that trace (docs/traces.md); the library checks its form. */
+  traceparent?: string;
+  tracestate?: string;
 }
 
 const invalid = (method: string, message: string): RpcError => new RpcError(ErrorCode.invalidParams, `${method}: ${message}`);
@@ -49,7 +52,7 @@ export function initializeParams(params: Record<string, unknown>): { protocolVer
 
 /** Checks `run`; the library checks the values it owns (timeoutMs, cpuTimeMs, policy, cwd, onPolicyChange) when it resolves them. */
 export function runParams(params: Record<string, unknown>): RunParams {
-  only('run', params, ['program', 'tools', 'owner', 'runId', 'timeoutMs', 'cpuTimeMs', 'policy', 'cwd', 'discardCompletion', 'onPolicyChange', 'approval', 'reconcile', 'approveProgram']);
+  only('run', params, ['program', 'tools', 'owner', 'runId', 'timeoutMs', 'cpuTimeMs', 'policy', 'cwd', 'discardCompletion', 'onPolicyChange', 'approval', 'reconcile', 'approveProgram', 'traceparent', 'tracestate']);
   if (typeof params.program !== 'string') throw invalid('run', `program must be a string, got ${show(params.program)}`);
   const owner = name('run', params, 'owner', false);
   const runId = name('run', params, 'runId', false);

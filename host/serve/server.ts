@@ -206,7 +206,8 @@ export class Server {
         ...(request.approveProgram === true ? { onProgramApproval: this.#approvals.programHandler(runId, pathsToNames(toolNames), (params) => this.#connection.notify('approval', params)) } : {}),
       };
       // A resumed run keeps its journal's runId: that is the id its invokes and notifications carry.
-      return resume !== undefined ? await runtime.resume(runId, { ...options, bindings: spec.bindings }) : await runtime.run(spec as RunSpec, { ...options, runId });
+      const trace = { ...(request.traceparent !== undefined ? { traceparent: request.traceparent } : {}), ...(request.tracestate !== undefined ? { tracestate: request.tracestate } : {}) };
+      return resume !== undefined ? await runtime.resume(runId, { ...options, bindings: spec.bindings }) : await runtime.run(spec as RunSpec, { ...options, runId, ...trace });
     } catch (error) {
       // The library rejects only caller misuse here, such as a writable root that does not exist or
       // a policy that would change a retained owner's (its message says how to release the owner).

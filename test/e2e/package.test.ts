@@ -105,13 +105,17 @@ test('the tarball holds compiled JavaScript, .d.ts types and the bin, and no Typ
     types: './types/host/index.d.ts',
     bin: { ptc: './lib/bin.js' },
     engines: { node: '>=22.13.0' },
-    peerDependencies: { ai: '^7.0.0', zod: '^3.25.76 || ^4.1.8' },
-    peerDependenciesMeta: { ai: { optional: true }, zod: { optional: true } },
+    peerDependencies: { ai: '^7.0.0', zod: '^3.25.76 || ^4.1.8', '@opentelemetry/api': '^1.3.0' },
+    peerDependenciesMeta: { ai: { optional: true }, zod: { optional: true }, '@opentelemetry/api': { optional: true } },
   });
   // Only lib/ai.js imports the AI SDK: the library, the bin and their chunks never load it.
   const lib = files.filter((f) => /^lib\/.+\.m?js$/.test(f));
   const importers = lib.filter((f) => /\bfrom\s*["']ai["']|import\(\s*["']ai["']\s*\)/.test(execFileSync('tar', ['-xzOf', tarball, `package/${f}`], { encoding: 'utf8' })));
   assert.equal(importers, ['lib/ai.js']);
+  // Spans go through the user's own OpenTelemetry API, imported by name, never a bundled copy of it.
+  const texts = lib.map((f) => execFileSync('tar', ['-xzOf', tarball, `package/${f}`], { encoding: 'utf8' }));
+  assert.ok(texts.some((text) => /import\(\s*["']@opentelemetry\/api["']\s*\)/.test(text)), 'no chunk imports @opentelemetry/api');
+  assert.not.ok(texts.some((text) => text.includes('ProxyTracerProvider')), 'a chunk bundles a copy of @opentelemetry/api');
   assert.match(execFileSync('tar', ['-xzOf', tarball, 'package/lib/bin.js'], { encoding: 'utf8' }), /^#!\/usr\/bin\/env node\n/);
 });
 
@@ -294,8 +298,9 @@ test("the README's first set-up command, npm ci, on the machine's Node: no warni
   assert.is(ci.code, 0, ci.stderr);
   const warnings = `${ci.stdout}\n${ci.stderr}`.split('\n').filter((line) => /warn|EBADENGINE/i.test(line));
   // Only npm's engine notices for development dependencies that ask for a newer Node than this one
-  // (they run on the pinned Node): the AI SDK's packages, and the bench's isolated-vm and sandbox-runtime.
-  const devOnly = (name: string): boolean => name === 'ai' || name.startsWith('@ai-sdk/') || name === 'isolated-vm' || name === '@anthropic-ai/sandbox-runtime';
+  // (they run on the pinned Node): the AI SDK's packages, the bench's isolated-vm and sandbox-runtime,
+  // and the OpenTelemetry context manager the trace tests register.
+  const devOnly = (name: string): boolean => name === 'ai' || name.startsWith('@ai-sdk/') || name === 'isolated-vm' || name === '@anthropic-ai/sandbox-runtime' || name === '@opentelemetry/context-async-hooks';
   const notices = warnings.filter((line) => !/^npm warn EBADENGINE (Unsupported engine \{|  required: \{ node: '>=[\d.]+' \},|  current: \{ node: 'v[\d.]+', npm: '[\d.]+' \}|\})$/.test(line));
   const packages = notices.map((line) => /^npm warn EBADENGINE   package: '(.+)@[\d.]+',$/.exec(line)?.[1] ?? line);
   assert.ok(packages.every(devOnly), `unexpected warnings:\n${warnings.join('\n')}`);

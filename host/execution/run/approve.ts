@@ -10,6 +10,9 @@ import type { Execution } from './execution.ts';
 import { errorText } from './replay.ts';
 import type { RunState } from './state.ts';
 
+/** How an approval wait that threw ended, by the code of its error (the ApprovalOutcome names). */
+const APPROVAL_OUTCOMES: Record<string, string> = { PTC_REJECTED: 'rejected', PTC_APPROVAL_TIMEOUT: 'timed-out', PTC_EVALUATION_ENDED: 'withdrawn' };
+
 /** One binding call as the dispatch sees it: its journal position, name, arguments and text. */
 export interface CallAt {
   position: number;
@@ -44,14 +47,25 @@ export async function approveCall(execution: Execution, binding: BindingFunction
   journal?.record(position, name, argsText, 'waiting');
   journal?.status('waiting');
   const hold = setup?.deadline === 'running' ? () => () => {} : deadline.hold;
-  // Rejects only when the run ends first; the call then stays `waiting`, to be asked again on resume.
-  const settled: Settled = await awaitApproval(setup, { runId: execution.runId, sequence: position, binding: name, args }, hold, state.ended.signal);
+  const span = execution.trace?.step('ptc.approval', { 'ptc.binding.name': name, 'ptc.binding.sequence': position });
+  let settled: Settled;
+  try {
+    // Rejects only when the run ends first; the call then stays `waiting`, to be asked again on resume.
+    settled = await awaitApproval(setup, { runId: execution.runId, sequence: position, binding: name, args }, hold, state.ended.signal);
+  } catch (error) {
+    span?.fail(error, { 'ptc.approval.outcome': APPROVAL_OUTCOMES[(error as { code?: string }).code ?? ''] ?? 'failed' });
+    throw error;
+  }
   const by: ApprovalRecord['by'] = setup?.handler === undefined ? 'nobody' : settled.outcome === 'timed-out' ? 'timeout' : 'person';
   const record: ApprovalRecord = { decision: settled.outcome, by, scope: settled.scope, ...(settled.reason !== undefined ? { reason: settled.reason } : {}) };
   if (settled.scope !== 'call' && settled.outcome !== 'timed-out') {
     setup?.grants?.put(name, { decision: settled.outcome, scope: settled.scope, runId: execution.runId, sequence: position, ...(settled.reason !== undefined ? { reason: settled.reason } : {}) });
   }
-  if (settled.error !== undefined) refuse(record, settled.error);
+  if (settled.error !== undefined) {
+    span?.fail(settled.error, { 'ptc.approval.outcome': settled.outcome });
+    refuse(record, settled.error);
+  }
+  span?.end({ 'ptc.approval.outcome': 'approved' });
   journal?.note(position, { approval: record });
   journal?.status('running');
 }

@@ -66,7 +66,10 @@ export function dispatcher({ execution, config, state, deadline, registerImage }
     let inDoubt = false;
     if (journal !== undefined) {
       const match = journal.match(name, argsText);
-      if (match.kind === 'answered') return replayed(match.call, imageOf(name));
+      if (match.kind === 'answered') {
+        execution.trace?.step(`ptc.binding ${name}`, { 'ptc.binding.name': name, 'ptc.binding.sequence': match.call.sequence, 'ptc.binding.replayed': true }).end({ 'ptc.binding.status': 'ok' });
+        return replayed(match.call, imageOf(name));
+      }
       if (match.kind === 'diverged') diverge(state, match);
       position = match.sequence;
       const previous = match.detail.attempt ?? 0;
@@ -100,13 +103,18 @@ export function dispatcher({ execution, config, state, deadline, registerImage }
     await approveCall(execution, binding, { position, name, args, argsText }, deadline, state);
     journal?.note(position, { attempt });
     journal?.record(position, name, argsText, 'started');
+    // The call's span covers the binding only: its approval wait has a span of its own.
+    const span = execution.trace?.step(`ptc.binding ${name}`, { 'ptc.binding.name': name, 'ptc.binding.sequence': position });
     let encoded: InvokeResult;
     try {
-      encoded = await encode(name, await withCallContext(context, () => binding(...args)));
+      const invoke = () => withCallContext(context, () => binding(...args));
+      encoded = await encode(name, await (span === undefined ? invoke() : span.within(invoke)));
     } catch (error) {
+      span?.fail(error, { 'ptc.binding.status': 'failed' });
       journal?.record(position, name, argsText, 'failed', null, errorText(error));
       throw error;
     }
+    span?.end({ 'ptc.binding.status': 'ok' });
     return answered(context, argsText, encoded);
   };
 

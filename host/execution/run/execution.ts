@@ -6,6 +6,7 @@ import type { ApprovalSetup } from '../approval.ts';
 import { STEP, type RunJournal } from '../journal/replay.ts';
 import type { ProgramFormat, RunRequest } from '../../../wire/messages.ts';
 import type { ResolvedConfig } from '../settings.ts';
+import type { RunTrace } from '../tracing.ts';
 
 export interface Execution {
   /** Program source in erasable TypeScript. */
@@ -26,6 +27,8 @@ export interface Execution {
   approval?: ApprovalSetup;
   /** Records the run's calls; on a resume, answers the calls it already holds. */
   journal?: RunJournal;
+  /** The run's span and its steps, when tracing is on (docs/traces.md). */
+  trace?: RunTrace;
 }
 
 /** What the carrier is sent for one run: the execution, its stripped program and the runtime's limits. */

@@ -71,14 +71,16 @@ class AsyncPtcClient:
                   policy: Optional[Mapping[str, Any]] = None, owner: Optional[str] = None, run_id: Optional[str] = None,
                   discard_completion: bool = False, on_policy_change: Optional[str] = None,
                   approval: Optional[Sequence[str]] = None,
+                  traceparent: Optional[str] = None, tracestate: Optional[str] = None,
                   on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None, approve_program: bool = False) -> Dict[str, Any]:
         """Runs a program; returns the result dict exactly as ``ptc run --json`` prints it. ``on_output``
-        and ``on_approval`` may be async."""
+        and ``on_approval`` may be async; ``traceparent`` and ``tracestate`` as in the blocking client."""
         table = tool_table(tools)
         run_id = run_id if run_id is not None else uuid.uuid4().hex
         params = run_params(program, table, run_id, cwd=cwd, timeout_ms=timeout_ms, cpu_time_ms=cpu_time_ms,
                             policy=policy, owner=owner, discard_completion=discard_completion,
-                            on_policy_change=on_policy_change, approval=approval, approve_program=approve_program)
+                            on_policy_change=on_policy_change, approval=approval, approve_program=approve_program,
+                            traceparent=traceparent, tracestate=tracestate)
         return await self._start_run("run", run_id, params, _Run(table, on_output, on_approval))
 
     async def resume(self, run_id: str, tools: Tools = None, *, on_output: Optional[Callable[[Dict[str, Any]], Any]] = None,

@@ -148,7 +148,8 @@ DEFAULT: Any = _Default()
 def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Optional[str], timeout_ms: Any,
                cpu_time_ms: Any, policy: Optional[Mapping[str, Any]], owner: Optional[str],
                discard_completion: bool, on_policy_change: Optional[str] = None,
-               approval: Optional[Iterable[str]] = None, approve_program: bool = False) -> Dict[str, Any]:
+               approval: Optional[Iterable[str]] = None, approve_program: bool = False,
+               traceparent: Optional[str] = None, tracestate: Optional[str] = None) -> Dict[str, Any]:
     if not isinstance(program, str):
         raise TypeError(f"program must be a string, got {program!r}")
     params: Dict[str, Any] = {"program": program, "runId": run_id, "tools": describe_tools(table)}
@@ -173,6 +174,13 @@ def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Opt
         params["reconcile"] = reconcile
     if approve_program:
         params["approveProgram"] = True
+    # The server checks the W3C form and says what is wrong with a malformed one.
+    for field, value in (("traceparent", traceparent), ("tracestate", tracestate)):
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise TypeError(f"{field} must be a string, got {value!r}")
+        params[field] = value
     return params
 
 

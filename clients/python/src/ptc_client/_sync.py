@@ -94,6 +94,7 @@ class PtcClient:
             policy: Optional[Mapping[str, Any]] = None, owner: Optional[str] = None, run_id: Optional[str] = None,
             discard_completion: bool = False, on_policy_change: Optional[str] = None,
             approval: Optional[Sequence[str]] = None,
+            traceparent: Optional[str] = None, tracestate: Optional[str] = None,
             on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None, approve_program: bool = False) -> Dict[str, Any]:
         """Runs a program; returns the result dict exactly as ``ptc run --json`` prints it.
 
@@ -108,12 +109,15 @@ class PtcClient:
         approve, False or a reason to reject, ``{"approved", "reason", "scope"}`` to decide with a scope, or
         None to decide later with ``approve()``/``reject()``. ``approve_program=True`` asks first about the
         whole program (``{runId, sequence: 0, kind: "program", program, names}``).
+        ``traceparent`` (and ``tracestate``), a W3C trace context such as your tracer's current span
+        gives, makes the server's span of the run a child of that span (docs/traces.md).
         """
         table = tool_table(tools)
         run_id = run_id if run_id is not None else uuid.uuid4().hex
         params = run_params(program, table, run_id, cwd=cwd, timeout_ms=timeout_ms, cpu_time_ms=cpu_time_ms,
                             policy=policy, owner=owner, discard_completion=discard_completion,
-                            on_policy_change=on_policy_change, approval=approval, approve_program=approve_program)
+                            on_policy_change=on_policy_change, approval=approval, approve_program=approve_program,
+                            traceparent=traceparent, tracestate=tracestate)
         with self._lock:
             if run_id in self._runs:
                 raise PtcError(f"run_id {run_id!r} is already in flight on this client")
