@@ -114,7 +114,8 @@ export interface InvokeResult {
 }
 
 export type OutputMessage =
-  | { type: 'text'; text: string }
+  /** `stream: 'stderr'` for what the program wrote to process.stderr (console.error, console.warn); absent for stdout and inspect(). */
+  | { type: 'text'; text: string; stream?: 'stderr' }
   | { type: 'image'; attachmentId: string };
 
 export interface CarrierMethods {

@@ -28,7 +28,7 @@ interface RunHooks {
   invoke(name: string, args: string): Promise<InvokeResult>;
   output(entry: OutputMessage): void;
   initialized(): boolean;
-  stdio(text: string): void;
+  stdio(text: string, stream: 'stdout' | 'stderr'): void;
   exited(code: number | null, signal: NodeJS.Signals | null, message?: string): void;
   protocol(message: string): void;
   started(): void;
@@ -98,7 +98,7 @@ export class Environment {
         else this.#noteIdleLoss(idle(this.#overLimit()) ?? (carrier.connection.lost !== undefined ? `${carrier.connection.lost} while idle` : `its process ${describeHow(code, signal)} while idle${stderrNote(carrier.stderrTail)}`));
       },
       // Idle stdout is discarded; stderr is kept by the carrier as the bounded tail.
-      onStdio: (text) => this.#hooks?.stdio(text),
+      onStdio: (text, stream) => this.#hooks?.stdio(text, stream),
       onControlLost: () => (this.#hooks ? this.#hooks.protocol(CONTROL_LOST) : this.#loseIdle('its control channel closed while idle')),
     });
   }
@@ -254,8 +254,8 @@ export class Environment {
         this.initialized = true;
         return true;
       },
-      stdio: (text) => {
-        if (!state.settled || state.failure === undefined) output.text(text);
+      stdio: (text, stream) => {
+        if (!state.settled || state.failure === undefined) output.text(text, stream);
       },
       exited: (code, signal, message = '') => {
         if (!state.settled) state.stop({ kind: 'worker-exit', message, exitCode: code, signal });

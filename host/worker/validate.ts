@@ -53,7 +53,10 @@ function isIdentity(value: unknown): boolean {
 
 function checkOutput(entry: unknown): Check {
   if (!isObject(entry)) return 'output entry must be an object';
-  if (entry.type === 'text') return typeof entry.text === 'string' ? undefined : 'text output without text';
+  if (entry.type === 'text') {
+    if (typeof entry.text !== 'string') return 'text output without text';
+    return entry.stream === undefined || entry.stream === 'stderr' ? undefined : `text output stream must be "stderr" or absent, got ${JSON.stringify(entry.stream)}`;
+  }
   if (entry.type === 'image') return typeof entry.attachmentId === 'string' ? undefined : 'image output without an attachment id';
   return `unknown output type ${JSON.stringify(entry.type)}`;
 }

@@ -78,7 +78,7 @@ test('--json reports a failed program with its kind and exits 1', () => {
   assert.is(result.failure.name, 'RangeError');
   assert.is(result.failure.message, 'too far');
   assert.equal(result.failure.location, { line: 2, column: 7 });
-  assert.equal(result.output, [{ type: 'text', text: 'before\n' }]);
+  assert.equal(result.output, [{ type: 'text', text: 'before\n', stream: 'stdout' }]);
 });
 
 test('human mode prints the failure on stderr; timeouts exit 1', () => {
@@ -118,7 +118,7 @@ test('--config and limit flags reach the runtime', () => {
   assert.is(code, 1);
   const result = parseResult(stdout);
   assert.is(result.failure.kind, 'output-limit');
-  assert.equal(result.output, [{ type: 'text', text: '0123456789' }]);
+  assert.equal(result.output, [{ type: 'text', text: '0123456789', stream: 'stdout' }]);
 });
 
 test('the embedded carrier gets the heap limit and a scrubbed environment', () => {
@@ -150,7 +150,7 @@ test('node-script: the machine\'s own Node runs the bootstrap the binary writes'
   assert.is(code, 0);
   const result = parseResult(stdout);
   assert.equal(result.value, { node: system, id: 9007199254740997n });
-  assert.equal(result.output, [{ type: 'text', text: 'Login fails after password reset\n' }]);
+  assert.equal(result.output, [{ type: 'text', text: 'Login fails after password reset\n', stream: 'stdout' }]);
 });
 
 test('human mode streams output while the program is still running', async () => {

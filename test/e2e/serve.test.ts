@@ -241,7 +241,7 @@ for (const [label, file, args] of LAUNCHES) {
     assert.is(result.status, 'ok');
     assert.equal(result.value, { id: 12345678901234567890n, big: 98765432109876543210n, sum: 98765432109876543211n, issues: ['ptc'] });
     // The result's output merges adjacent text; the notifications below show each piece as it happened.
-    assert.equal(result.output, [{ type: 'text', text: 'start\nAda\n2\n' }]);
+    assert.equal(result.output, [{ type: 'text', text: 'start\nAda\n2\n', stream: 'stdout' }]);
     // Big integers are digits on the wire in both directions.
     const invokeLine = client.lines.find((line) => line.includes('"getUser"'))!;
     assert.match(invokeLine, /"args":\[12345678901234567890\]/);
@@ -252,9 +252,9 @@ for (const [label, file, args] of LAUNCHES) {
     const kinds = client.messages.filter((message) => message.method === 'output' || message.method === 'invoke' || message.id === reply.id).map((message) => message.method ?? 'reply');
     assert.equal(kinds, ['output', 'invoke', 'output', 'invoke', 'output', 'reply']);
     assert.equal(client.notifications('output').map((message) => message.params), [
-      { runId: 'r1', entry: { type: 'text', text: 'start\n' } },
-      { runId: 'r1', entry: { type: 'text', text: 'Ada\n' } },
-      { runId: 'r1', entry: { type: 'text', text: '2\n' } },
+      { runId: 'r1', entry: { type: 'text', text: 'start\n', stream: 'stdout' } },
+      { runId: 'r1', entry: { type: 'text', text: 'Ada\n', stream: 'stdout' } },
+      { runId: 'r1', entry: { type: 'text', text: '2\n', stream: 'stdout' } },
     ]);
     assert.equal(await client.close(), { code: 0, signal: null });
   });
@@ -509,7 +509,7 @@ for (const [label, file, args] of LAUNCHES) {
     assert.equal((await client.request('cancel', { runId: 'slow' })).result, { cancelled: true });
     const { result } = await run;
     assert.equal(result.failure, { kind: 'abort', message: 'execution aborted: cancelled by the client' });
-    assert.equal(result.output, [{ type: 'text', text: 'waiting\n' }]);
+    assert.equal(result.output, [{ type: 'text', text: 'waiting\n', stream: 'stdout' }]);
     assert.equal((await client.request('cancel', { runId: 'slow' })).result, { cancelled: false });
     const before = client.lines.length;
     client.send({ jsonrpc: '2.0', id: held!.id, result: 'too late' });

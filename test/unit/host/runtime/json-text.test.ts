@@ -15,7 +15,7 @@ const CASES: Array<[string, unknown]> = [
   ['what JSON leaves out', [undefined, () => 1, Symbol('s'), { a: undefined, b: () => 1, c: Symbol('s'), d: 1 }]],
   ['toJSON and dates', { when: new Date(0), custom: { toJSON: () => ({ x: [1] }) } }],
   ['empty containers', { a: [], b: {}, c: [[], [{}]], '': { 'k"': null } }],
-  ['a result', { status: 'failed', failure: { kind: 'exception', message: 'm', location: { line: 1, column: 2 } }, output: [{ type: 'text', text: 'x\n' }], sandbox: { network: false } }],
+  ['a result', { status: 'failed', failure: { kind: 'exception', message: 'm', location: { line: 1, column: 2 } }, output: [{ type: 'text', text: 'x\n', stream: 'stdout' }], sandbox: { network: false } }],
 ];
 
 for (const [name, value] of CASES) {
