@@ -21,7 +21,7 @@ export class Admission {
   }
 
   /** Runs one spec with its flattened bindings; `recorded` journals its calls. */
-  async execute(spec: CompleteSpec, bindings: Map<string, BindingFunction>, options: RunOptions, runId: string, recorded?: RunJournal): Promise<RunResult> {
+  async execute(spec: CompleteSpec, bindings: Map<string, BindingFunction>, options: RunOptions & { onYield?: () => void }, runId: string, recorded?: RunJournal): Promise<RunResult> {
     const controller = new AbortController();
     this.#active.add(controller);
     const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
@@ -38,7 +38,7 @@ export class Admission {
     for (const controller of this.#active) controller.abort(reason);
   }
 
-  #execution(spec: CompleteSpec, bindings: Map<string, BindingFunction>, options: RunOptions, signal: AbortSignal, runId: string, recorded: RunJournal | undefined): Execution {
+  #execution(spec: CompleteSpec, bindings: Map<string, BindingFunction>, options: RunOptions & { onYield?: () => void }, signal: AbortSignal, runId: string, recorded: RunJournal | undefined): Execution {
     return {
       program: spec.program,
       filename: spec.filename,
@@ -50,6 +50,7 @@ export class Admission {
       cpuTimeMs: spec.cpuTimeMs,
       signal,
       ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+      ...(options.onYield ? { onYield: options.onYield } : {}),
       nextAttachmentId: () => `img-${++this.#attachments}`,
       runId,
       approval: { ...this.#config.approval, ...(options.onApproval !== undefined ? { handler: approvalHandler(options.onApproval) } : {}) },
