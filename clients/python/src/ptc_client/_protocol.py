@@ -129,7 +129,7 @@ DEFAULT: Any = _Default()
 def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Optional[str], timeout_ms: Any,
                cpu_time_ms: Any, policy: Optional[Mapping[str, Any]], owner: Optional[str],
                discard_completion: bool, on_policy_change: Optional[str] = None,
-               approval: Optional[Iterable[str]] = None) -> Dict[str, Any]:
+               approval: Optional[Iterable[str]] = None, yield_after_ms: Optional[int] = None) -> Dict[str, Any]:
     if not isinstance(program, str):
         raise TypeError(f"program must be a string, got {program!r}")
     params: Dict[str, Any] = {"program": program, "runId": run_id, "tools": describe_tools(table)}
@@ -149,7 +149,14 @@ def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Opt
         params["onPolicyChange"] = on_policy_change
     if approval is not None:
         params["approval"] = list(approval)
+    if yield_after_ms is not None:
+        params["yieldAfterMs"] = yield_after_ms
     return params
+
+
+def is_final(look: Mapping[str, Any]) -> bool:
+    """Whether a look at a run is its final result (not ``{"status": "running", ...}``)."""
+    return look.get("status") != "running"
 
 
 def approval_decision(decision: Any) -> Optional[Dict[str, Any]]:
