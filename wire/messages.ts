@@ -142,4 +142,6 @@ export interface HostMethods {
    * did for the run before it (a new evaluator, imports, bindings) is not charged to its CPU budget.
    */
   started(): void;
+  /** One-way: the program called yieldControl(); a caller waiting on the run (a handle's look) gets the output so far now. */
+  yieldControl(): void;
 }

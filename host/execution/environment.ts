@@ -32,6 +32,7 @@ interface RunHooks {
   exited(code: number | null, signal: NodeJS.Signals | null, message?: string): void;
   protocol(message: string): void;
   started(): void;
+  yielded(): void;
 }
 
 export class Environment {
@@ -145,6 +146,7 @@ export class Environment {
       initialized: async () => this.#hooks?.initialized() ?? false,
       output: (entry) => this.#hooks?.output(entry),
       started: () => this.#hooks?.started(),
+      yieldControl: () => this.#hooks?.yielded(),
     });
   }
 
@@ -185,7 +187,7 @@ export class Environment {
     const resources = new ResourceWatch(this.#resources, () => this.carrier.connection.kill(), state);
     const output = runOutput(execution, ledger, sandbox, state, this.#images);
     const invoke = dispatcher({ execution, config: this.#config, state, deadline, registerImage: (path, caller) => this.#registerImage(path, execution.cwd, caller) });
-    this.#hooks = this.#runHooks(state, invoke, output, resources);
+    this.#hooks = this.#runHooks(state, invoke, output, resources, execution.onYield);
     if (this.lost !== undefined) state.stop({ kind: 'worker-exit', message: `the environment is gone: ${this.lost}`, exitCode: this.#exit?.code ?? null, signal: this.#exit?.signal ?? null });
 
     let outcome: RunOutcome | undefined;
@@ -243,7 +245,7 @@ export class Environment {
   }
 
   /** Routes the carrier's events to the run in progress. */
-  #runHooks(state: RunState, invoke: RunHooks['invoke'], output: RunOutput, resources: ResourceWatch): RunHooks {
+  #runHooks(state: RunState, invoke: RunHooks['invoke'], output: RunOutput, resources: ResourceWatch, onYield: (() => void) | undefined): RunHooks {
     return {
       invoke,
       output: (entry) => output.message(entry),
@@ -262,6 +264,9 @@ export class Environment {
       },
       protocol: (message) => state.stop(message === CONTROL_LOST ? { kind: 'worker-exit', message, exitCode: null, signal: null } : protocolFailure(message)),
       started: () => resources.started(),
+      yielded: () => {
+        if (!state.settled) onYield?.();
+      },
     };
   }
 

@@ -40,6 +40,8 @@ export function checkFrame(message: unknown): Check {
       return args.length === 1 ? checkOutput(args[0]) : 'output takes one entry';
     case 'started':
       return args.length === 0 && message.i === undefined ? undefined : 'started takes no arguments and no reply';
+    case 'yieldControl':
+      return args.length === 0 && message.i === undefined ? undefined : 'yieldControl takes no arguments and no reply';
     default:
       return `unknown method ${JSON.stringify(message.m)}`;
   }

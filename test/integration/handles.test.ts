@@ -48,6 +48,24 @@ test('a run that ends before yieldAfterMs answers its final result, all of its o
   assert.equal(result.output, [{ type: 'text', text: 'warned\n', stream: 'stderr' }]);
 });
 
+test('a program that calls yieldControl() answers the waiting caller at once with the output so far, and goes on', async () => {
+  const runtime = runtimeFor();
+  const program = 'console.log("before");\nfor (let i = 0; i < 1000; i++) yieldControl();\nawait new Promise((r) => setTimeout(r, 300));\nconsole.log("after");\nreturn 2;';
+  // Far past the run's deadline: only the program's yield can answer this look while it runs.
+  const first = await runtime.run(runtime.resolve({ program }), { yieldAfterMs: 600_000 });
+  assert.is(first.status, 'running', show(first));
+  if (first.status !== 'running') return;
+  assert.equal(first.output, [{ type: 'text', text: 'before\n', stream: 'stdout' }]);
+  const final = await first.handle.wait();
+  assert.is(final.status === 'ok' && final.value, 2);
+  assert.equal(final.output, [{ type: 'text', text: 'after\n', stream: 'stdout' }]);
+});
+
+test('a binding named yieldControl is refused: the name is the runtime\'s', async () => {
+  const runtime = runtimeFor();
+  assert.throws(() => runtime.run(runtime.resolve({ program: 'return 1', bindings: { yieldControl: async () => 1 } })), /yieldControl/);
+});
+
 test('start() returns a handle whose async iteration streams every entry, from the first, as the run prints it', async () => {
   const runtime = runtimeFor();
   const handle = runtime.start(runtime.resolve({ program: ticking(5) }));
