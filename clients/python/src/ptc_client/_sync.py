@@ -74,6 +74,7 @@ class RunHandle:
         #: Output of the first look that no wait() has returned yet.
         self._unseen: list = list(self._looked)
         self._final: Optional[Dict[str, Any]] = first if is_final(first) else None
+        self._watching = False
         if self._final is not None:
             client._end_run(run_id, run)
 
@@ -114,7 +115,10 @@ class RunHandle:
     def __iter__(self):
         """Every output entry of the run from the first, as it arrives, until the run ends. The
         iterator takes the looks itself (it waits for the result in a thread): iterate, or wait."""
-        if self._final is None:
+        with self._lock:
+            watch = self._final is None and not self._watching
+            self._watching = True
+        if watch:
             threading.Thread(target=self._watch_end, name="ptc-run-end", daemon=True).start()
         at = 0
         while True:
@@ -265,7 +269,7 @@ class PtcClient:
                 raise PtcError(f"run_id {run_id!r} is already in flight on this client")
             self._runs[run_id] = _Run(table, on_output, on_approval)
         try:
-            return self._call("resume", params)
+            return self._call("resume", params, cancel_run=run_id)
         finally:
             with self._lock:
                 self._runs.pop(run_id, None)
