@@ -216,7 +216,13 @@ both('output cut by the budget ends its line before the failure is printed', (ru
 
 both('carrier stderr already printed as output is not repeated after the failure', (run) => {
   const result = run(['run', '-'], 'process.stderr.write("dying\\n"); process.exit(3)');
-  assert.equal(result, { code: 1, stdout: 'dying\n', stderr: 'ptc: program failed (worker-exit): the carrier exited with code 3 before the program finished\n' });
+  // What the program wrote to stderr is output on ptc's stderr, ahead of the failure, and only once.
+  assert.equal(result, { code: 1, stdout: '', stderr: 'dying\nptc: program failed (worker-exit): the carrier exited with code 3 before the program finished\n' });
+});
+
+both('ptc run writes the program\'s stderr output to its stderr and the rest to stdout', (run) => {
+  const result = run(['run', '-'], 'console.log("out"); console.error("err"); inspect("shown"); return 1');
+  assert.equal(result, { code: 0, stdout: 'out\nshown\n1\n', stderr: 'err\n' });
 });
 
 both('--json keeps the sign of -0', (run) => {
