@@ -80,12 +80,13 @@ export function runHandle(runId: string, begin: (signal: AbortSignal, feed: Hand
     result: undefined as unknown as Promise<RunResult>,
     async wait(timeoutMs) {
       if (timeoutMs !== undefined) lookTime(timeoutMs, 'ptc wait(): timeoutMs');
-      let timer: ReturnType<typeof setTimeout> | undefined;
       let timedOut = false;
-      const elapsed = timeoutMs === undefined ? undefined : new Promise<void>((resolve) => (timer = setTimeout(() => {
+      // The timer, an entry, a yield and the end all wake the look through `changed`, so a look
+      // waits on one promise at a time however much the run prints.
+      const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
         timedOut = true;
-        resolve();
-      }, timeoutMs)));
+        notify();
+      }, timeoutMs);
       try {
         for (;;) {
           if (ended) {
@@ -98,8 +99,7 @@ export function runHandle(runId: string, begin: (signal: AbortSignal, feed: Hand
             yieldRequested = false;
             return { status: 'running', runId, output: takeNew() };
           }
-          // The end, a yield or the timer: output alone does not end a look.
-          await Promise.race([handle.result.then(() => {}, () => {}), changed, ...(elapsed ? [elapsed] : [])]);
+          await changed;
         }
       } finally {
         clearTimeout(timer);
@@ -113,7 +113,7 @@ export function runHandle(runId: string, begin: (signal: AbortSignal, feed: Hand
       for (let at = 0; ; ) {
         while (at < entries.length) yield entries[at++]!;
         if (ended) return;
-        await Promise.race([changed, handle.result.then(() => {}, () => {})]);
+        await changed;
       }
     },
   };

@@ -34,8 +34,8 @@ test('a 10-second program yielded at 1 s and polled three times: every line exac
   const final = looks.at(-1)!;
   assert.is(final.status === 'ok' && final.value, 'done');
   assert.is(looks.map((look) => textOf(look.output)).join(''), Array.from({ length: 50 }, (_, i) => `line ${i}\n`).join(''));
-  // Each running look brought something, and its entries are stdout text.
-  for (const look of looks.slice(0, 3)) assert.ok(look.output.length > 0 && look.output.every((entry) => entry.type === 'text' && entry.stream === 'stdout'), show(look));
+  // Every entry of every look is stdout text (how many each look holds depends on the machine's speed).
+  for (const look of looks) assert.ok(look.output.every((entry) => entry.type === 'text' && entry.stream === 'stdout'), show(look));
   // The handle's result is the whole run; a look after the final one repeats nothing.
   assert.is(textOf((await first.handle.result).output), Array.from({ length: 50 }, (_, i) => `line ${i}\n`).join(''));
   assert.equal((await first.handle.wait()).output, []);
