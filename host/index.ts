@@ -2,6 +2,7 @@
 export { createRuntime } from './runtime/runtime.ts';
 export type { Runtime, TimeoutDescriptor } from './runtime/runtime.ts';
 export type { RunRequest, RunSpec, RunOptions, ResumeOptions } from './runtime/request.ts';
+export type { RunHandle, RunningLook, YieldedRun } from './runtime/handle.ts';
 export type { RunRecord, CallRecord, RevertRecord, SnippetRecord } from './runtime/journal.ts';
 export type { RuntimeConfig, ResolvedConfig, LaunchConfig, ExecutionMode } from './runtime/config.ts';
 export type { RuntimeDiagnostic } from './execution/settings.ts';
@@ -12,7 +13,7 @@ export { resolvePersistentExecution, type PersistentExecution } from './runtime/
 export type { ProgramFormat } from './runtime/instructions.ts';
 export type { SandboxPolicy, SandboxMode, SandboxOptions, SandboxBackend, Enforcement } from './sandbox/index.ts';
 export type { Failure, FailureKind } from './execution/failures.ts';
-export type { OutputEntry } from './execution/output-ledger.ts';
+export type { OutputEntry, OutputStream } from './execution/output-ledger.ts';
 export {
   binding, type BindingOptions, type BindingCall, type PendingAction, type PendingProgram, type ApprovalOutcome, type ApprovalDecision, type ApprovalHandler,
   type ProgramApprovalHandler, type ApprovalScope, type ApprovalRule, type ApprovalRecord, type ReconcileContext, type ReconcileAnswer,

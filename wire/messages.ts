@@ -115,7 +115,8 @@ export interface InvokeResult {
 }
 
 export type OutputMessage =
-  | { type: 'text'; text: string }
+  /** `stream: 'stderr'` for what the program wrote to process.stderr (console.error, console.warn); absent for stdout and inspect(). */
+  | { type: 'text'; text: string; stream?: 'stderr' }
   | { type: 'image'; attachmentId: string };
 
 export interface CarrierMethods {
@@ -142,4 +143,6 @@ export interface HostMethods {
    * did for the run before it (a new evaluator, imports, bindings) is not charged to its CPU budget.
    */
   started(): void;
+  /** One-way: the program called yieldControl(); a caller waiting on the run (a handle's look) gets the output so far now. */
+  yieldControl(): void;
 }

@@ -1,5 +1,5 @@
 /** Bumped whenever a message shape changes; host and carrier must agree before any code is sent. */
-export const PROTOCOL_REVISION = 6;
+export const PROTOCOL_REVISION = 7;
 
 /** Environment variable that selects carrier mode in the embedded binary; removed before user code runs. */
 export const CARRIER_SELECTOR = 'PTC_CARRIER';

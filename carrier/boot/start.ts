@@ -70,6 +70,7 @@ function startNetwork(): Promise<void> {
 const UNHEARD: HostLink = unthenable({
   output: () => {},
   started: () => {},
+  yieldControl: () => {},
   initialized: () => resolved(false),
   invoke: () => rejected(new Error('a rehearsal calls no binding')),
   registerImage: () => rejected(new Error('a rehearsal registers no image')),

@@ -23,6 +23,7 @@ export interface HostLink {
   invoke: HostMethods['invoke'];
   registerImage: HostMethods['registerImage'];
   started: HostMethods['started'];
+  yieldControl: HostMethods['yieldControl'];
 }
 
 /** Limit for one frame from the host: a backstop against a broken host, whose frames carry the
@@ -145,6 +146,7 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
     __proto__: null,
     output: (entry) => rpc.notify('output', [entry]),
     started: () => rpc.notify('started', []),
+    yieldControl: () => rpc.notify('yieldControl', []),
     initialized: () => call('initialized', []) as ReturnType<HostLink['initialized']>,
     invoke: (name, args) => call('invoke', [name, args]) as ReturnType<HostLink['invoke']>,
     registerImage: (path, identity, pixels) => call('registerImage', [path, identity, pixels]) as ReturnType<HostLink['registerImage']>,

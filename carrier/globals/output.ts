@@ -59,12 +59,13 @@ function emit(entry: OutputMessage): void {
   // Every unit is at least one byte, so remaining + 1 units are enough for the host to see the
   // overflow; the rest is never sent.
   const text = entry.text;
+  const stream = entry.stream;
   const end = cutPoint(text, remaining + 1);
   for (let start = 0; start < end && sink !== undefined; ) {
     const stop = cutPoint(text, min(end, start + maxChunkUnits));
     const piece = stringSlice(text, start, stop);
     remaining -= byteLength(piece);
-    sink({ type: 'text', text: piece });
+    sink(stream === undefined ? { type: 'text', text: piece } : { type: 'text', text: piece, stream });
     start = stop;
   }
 }
@@ -120,9 +121,10 @@ export function inspect(...values: unknown[]): void {
   flush();
 }
 
-/** Replaces process.stdout.write and process.stderr.write so the native console is captured in order. */
+/** Replaces process.stdout.write and process.stderr.write so the native console is captured in order, each write marked with its stream. */
 export function captureStandardStreams(): void {
   for (const stream of [process.stdout, process.stderr]) {
+    const toStderr = stream === process.stderr;
     const decoder = new StringDecoder('utf8');
     const write = function (chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
       const done = typeof encoding === 'function' ? encoding : callback;
@@ -136,7 +138,7 @@ export function captureStandardStreams(): void {
       } else {
         throw new TypeError(`The "chunk" argument must be a string or Uint8Array, got ${utilInspect(chunk)}`);
       }
-      if (text !== '') emit({ type: 'text', text });
+      if (text !== '') emit(toStderr ? { type: 'text', text, stream: 'stderr' } : { type: 'text', text });
       if (typeof done === 'function') nextTick(done as () => void);
       return true;
     };

@@ -16,7 +16,7 @@ import { beginOutput, endOutput, inspect } from '../globals/output.ts';
 import { BindingError, bindingCaller, installBindings, type BindingCaller } from '../globals/bindings.ts';
 import { Image } from '../globals/image.ts';
 import { describeSyntaxError, describeThrown, isDecoratedSyntaxError, trustErrorRealm } from './errors.ts';
-import { apply, chdir, defineProperty, NativePromise, rejected, resolved, SafeSet, setPrototypeOf, then, unthenable } from '../hardening/intrinsics.ts';
+import { apply, chdir, defineProperty, NativePromise, nextTick, rejected, resolved, SafeSet, setPrototypeOf, then, unthenable } from '../hardening/intrinsics.ts';
 import { createEvaluator } from '../evaluators/index.ts';
 import { applyImports, importSetup } from '../imports/program-imports.ts';
 import type { Completion, Evaluator } from '../evaluators/types.ts';
@@ -59,6 +59,10 @@ const storeOf = (): Run | undefined => apply(getStore, scope, []) as Run | undef
 const isPromise = types.isPromise;
 let active: Run | undefined;
 let environment: Environment | undefined;
+/** The host link of the runs, for yieldControl(); one per carrier. */
+let linked: HostLink | undefined;
+/** A yieldControl notice went this turn: a loop of calls sends one, not a flood. */
+let yieldSent = false;
 let stalls: StallWatch;
 
 /** Hands the run loop the channel's stall watch, which arms for each run; boot calls it once. */
@@ -115,8 +119,18 @@ export function revoke(): void {
   run.pending.clear();
 }
 
+/** The program's yieldControl(): tells the host to answer a caller waiting on this run now; code of an ended run is ignored. */
+function yieldControl(): void {
+  if (currentRun() === undefined || yieldSent || linked === undefined) return;
+  yieldSent = true;
+  linked.yieldControl();
+  nextTick(() => {
+    yieldSent = false;
+  });
+}
+
 function defineGlobals(target: Record<string, unknown>): void {
-  for (const [name, value] of [['inspect', inspect], ['Image', Image], ['BindingError', BindingError]] as const) {
+  for (const [name, value] of [['inspect', inspect], ['Image', Image], ['BindingError', BindingError], ['yieldControl', yieldControl]] as const) {
     defineProperty(target, name, { __proto__: null, value, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
   }
 }
@@ -172,6 +186,7 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
     resolveOutcome(unthenable({ status: 'exception', error: { name: 'Error', message: 'another evaluation is running in this carrier' } }));
     return outcome;
   }
+  linked = host;
   const run: Run = {
     filename: request.filename,
     settled: false,

@@ -4,7 +4,7 @@
 // description is ptc's execution guidance plus the tools' declarations, made from their schemas
 // by the same code as `declarations()`.
 import { asSchema, jsonSchema, tool, type ModelMessage, type Tool, type ToolApprovalStatus, type ToolExecutionOptions, type ToolSet } from 'ai';
-import { bindingPaths, createRuntime, declarations, toolCatalog, type Bindings, type BindingFunction, type Runtime, type RuntimeConfig, type ToolSchema } from '../index.ts';
+import { bindingPaths, createRuntime, declarations, toolCatalog, type Bindings, type BindingFunction, type RunHandle, type Runtime, type RuntimeConfig, type ToolSchema } from '../index.ts';
 import { modelOutput, toolOutput, type CodeToolOutput } from './output.ts';
 
 export type { CodeToolOutput } from './output.ts';
@@ -29,6 +29,18 @@ export interface CodeToolOptions extends RuntimeConfig {
   descriptionBudget?: number;
   /** Tools whose calls need a person's approval, besides those whose own `needsApproval` says so. */
   approvalRequired?: readonly string[];
+  /**
+   * A call answers after this many ms with `status: "running"`, the output so far and a runId when
+   * the program has not ended; it keeps running, and `waitTool` looks again. @default none: a call waits for the end
+   */
+  yieldAfterMs?: number;
+}
+
+/** The wait tool's input: the runId a yielded call answered, how long to wait, or cancel. */
+export interface WaitInput {
+  runId: string;
+  timeoutMs?: number;
+  cancel?: boolean;
 }
 
 /** The AI SDK tool, and the runtime it runs in: `dispose()` ends the runtime when codeTool made it. */
@@ -40,7 +52,20 @@ export type CodeTool = Tool<{ program: string }, CodeToolOutput> & {
    * names a tool needing approval asks the user first, with the AI SDK's own approval request.
    */
   readonly toolApproval: (input: { program: string }) => ToolApprovalStatus;
+  /** The companion tool for programs left running (with `yieldAfterMs`): give it to the model beside the code tool. */
+  readonly waitTool: Tool<WaitInput, CodeToolOutput>;
 };
+
+const WAIT_INPUT = jsonSchema<WaitInput>({
+  type: 'object',
+  properties: {
+    runId: { type: 'string', description: 'The runId the code tool answered.' },
+    timeoutMs: { type: 'integer', minimum: 0, description: 'Answer after this many ms if the program is still running; omit it to wait for the end.' },
+    cancel: { type: 'boolean', description: 'Stop the program now.' },
+  },
+  required: ['runId'],
+  additionalProperties: false,
+});
 
 /** About 10k tokens, as `ptc mcp`'s default: past it, searching beats reading every declaration. */
 const DESCRIPTION_BUDGET = 40_000;
@@ -54,7 +79,10 @@ const INPUT = jsonSchema<{ program: string }>({
 
 /** Makes the code tool over `options.tools`; throws when a tool's schema cannot be declared. */
 export function codeTool(options: CodeToolOptions): CodeTool {
-  const { tools, runtime: given, stateOwner, description: preface, approvalRequired = [], descriptionBudget = DESCRIPTION_BUDGET, ...config } = options;
+  const { tools, runtime: given, stateOwner, description: preface, approvalRequired = [], descriptionBudget = DESCRIPTION_BUDGET, yieldAfterMs, ...config } = options;
+  if (yieldAfterMs !== undefined && (!Number.isSafeInteger(yieldAfterMs) || yieldAfterMs < 0)) throw new TypeError(`codeTool: yieldAfterMs must be a non-negative integer of ms, got ${String(yieldAfterMs)}`);
+  // The runs a call left running, for the wait tool, until a look returns their result.
+  const running = new Map<string, RunHandle>();
   if (!Number.isSafeInteger(descriptionBudget) || descriptionBudget < 0) throw new TypeError(`codeTool: descriptionBudget must be a non-negative integer, got ${String(descriptionBudget)}`);
   if (tools === null || typeof tools !== 'object') throw new TypeError(`codeTool: tools must be an AI SDK ToolSet (an object of tools), got ${tools === null ? 'null' : typeof tools}`);
   if (given !== undefined && Object.keys(config).length > 0) {
@@ -83,6 +111,7 @@ export function codeTool(options: CodeToolOptions): CodeTool {
     'Run a TypeScript program that calls the tools below.',
     runtime.executionInstructions,
     'Each tool takes one argument object and resolves with its result.',
+    ...(yieldAfterMs !== undefined ? [`A program still running after ${yieldAfterMs} ms keeps running: the answer says so with its runId, and the wait tool returns the rest.`] : []),
     ...(skipped.length ? [`These tools have no execute function, so programs cannot call them: ${skipped.map((name) => JSON.stringify(name)).join(', ')}.`] : []),
     '',
     '```ts',
@@ -99,6 +128,8 @@ export function codeTool(options: CodeToolOptions): CodeTool {
       // Inner tools still running when the run ends (a timeout, the program returned) are told to stop.
       const inner = new AbortController();
       const signal = call.abortSignal ? AbortSignal.any([call.abortSignal, inner.signal]) : inner.signal;
+      const end = (): void => inner.abort(new Error('the program that called this tool has ended'));
+      let kept = false;
       try {
         const approved = approvedByUser(call.messages, call.toolCallId);
         const needs: ApprovalNeed = (name) => {
@@ -110,18 +141,39 @@ export function codeTool(options: CodeToolOptions): CodeTool {
         const bindings = bindingsFor(callable, paths, call, signal, needs);
         const owner = typeof stateOwner === 'function' ? stateOwner(call as ToolExecutionOptions<unknown>) : stateOwner;
         const spec = runtime.resolve({ program, bindings, ...(catalog ? { tools: catalog } : {}), ...(owner !== undefined ? { stateOwner: owner } : {}) });
-        const result = await runtime.run(spec, call.abortSignal ? { signal: call.abortSignal } : {});
+        const options = call.abortSignal ? { signal: call.abortSignal } : {};
+        const result = yieldAfterMs === undefined ? await runtime.run(spec, options) : await runtime.run(spec, { ...options, yieldAfterMs });
         // An aborted generation ends this call as it ends any tool's: with the abort's reason.
         if (call.abortSignal?.aborted) throw call.abortSignal.reason;
+        if (result.status === 'running') {
+          // Its inner tool calls stay live until the program ends.
+          kept = true;
+          running.set(result.runId, result.handle);
+          void result.handle.result.then(end, end);
+        }
         return await toolOutput(result);
       } finally {
-        inner.abort(new Error('the program that called this tool has ended'));
+        if (!kept) end();
       }
+    },
+    toModelOutput: ({ output }) => modelOutput(output),
+  });
+  const waitTool = tool({
+    description: 'Look again at a program the code tool left running (it answered status "running" with a runId): returns the output printed since the last look, and once the program has ended, its result. With cancel: true, stops it instead and returns how it ended.',
+    inputSchema: WAIT_INPUT,
+    execute: async ({ runId, timeoutMs, cancel }) => {
+      const handle = running.get(runId);
+      if (handle === undefined) throw new Error(`wait: no program left running has runId ${JSON.stringify(runId)} (a run is forgotten once a look returned its result)`);
+      if (cancel === true) await handle.cancel('cancelled by the wait tool');
+      const look = await handle.wait(cancel === true ? 0 : timeoutMs);
+      if (look.status !== 'running') running.delete(runId);
+      return toolOutput(look);
     },
     toModelOutput: ({ output }) => modelOutput(output),
   });
   return Object.assign(made, {
     runtime,
+    waitTool,
     toolApproval: ({ program }: { program: string }): ToolApprovalStatus => {
       const named = [...gated].filter(([, identifier]) => mentions(String(program), identifier)).map(([name]) => name);
       return named.length ? { type: 'user-approval', reason: `the program calls ${named.join(', ')}, which ${named.length > 1 ? 'need' : 'needs'} approval` } : 'not-applicable';

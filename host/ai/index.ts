@@ -1,4 +1,4 @@
 // `ptc/ai`: code mode for AI SDK agents (see code-tool.ts). `ai` is a peer dependency of this
 // entry alone: the core library, the binary and the other front ends never load it.
-export { codeTool, type CodeTool, type CodeToolOptions, type CodeToolOutput, type StateOwnerOption } from './code-tool.ts';
+export { codeTool, type CodeTool, type CodeToolOptions, type CodeToolOutput, type StateOwnerOption, type WaitInput } from './code-tool.ts';
 export type { OutputPart } from './output.ts';

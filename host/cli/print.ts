@@ -1,4 +1,5 @@
-// How `ptc run` prints a result: the program's output on stdout as it arrives, then the value on
+// How `ptc run` prints a result: the program's output as it arrives (what it wrote to stderr on
+// stderr, the rest on stdout), then the value on
 // stdout, or the failure (and any hint) on stderr; with --json, one lossless JSON line instead.
 // On a terminal, every piece of text a program chose is shown with its control characters visible
 // (terminal-text.ts); piped or redirected, it passes exactly.
@@ -34,13 +35,16 @@ export class HumanPrinter {
 
   /** One output entry, as it arrives. */
   entry = (entry: OutputEntry): void => {
-    if (entry.type === 'text') this.#write(entry.text, this.#out.chunk(entry.text));
+    if (entry.type === 'text' && entry.stream === 'stderr') this.#writeError(entry.text);
+    else if (entry.type === 'text') this.#write(entry.text, this.#out.chunk(entry.text));
     else this.#write(`${this.#out.flush()}${this.#out.whole(imageLine(entry))}\n`);
   };
 
   /** The value on stdout, or the failure on stderr, after the output. */
   outcome(result: RunResult): void {
     this.#write(this.#out.flush());
+    const held = this.#err.flush();
+    if (held !== '') this.#stderr.write(held);
     if (result.status === 'ok') {
       if (result.value !== undefined) this.#write(`${this.#lineBreak()}${this.#out.whole(inspect(result.value, { depth: Infinity, colors: this.#stdout.isTTY === true }), true)}\n`);
       if (result.hint !== undefined) this.#stderr.write(`ptc: hint: ${this.#err.whole(result.hint)}\n`);
@@ -58,6 +62,13 @@ export class HumanPrinter {
     // Only the end matters for the stderr check; keep the held text bounded.
     if (this.#text.length > 1 << 16) this.#text = this.#text.slice(-(1 << 15));
     this.#atLineStart = text.endsWith('\n');
+  }
+
+  /** What the program wrote to its stderr, on ptc's stderr: kept for the stderr-tail check too. */
+  #writeError(text: string): void {
+    this.#stderr.write(this.#err.chunk(text));
+    this.#text += text;
+    if (this.#text.length > 1 << 16) this.#text = this.#text.slice(-(1 << 15));
   }
 
   #lineBreak(): string {

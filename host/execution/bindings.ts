@@ -14,7 +14,7 @@ export interface Bindings {
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 /** Globals every program has, which a top-level binding cannot replace; declarations map them (`inspect_`). */
-export const RUNTIME_GLOBALS: ReadonlySet<string> = new Set(['inspect', 'Image', 'BindingError', 'globalThis', 'process', 'console', 'undefined', 'NaN', 'Infinity', 'eval', 'arguments']);
+export const RUNTIME_GLOBALS: ReadonlySet<string> = new Set(['inspect', 'Image', 'BindingError', 'yieldControl', 'globalThis', 'process', 'console', 'undefined', 'NaN', 'Infinity', 'eval', 'arguments']);
 // A binding global is a name the program writes as an identifier, so it cannot be a reserved word
 // (ES2024 12.7.2, with the strict-mode ones and `await`, which module-like and async code reserve).
 export const RESERVED_WORDS: ReadonlySet<string> = new Set([

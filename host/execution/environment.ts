@@ -28,10 +28,11 @@ interface RunHooks {
   invoke(name: string, args: string): Promise<InvokeResult>;
   output(entry: OutputMessage): void;
   initialized(): boolean;
-  stdio(text: string): void;
+  stdio(text: string, stream: 'stdout' | 'stderr'): void;
   exited(code: number | null, signal: NodeJS.Signals | null, message?: string): void;
   protocol(message: string): void;
   started(): void;
+  yielded(): void;
 }
 
 export class Environment {
@@ -98,7 +99,7 @@ export class Environment {
         else this.#noteIdleLoss(idle(this.#overLimit()) ?? (carrier.connection.lost !== undefined ? `${carrier.connection.lost} while idle` : `its process ${describeHow(code, signal)} while idle${stderrNote(carrier.stderrTail)}`));
       },
       // Idle stdout is discarded; stderr is kept by the carrier as the bounded tail.
-      onStdio: (text) => this.#hooks?.stdio(text),
+      onStdio: (text, stream) => this.#hooks?.stdio(text, stream),
       onControlLost: () => (this.#hooks ? this.#hooks.protocol(CONTROL_LOST) : this.#loseIdle('its control channel closed while idle')),
     });
   }
@@ -145,6 +146,7 @@ export class Environment {
       initialized: async () => this.#hooks?.initialized() ?? false,
       output: (entry) => this.#hooks?.output(entry),
       started: () => this.#hooks?.started(),
+      yieldControl: () => this.#hooks?.yielded(),
     });
   }
 
@@ -185,7 +187,7 @@ export class Environment {
     const resources = new ResourceWatch(this.#resources, () => this.carrier.connection.kill(), state);
     const output = runOutput(execution, ledger, sandbox, state, this.#images);
     const invoke = dispatcher({ execution, config: this.#config, state, deadline, registerImage: (path, caller) => this.#registerImage(path, execution.cwd, caller) });
-    this.#hooks = this.#runHooks(state, invoke, output, resources);
+    this.#hooks = this.#runHooks(state, invoke, output, resources, execution.onYield);
     if (this.lost !== undefined) state.stop({ kind: 'worker-exit', message: `the environment is gone: ${this.lost}`, exitCode: this.#exit?.code ?? null, signal: this.#exit?.signal ?? null });
 
     let outcome: RunOutcome | undefined;
@@ -262,7 +264,7 @@ export class Environment {
   }
 
   /** Routes the carrier's events to the run in progress. */
-  #runHooks(state: RunState, invoke: RunHooks['invoke'], output: RunOutput, resources: ResourceWatch): RunHooks {
+  #runHooks(state: RunState, invoke: RunHooks['invoke'], output: RunOutput, resources: ResourceWatch, onYield: (() => void) | undefined): RunHooks {
     return {
       invoke,
       output: (entry) => output.message(entry),
@@ -273,14 +275,17 @@ export class Environment {
         this.initialized = true;
         return true;
       },
-      stdio: (text) => {
-        if (!state.settled || state.failure === undefined) output.text(text);
+      stdio: (text, stream) => {
+        if (!state.settled || state.failure === undefined) output.text(text, stream);
       },
       exited: (code, signal, message = '') => {
         if (!state.settled) state.stop({ kind: 'worker-exit', message, exitCode: code, signal });
       },
       protocol: (message) => state.stop(message === CONTROL_LOST ? { kind: 'worker-exit', message, exitCode: null, signal: null } : protocolFailure(message)),
       started: () => resources.started(),
+      yielded: () => {
+        if (!state.settled) onYield?.();
+      },
     };
   }
 

@@ -3,8 +3,11 @@
 // does (text cut on a character boundary) and refuses everything after.
 import type { ImageDescriptor } from '../../wire/messages.ts';
 
+/** Which standard stream text came from: stdout for inspect(), console.log and process.stdout; stderr for console.error, console.warn and process.stderr. */
+export type OutputStream = 'stdout' | 'stderr';
+
 export type OutputEntry =
-  | { type: 'text'; text: string }
+  | { type: 'text'; text: string; stream: OutputStream }
   | ({ type: 'image' } & ImageDescriptor);
 
 export class OutputLedger {
@@ -25,13 +28,13 @@ export class OutputLedger {
     return this.#overflowed;
   }
 
-  /** Ordered entries, adjacent text merged. */
+  /** Ordered entries, adjacent text of the same stream merged. */
   get entries(): OutputEntry[] {
     return this.#entries;
   }
 
   /** Records text; returns the part that fit (possibly empty), or undefined when nothing fit. */
-  addText(text: string): string | undefined {
+  addText(text: string, stream: OutputStream = 'stdout'): string | undefined {
     if (this.#overflowed || text === '') return undefined;
     const bytes = Buffer.byteLength(text);
     let kept = text;
@@ -42,8 +45,8 @@ export class OutputLedger {
     if (kept === '') return undefined;
     this.#used += Buffer.byteLength(kept);
     const last = this.#entries.at(-1);
-    if (last?.type === 'text') last.text += kept;
-    else this.#entries.push({ type: 'text', text: kept });
+    if (last?.type === 'text' && last.stream === stream) last.text += kept;
+    else this.#entries.push({ type: 'text', text: kept, stream });
     return kept;
   }
 

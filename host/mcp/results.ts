@@ -111,15 +111,7 @@ export async function toolResult(result: RunResult): Promise<CallToolResult> {
   const replaced = result.environment?.replaced;
   if (replaced !== undefined) content.push({ type: 'text', text: `(${replaced}; this is a new environment and earlier variables are gone)` });
   const notes = content.length;
-  for (const entry of result.output) {
-    const last = content.length > notes ? content.at(-1) : undefined;
-    if (entry.type === 'text') {
-      if (last?.type === 'text') last.text += entry.text;
-      else content.push({ type: 'text', text: entry.text });
-    } else {
-      content.push(await imageContent(entry));
-    }
-  }
+  content.push(...await outputContent(result.output));
   const { output: _output, ...rest } = result;
   const structuredContent = JSON.parse(jsonText(rest) ?? '{}') as Record<string, unknown>;
   if (result.status === 'ok') {
@@ -131,6 +123,21 @@ export async function toolResult(result: RunResult): Promise<CallToolResult> {
   }
   content.push({ type: 'text', text: failureText(result.failure) });
   return { content, structuredContent, isError: true };
+}
+
+/** A run's output as content: consecutive text joined (whichever stream it came from), images as image content. */
+export async function outputContent(output: readonly OutputEntry[]): Promise<CallToolResult['content']> {
+  const content: CallToolResult['content'] = [];
+  for (const entry of output) {
+    const last = content.at(-1);
+    if (entry.type === 'text') {
+      if (last?.type === 'text') last.text += entry.text;
+      else content.push({ type: 'text', text: entry.text });
+    } else {
+      content.push(await imageContent(entry));
+    }
+  }
+  return content;
 }
 
 async function imageContent(entry: Extract<OutputEntry, { type: 'image' }>): Promise<CallToolResult['content'][number]> {

@@ -3,7 +3,7 @@
 // retaining mode the session is one state owner, and `reset` releases it.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ListToolsRequestSchema, McpError, ErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
-import { binding, bindingPaths, codeFence, lineComment, PROGRAM_GLOBALS, toolCatalog, VERSION, type BindingFunction, type Bindings, type Runtime, type ToolCatalog, type ToolSchema } from '../index.ts';
+import { binding, bindingPaths, codeFence, lineComment, PROGRAM_GLOBALS, toolCatalog, VERSION, type BindingFunction, type Bindings, type OutputEntry, type Runtime, type ToolCatalog, type ToolSchema } from '../index.ts';
 import { UpstreamError, type Upstream } from './upstreams.ts';
 import { realpathSync } from 'node:fs';
 import { parse } from 'node:path';
@@ -14,6 +14,7 @@ import { RunFiles, toolResult, upstreamValue } from './results.ts';
 import { progressReporter } from './progress.ts';
 import { DEFAULT_DESCRIPTION_BUDGET, OVER_BUDGET_FIRST_LINE, type McpServerOptions } from './budget.ts';
 import { elicitingApprover, isGatedTool, type ApprovalRule } from './approvals.ts';
+import { runningResult, WAIT_TOOL, YIELD_AFTER_ARGUMENT, YieldedRuns } from './yielded.ts';
 
 interface Binding {
   upstream: Upstream;
@@ -152,6 +153,7 @@ export function createMcpServer(
   const approver = elicitingApprover(server, (name) => toolNames.get(name) ?? name, runtime.config.approval.timeoutMs);
   // One state owner per session; `reset` swaps in a fresh one.
   let owner = {};
+  const yielded = new YieldedRuns();
   const toolsFor = (description: string): Tool[] => [
     {
       name: 'run_code',
@@ -161,6 +163,7 @@ export function createMcpServer(
         properties: {
           program: { type: 'string', description: 'The TypeScript program.' },
           timeoutMs: { type: 'integer', minimum: 1, description: `Deadline in ms (default ${runtime.timeout.defaultMs}; more than ${runtime.timeout.maxMs} is capped to it).` },
+          yieldAfterMs: YIELD_AFTER_ARGUMENT,
         },
         required: ['program'],
         additionalProperties: false,
@@ -173,6 +176,7 @@ export function createMcpServer(
         inputSchema: { type: 'object' as const, properties: {}, additionalProperties: false },
       }]
       : []),
+    WAIT_TOOL,
   ];
 
   server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: toolsFor((await live.current()).description) }));
@@ -184,10 +188,15 @@ export function createMcpServer(
       await runtime.release(old);
       return { content: [{ type: 'text', text: 'The environment was reset: the next program starts fresh.' }] };
     }
-    if (name !== 'run_code') throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}: this server has ${runtime.retainsState ? 'run_code and reset' : 'run_code'}`);
+    if (name === 'wait') return yielded.wait(args);
+    if (name !== 'run_code') throw new McpError(ErrorCode.InvalidParams, `unknown tool ${JSON.stringify(name)}: this server has ${runtime.retainsState ? 'run_code, reset and wait' : 'run_code and wait'}`);
     // Bad arguments are tool errors, not protocol errors, so the model sees them and can correct itself.
     for (const key of Object.keys(args)) {
-      if (key !== 'program' && key !== 'timeoutMs') return invalid(`run_code: unknown argument "${key}" (it takes program and timeoutMs)`);
+      if (key !== 'program' && key !== 'timeoutMs' && key !== 'yieldAfterMs') return invalid(`run_code: unknown argument "${key}" (it takes program, timeoutMs and yieldAfterMs)`);
+    }
+    const { yieldAfterMs } = args;
+    if (yieldAfterMs !== undefined && (typeof yieldAfterMs !== 'number' || !Number.isSafeInteger(yieldAfterMs) || yieldAfterMs < 0)) {
+      return invalid(`run_code: yieldAfterMs must be a non-negative integer of ms, got ${JSON.stringify(yieldAfterMs)}`);
     }
     if (typeof args.program !== 'string') return invalid(`run_code: program must be a string, got ${JSON.stringify(args.program)}`);
     // Only a positive number, as the reference's run_code: null (no deadline) is the library's and
@@ -204,6 +213,12 @@ export function createMcpServer(
     const ended = new AbortController();
     const signal = AbortSignal.any([extra.signal, ended.signal]);
     let deadline: number | null = null;
+    // A run that yields goes on after this call: its files and upstream calls end with it instead.
+    let kept = false;
+    const end = async (): Promise<void> => {
+      ended.abort(new Error('the run ended'));
+      await files.remove();
+    };
     try {
       let spec;
       try {
@@ -222,16 +237,25 @@ export function createMcpServer(
       let result;
       try {
         const progress = progressReporter(extra);
-        result = await runtime.run(spec, { signal: extra.signal, onApproval: approver, ...(progress !== undefined ? { onOutput: progress.onOutput } : {}), ...traceMeta(request.params._meta) });
+        // Progress belongs to this call: none after it answered.
+        const onOutput = progress === undefined ? undefined : (entry: OutputEntry): void => {
+          if (!kept) progress.onOutput(entry);
+        };
+        const options = { signal: extra.signal, onApproval: approver, ...(onOutput !== undefined ? { onOutput } : {}), ...traceMeta(request.params._meta) };
+        result = yieldAfterMs === undefined ? await runtime.run(spec, options) : await runtime.run(spec, { ...options, yieldAfterMs });
         await progress?.sent();
       } catch (error) {
         // The runtime throws for misuse it can name, such as a second run while the session's environment is busy.
         return invalid(refusal(error, options.cwd));
       }
+      if (result.status === 'running') {
+        kept = true;
+        yielded.keep(result.handle, end);
+        return await runningResult(result);
+      }
       return await toolResult(result);
     } finally {
-      ended.abort(new Error('the run ended'));
-      await files.remove();
+      if (!kept) await end();
     }
   });
   return { server, closeUpstreams: () => live.close() };

@@ -30,7 +30,7 @@ export class Admission {
   }
 
   /** Runs one spec with its flattened bindings; `recorded` journals its calls, `trace` makes its spans. */
-  async execute(spec: CompleteSpec, bindings: Map<string, BindingFunction>, options: RunOptions, runId: string, recorded?: RunJournal, trace?: RunTrace): Promise<RunResult> {
+  async execute(spec: CompleteSpec, bindings: Map<string, BindingFunction>, options: RunOptions & { onYield?: () => void }, runId: string, recorded?: RunJournal, trace?: RunTrace): Promise<RunResult> {
     const controller = new AbortController();
     this.#active.add(controller);
     const signal = options.signal ? AbortSignal.any([options.signal, controller.signal]) : controller.signal;
@@ -70,7 +70,7 @@ export class Admission {
     return grants;
   }
 
-  #execution(spec: CompleteSpec, bindings: Map<string, BindingFunction>, options: RunOptions, signal: AbortSignal, runId: string, recorded: RunJournal | undefined, grants: Grants): Execution {
+  #execution(spec: CompleteSpec, bindings: Map<string, BindingFunction>, options: RunOptions & { onYield?: () => void }, signal: AbortSignal, runId: string, recorded: RunJournal | undefined, grants: Grants): Execution {
     return {
       program: spec.program,
       filename: spec.filename,
@@ -82,6 +82,7 @@ export class Admission {
       cpuTimeMs: spec.cpuTimeMs,
       signal,
       ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+      ...(options.onYield ? { onYield: options.onYield } : {}),
       nextAttachmentId: () => `img-${++this.#attachments}`,
       runId,
       approval: { ...this.#config.approval, grants, ...(options.onApproval !== undefined ? { handler: approvalHandler(options.onApproval) } : {}) },

@@ -1,5 +1,5 @@
 // The declarations of the globals every program has besides its bindings (carrier/run/carrier.ts
-// defines them: inspect, Image, BindingError), so that declarations a model reads, or a
+// defines them: inspect, Image, BindingError, yieldControl), so that declarations a model reads, or a
 // program is type-checked against, name everything the program may use. Node's own globals
 // (process, console, timers) are @types/node's to declare.
 
@@ -21,4 +21,6 @@ declare class BindingError extends Error {
   private constructor();
   readonly binding: string;
   readonly code: string | undefined;
-}`;
+}
+/** Hands control back to whoever waits on this run (a yielded run's next look answers now, with the output so far); the program keeps running. */
+declare function yieldControl(): void;`;

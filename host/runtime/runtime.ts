@@ -11,11 +11,13 @@ import { sweepLeftovers } from '../sandbox/index.ts';
 import { executionInstructions, type ProgramFormat } from './instructions.ts';
 import type { RevertRecord, CallRecord, RunRecord, SnippetRecord } from './journal.ts';
 import type { Bindings } from '../execution/bindings.ts';
+import type { OutputEntry } from '../execution/output-ledger.ts';
 import { completeSpec, resolveRequest, type RunOptions, type RunRequest, type RunSpec, type ResumeOptions } from './request.ts';
 import { holdDefaultPool } from './warm-pool.ts';
 import { Admission } from './admission.ts';
 import { checkJournalNames, journaled, needJournal, openJournal, withSnippets } from './journaled.ts';
 import { traceContextOf, traced } from './traced.ts';
+import { lookTime, runHandle, type RunHandle, type YieldedRun } from './handle.ts';
 
 export interface TimeoutDescriptor {
   readonly defaultMs: number;
@@ -30,7 +32,15 @@ export interface Runtime {
   /** Whether runs with a stateOwner keep their environment between runs. */
   readonly retainsState: boolean;
   resolve(request: RunRequest): RunSpec;
+  /**
+   * Runs a spec to its end; with `yieldAfterMs`, answers after that many milliseconds (or when the
+   * program calls `yieldControl()`) with a `running` result holding the output so far and the
+   * run's handle, while the program goes on under its deadline, limits and sandbox.
+   */
+  run(spec: RunSpec, options: RunOptions & { yieldAfterMs: number }): Promise<RunResult | YieldedRun>;
   run(spec: RunSpec, options?: RunOptions): Promise<RunResult>;
+  /** Starts a spec and returns its handle at once: wait on it, iterate its output, cancel it. */
+  start(spec: RunSpec, options?: RunOptions): RunHandle;
   /** Ends the owner's retained environment (after a run in progress finishes). */
   release(owner: object): Promise<void>;
   /**
@@ -49,6 +59,7 @@ export interface Runtime {
    * With a journal: runs again a journaled run that never finished (its host ended, or it was
    * left waiting for an approval). Calls the journal answered are not made again (README, "Recovery").
    */
+  resume(runId: string, options: ResumeOptions & { yieldAfterMs: number }): Promise<RunResult | YieldedRun>;
   resume(runId: string, options: ResumeOptions): Promise<RunResult>;
   /** With a journal: every journaled run, oldest first. */
   runs(): RunRecord[];
@@ -61,6 +72,23 @@ export interface Runtime {
   /** With a journal: the saved snippets. */
   snippets(): SnippetRecord[];
   dispose(): Promise<void>;
+}
+
+/** A run's options as admitted: the caller's, plus the handle's listener for the program's yields. */
+type AdmittedOptions = RunOptions & { onYield?: () => void };
+
+/** Both listeners of an output entry: the handle's, then the caller's. */
+function follow(first: (entry: OutputEntry) => void, second: ((entry: OutputEntry) => void) | undefined): (entry: OutputEntry) => void {
+  return second === undefined ? first : (entry) => {
+    first(entry);
+    second(entry);
+  };
+}
+
+/** The first look at a run after `ms`: the final result when it ended by then, else a yielded run with its handle. */
+async function yieldAfter(ms: number, handle: RunHandle): Promise<RunResult | YieldedRun> {
+  const look = await handle.wait(ms);
+  return look.status === 'running' ? { ...look, handle } : look;
 }
 
 /** The program format and retention of a configuration. */
@@ -94,6 +122,39 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
   const snippetRun = (tree: Bindings, options: RunOptions) => (program: string): Promise<RunResult> =>
     runtime.run(runtime.resolve({ program, bindings: tree }), { ...(options.onApproval ? { onApproval: options.onApproval } : {}), ...(options.signal ? { signal: options.signal } : {}) });
 
+  const runIdOf = (options: RunOptions): string => {
+    if (options.runId !== undefined && (typeof options.runId !== 'string' || options.runId === '')) throw new TypeError(`ptc run(): runId must be a non-empty string, got ${show(options.runId)}`);
+    return options.runId ?? randomUUID();
+  };
+  // Checks and journals synchronously, so start() throws a caller's mistake at once; the run itself is the promise.
+  const begin = (given: RunSpec, options: AdmittedOptions, runId: string): Promise<RunResult> => {
+    const spec = completeSpec(given, config);
+    const bindings = flattenBindings(spec.bindings);
+    const run = { runId, resumed: false, context: traceContextOf(options, 'ptc run()') };
+    if (journal === undefined) return traced(config, run, (trace) => admission.execute(spec, bindings, options, runId, undefined, trace));
+    checkJournalNames(bindings);
+    withSnippets(journal, bindings, snippetRun(spec.bindings, options));
+    const recorded = journal.begin(runId, spec.program, { cwd: spec.cwd, filename: spec.filename, timeoutMs: spec.timeoutMs, cpuTimeMs: spec.cpuTimeMs, discardCompletion: spec.discardCompletion, policy: spec.policy });
+    return traced(config, run, (trace) => journaled(journal, recorded, () => admission.execute(spec, bindings, options, runId, recorded, trace)));
+  };
+  const takeUp = async (runId: string, options: ResumeOptions & AdmittedOptions): Promise<RunResult> => {
+    const { bindings: given, runId: _ignored, yieldAfterMs: _look, ...runOptions } = options as ResumeOptions & AdmittedOptions & { yieldAfterMs?: number };
+    const found = needJournal(journal, 'resume()');
+    const context = traceContextOf(runOptions, 'ptc resume()');
+    const taken = found.reopen(runId);
+    let spec: ReturnType<typeof completeSpec>;
+    let bindings: ReturnType<typeof flattenBindings>;
+    try {
+      spec = completeSpec(runtime.resolve({ program: taken.program, bindings: given ?? {}, ...taken.request }), config);
+      bindings = flattenBindings(spec.bindings);
+      withSnippets(found, bindings, snippetRun(spec.bindings, runOptions));
+    } catch (error) {
+      found.abandon(taken.journal);
+      throw error;
+    }
+    return traced(config, { runId, resumed: true, context }, (trace) => journaled(found, taken.journal, () => admission.execute(spec, bindings, runOptions, runId, taken.journal, trace)));
+  };
+
   // Frozen: `timeout`, `programFormat` and the rest are read-only for callers, not only in the types.
   const runtime: Runtime = {
     config,
@@ -107,41 +168,28 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       return resolveRequest(request, config);
     },
 
-    async run(given, options = {}) {
+    run: (async (given: RunSpec, options: RunOptions & { yieldAfterMs?: number } = {}) => {
       assertLive('run()');
-      const spec = completeSpec(given, config);
-      const bindings = flattenBindings(spec.bindings);
-      if (options.runId !== undefined && (typeof options.runId !== 'string' || options.runId === '')) throw new TypeError(`ptc run(): runId must be a non-empty string, got ${show(options.runId)}`);
-      const context = traceContextOf(options, 'ptc run()');
-      const runId = options.runId ?? randomUUID();
-      const run = { runId, resumed: false, context };
-      if (journal === undefined) return traced(config, run, (trace) => admission.execute(spec, bindings, options, runId, undefined, trace));
-      checkJournalNames(bindings);
-      withSnippets(journal, bindings, snippetRun(spec.bindings, options));
-      const recorded = journal.begin(runId, spec.program, { cwd: spec.cwd, filename: spec.filename, timeoutMs: spec.timeoutMs, cpuTimeMs: spec.cpuTimeMs, discardCompletion: spec.discardCompletion, policy: spec.policy });
-      return traced(config, run, (trace) => journaled(journal, recorded, () => admission.execute(spec, bindings, options, runId, recorded, trace)));
+      if (options.yieldAfterMs === undefined) return begin(given, options, runIdOf(options));
+      return yieldAfter(lookTime(options.yieldAfterMs, 'ptc run(): yieldAfterMs'), runtime.start(given, options));
+    }) as Runtime['run'],
+
+    start(given, options = {}) {
+      assertLive('start()');
+      const { yieldAfterMs: _look, ...rest } = options as RunOptions & { yieldAfterMs?: number };
+      const runId = runIdOf(rest);
+      return runHandle(runId, (signal, feed) => begin(given, { ...rest, signal, onOutput: follow(feed.output, rest.onOutput), onYield: feed.yielded }, runId), rest.signal).handle;
     },
 
-    async resume(runId, options) {
+    resume: (async (runId: string, options: ResumeOptions & { yieldAfterMs?: number }) => {
       assertLive('resume()');
       if (typeof runId !== 'string') throw new TypeError(`ptc resume(): runId must be a string, got ${show(runId)}`);
       if (typeof options !== 'object' || options === null) throw new TypeError(`ptc resume(): options must be an object with the run's bindings, got ${show(options)}`);
-      const { bindings: given, runId: _ignored, ...runOptions } = options;
-      const found = needJournal(journal, 'resume()');
-      const context = traceContextOf(runOptions, 'ptc resume()');
-      const taken = found.reopen(runId);
-      let spec: ReturnType<typeof completeSpec>;
-      let bindings: ReturnType<typeof flattenBindings>;
-      try {
-        spec = completeSpec(runtime.resolve({ program: taken.program, bindings: given ?? {}, ...taken.request }), config);
-        bindings = flattenBindings(spec.bindings);
-        withSnippets(found, bindings, snippetRun(spec.bindings, runOptions));
-      } catch (error) {
-        found.abandon(taken.journal);
-        throw error;
-      }
-      return traced(config, { runId, resumed: true, context }, (trace) => journaled(found, taken.journal, () => admission.execute(spec, bindings, runOptions, runId, taken.journal, trace)));
-    },
+      if (options.yieldAfterMs === undefined) return takeUp(runId, options);
+      const yieldAfterMs = lookTime(options.yieldAfterMs, 'ptc resume(): yieldAfterMs');
+      const feed = runHandle(runId, (signal, feed) => takeUp(runId, { ...options, signal, onOutput: follow(feed.output, options.onOutput), onYield: feed.yielded }), options.signal);
+      return yieldAfter(yieldAfterMs, feed.handle);
+    }) as Runtime['resume'],
 
     runs: () => needJournal(journal, 'runs()').runs(),
     calls: (runId) => needJournal(journal, 'calls()').calls(runId),

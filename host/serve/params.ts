@@ -25,6 +25,8 @@ export interface RunParams {
   /** The caller's W3C trace context: the run's span joins that trace (docs/traces.md); the library checks its form. */
   traceparent?: string;
   tracestate?: string;
+  /** Answer a `running` look after this many ms if the run has not ended; `wait` looks again. */
+  yieldAfterMs?: number;
 }
 
 const invalid = (method: string, message: string): RpcError => new RpcError(ErrorCode.invalidParams, `${method}: ${message}`);
@@ -52,7 +54,8 @@ export function initializeParams(params: Record<string, unknown>): { protocolVer
 
 /** Checks `run`; the library checks the values it owns (timeoutMs, cpuTimeMs, policy, cwd, onPolicyChange) when it resolves them. */
 export function runParams(params: Record<string, unknown>): RunParams {
-  only('run', params, ['program', 'tools', 'owner', 'runId', 'timeoutMs', 'cpuTimeMs', 'policy', 'cwd', 'discardCompletion', 'onPolicyChange', 'approval', 'reconcile', 'approveProgram', 'traceparent', 'tracestate']);
+  only('run', params, ['program', 'tools', 'owner', 'runId', 'timeoutMs', 'cpuTimeMs', 'policy', 'cwd', 'discardCompletion', 'onPolicyChange', 'approval', 'reconcile', 'approveProgram', 'traceparent', 'tracestate', 'yieldAfterMs']);
+  if (params.yieldAfterMs !== undefined) lookMs('run', 'yieldAfterMs', params.yieldAfterMs);
   if (typeof params.program !== 'string') throw invalid('run', `program must be a string, got ${show(params.program)}`);
   const owner = name('run', params, 'owner', false);
   const runId = name('run', params, 'runId', false);
@@ -62,6 +65,19 @@ export function runParams(params: Record<string, unknown>): RunParams {
     ...(owner !== undefined ? { owner } : {}),
     ...(runId !== undefined ? { runId } : {}),
   };
+}
+
+/** Checks `wait`: the run's id and an optional timeoutMs. */
+export function waitParams(params: Record<string, unknown>): { runId: string; timeoutMs?: number } {
+  only('wait', params, ['runId', 'timeoutMs']);
+  const runId = name('wait', params, 'runId', true)!;
+  if (params.timeoutMs === undefined || params.timeoutMs === null) return { runId };
+  return { runId, timeoutMs: lookMs('wait', 'timeoutMs', params.timeoutMs) };
+}
+
+function lookMs(method: string, field: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) throw invalid(method, `${field} must be a non-negative integer of milliseconds, got ${show(value)}`);
+  return value;
 }
 
 export function cancelParams(params: Record<string, unknown>): string {

@@ -1,9 +1,9 @@
 // What `ptc serve` does with each method: one runtime for the connection, runs in flight keyed by
 // runId, retained owners named by strings, and an orderly close that aborts every run and ends
 // every carrier. The runtime is created at `initialize` (with its config) or at the first `run`.
-import { availableBackends, bindingPaths, callContext, createRuntime, declarations, DEFAULTS, PROTOCOL_REVISION, toolCatalog, VERSION, type Bindings, type OutputEntry, type Runtime, type RuntimeConfig, type RunSpec } from '../index.ts';
+import { availableBackends, bindingPaths, callContext, createRuntime, declarations, DEFAULTS, PROTOCOL_REVISION, toolCatalog, VERSION, type Bindings, type OutputEntry, type RunHandle, type Runtime, type RuntimeConfig, type RunSpec } from '../index.ts';
 import type { Connection } from './connection.ts';
-import { cancelParams, declarationsParams, initializeParams, noParams, releaseParams, runParams, type RunParams } from './params.ts';
+import { cancelParams, waitParams, declarationsParams, initializeParams, noParams, releaseParams, runParams, type RunParams } from './params.ts';
 import { toolBindings } from './tools.ts';
 import { approvalNames, markTools, ServeApprovals } from './approvals.ts';
 import { listJournal, resumeParams, type ResumeParams } from './journal.ts';
@@ -13,12 +13,14 @@ import { ErrorCode, RpcError } from './wire.ts';
 
 /** The revision of this JSON-RPC protocol; `initialize` answers it and refuses a client that expects another. */
 export const SERVE_PROTOCOL_VERSION = 1;
-export const METHODS = ['initialize', 'run', 'cancel', 'release', 'declarations', 'approve', 'reject', 'runs', 'calls', 'resume', 'shutdown'];
+export const METHODS = ['initialize', 'run', 'wait', 'cancel', 'release', 'declarations', 'approve', 'reject', 'runs', 'calls', 'resume', 'shutdown'];
 
 interface ActiveRun {
   controller: AbortController;
   /** Ids of this run's `invoke` requests still waiting for the client. */
   invokes: Set<number>;
+  /** The run's handle once it yielded: `wait` looks at it until the final look. */
+  handle?: RunHandle;
 }
 
 export class Server {
@@ -58,6 +60,12 @@ export class Server {
         return this.#initialize(params);
       case 'run':
         return this.#run(params);
+      case 'wait': {
+        const { runId, timeoutMs } = waitParams(params);
+        const handle = this.#runs.get(runId)?.handle;
+        if (handle === undefined) throw new RpcError(ErrorCode.invalidParams, `wait: no yielded run ${JSON.stringify(runId)} is in flight (a run is waited on after its run request answered status "running", until a look answers its final result)`);
+        return handle.wait(timeoutMs);
+      }
       case 'cancel': {
         const runId = cancelParams(params);
         const run = this.#runs.get(runId);
@@ -197,6 +205,13 @@ export class Server {
     }
     this.#runs.set(runId, run);
     if (owner !== undefined) this.#busyOwners.add(owner);
+    const ended = (): void => {
+      this.#runs.delete(runId);
+      if (owner !== undefined) this.#busyOwners.delete(owner);
+      const over = Object.assign(new Error(`run ${runId} has ended`), { code: 'PTC_EVALUATION_ENDED' });
+      for (const id of run.invokes) this.#connection.forget(id, over);
+    };
+    let yielded = false;
     try {
       const options = {
         signal: run.controller.signal,
@@ -207,16 +222,21 @@ export class Server {
       };
       // A resumed run keeps its journal's runId: that is the id its invokes and notifications carry.
       const trace = { ...(request.traceparent !== undefined ? { traceparent: request.traceparent } : {}), ...(request.tracestate !== undefined ? { tracestate: request.tracestate } : {}) };
-      return resume !== undefined ? await runtime.resume(runId, { ...options, bindings: spec.bindings }) : await runtime.run(spec as RunSpec, { ...options, runId, ...trace });
+      if (resume !== undefined) return await runtime.resume(runId, { ...options, bindings: spec.bindings });
+      if (request.yieldAfterMs === undefined) return await runtime.run(spec as RunSpec, { ...options, runId, ...trace });
+      const look = await runtime.run(spec as RunSpec, { ...options, runId, ...trace, yieldAfterMs: request.yieldAfterMs });
+      if (look.status !== 'running') return look;
+      // The run goes on: it stays in flight (its invokes, cancel, the owner busy) until it ends.
+      yielded = true;
+      run.handle = look.handle;
+      void look.handle.result.finally(ended).catch(() => {});
+      return { status: 'running', runId, output: look.output };
     } catch (error) {
       // The library rejects only caller misuse here, such as a writable root that does not exist or
       // a policy that would change a retained owner's (its message says how to release the owner).
       throw new RpcError(ErrorCode.invalidParams, `run: ${(error as Error).message}`, undefined, { cause: error });
     } finally {
-      this.#runs.delete(runId);
-      if (owner !== undefined) this.#busyOwners.delete(owner);
-      const ended = Object.assign(new Error(`run ${runId} has ended`), { code: 'PTC_EVALUATION_ENDED' });
-      for (const id of run.invokes) this.#connection.forget(id, ended);
+      if (!yielded) ended();
     }
   }
 

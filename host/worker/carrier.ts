@@ -393,6 +393,10 @@ export class Carrier {
       this.#handlers?.started();
       return;
     }
+    if (frame.t === 'q' && frame.m === 'yieldControl') {
+      this.#handlers?.yieldControl();
+      return;
+    }
     if (frame.t === 'q' && frame.i === undefined) {
       this.#fail(`invalid control message: "${frame.m}" must be a request`);
       return;

@@ -40,6 +40,8 @@ export function checkFrame(message: unknown): Check {
       return args.length === 1 ? checkOutput(args[0]) : 'output takes one entry';
     case 'started':
       return args.length === 0 && message.i === undefined ? undefined : 'started takes no arguments and no reply';
+    case 'yieldControl':
+      return args.length === 0 && message.i === undefined ? undefined : 'yieldControl takes no arguments and no reply';
     default:
       return `unknown method ${JSON.stringify(message.m)}`;
   }
@@ -53,7 +55,10 @@ function isIdentity(value: unknown): boolean {
 
 function checkOutput(entry: unknown): Check {
   if (!isObject(entry)) return 'output entry must be an object';
-  if (entry.type === 'text') return typeof entry.text === 'string' ? undefined : 'text output without text';
+  if (entry.type === 'text') {
+    if (typeof entry.text !== 'string') return 'text output without text';
+    return entry.stream === undefined || entry.stream === 'stderr' ? undefined : `text output stream must be "stderr" or absent, got ${JSON.stringify(entry.stream)}`;
+  }
   if (entry.type === 'image') return typeof entry.attachmentId === 'string' ? undefined : 'image output without an attachment id';
   return `unknown output type ${JSON.stringify(entry.type)}`;
 }

@@ -78,7 +78,7 @@ test('--json reports a failed program with its kind and exits 1', () => {
   assert.is(result.failure.name, 'RangeError');
   assert.is(result.failure.message, 'too far');
   assert.equal(result.failure.location, { line: 2, column: 7 });
-  assert.equal(result.output, [{ type: 'text', text: 'before\n' }]);
+  assert.equal(result.output, [{ type: 'text', text: 'before\n', stream: 'stdout' }]);
 });
 
 test('human mode prints the failure on stderr; timeouts exit 1', () => {
@@ -118,7 +118,7 @@ test('--config and limit flags reach the runtime', () => {
   assert.is(code, 1);
   const result = parseResult(stdout);
   assert.is(result.failure.kind, 'output-limit');
-  assert.equal(result.output, [{ type: 'text', text: '0123456789' }]);
+  assert.equal(result.output, [{ type: 'text', text: '0123456789', stream: 'stdout' }]);
 });
 
 test('the embedded carrier gets the heap limit and a scrubbed environment', () => {
@@ -150,7 +150,7 @@ test('node-script: the machine\'s own Node runs the bootstrap the binary writes'
   assert.is(code, 0);
   const result = parseResult(stdout);
   assert.equal(result.value, { node: system, id: 9007199254740997n });
-  assert.equal(result.output, [{ type: 'text', text: 'Login fails after password reset\n' }]);
+  assert.equal(result.output, [{ type: 'text', text: 'Login fails after password reset\n', stream: 'stdout' }]);
 });
 
 test('human mode streams output while the program is still running', async () => {
@@ -216,7 +216,13 @@ both('output cut by the budget ends its line before the failure is printed', (ru
 
 both('carrier stderr already printed as output is not repeated after the failure', (run) => {
   const result = run(['run', '-'], 'process.stderr.write("dying\\n"); process.exit(3)');
-  assert.equal(result, { code: 1, stdout: 'dying\n', stderr: 'ptc: program failed (worker-exit): the carrier exited with code 3 before the program finished\n' });
+  // What the program wrote to stderr is output on ptc's stderr, ahead of the failure, and only once.
+  assert.equal(result, { code: 1, stdout: '', stderr: 'dying\nptc: program failed (worker-exit): the carrier exited with code 3 before the program finished\n' });
+});
+
+both('ptc run writes the program\'s stderr output to its stderr and the rest to stdout', (run) => {
+  const result = run(['run', '-'], 'console.log("out"); console.error("err"); inspect("shown"); return 1');
+  assert.equal(result, { code: 0, stdout: 'out\nshown\n1\n', stderr: 'err\n' });
 });
 
 both('--json keeps the sign of -0', (run) => {

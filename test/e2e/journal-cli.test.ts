@@ -55,7 +55,7 @@ test('ptc serve: a run waiting for approval survives kill -9 of the server; resu
     const reply = await second.request('resume', { runId: 'job', tools, approval: ['close'] });
     assert.is(reply.result.status, 'ok', JSON.stringify(reply));
     assert.is(reply.result.value, 'closed 4');
-    assert.equal(reply.result.output, [{ type: 'text', text: '4\n' }]);
+    assert.equal(reply.result.output, [{ type: 'text', text: '4\n', stream: 'stdout' }]);
     assert.equal(asked, [{ runId: 'job', sequence: 2, kind: 'call', name: 'close', args: [4] }]);
     assert.equal(invoked, ['count([])', 'close([4])']);
     const calls = await second.request('calls', { runId: 'job' });

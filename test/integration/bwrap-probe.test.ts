@@ -115,7 +115,7 @@ test('a cached pass that went stale in a way the key does not see: the run fails
     assert.equal(withoutWarm(result), {
       status: 'failed',
       failure: { kind: 'worker-exit', message: 'the carrier exited with code 1 before the program finished', exitCode: 1, signal: null, stderrTail: 'bwrap: No permissions to create new namespace\n' },
-      output: [{ type: 'text', text: 'bwrap: No permissions to create new namespace\n' }],
+      output: [{ type: 'text', text: 'bwrap: No permissions to create new namespace\n', stream: 'stderr' }],
       sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() },
     });
   } finally {

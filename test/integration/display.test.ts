@@ -12,7 +12,7 @@ test('with display, a retained run returns its completion as REPL text, whatever
     runtime.run(runtime.resolve({ program, stateOwner: owner, ...(display ? { display } : {}) }));
   try {
     const map = await show('const m = new Map([[1, { a: [1, 2] }]]);\ninspect("made");\nm');
-    assert.equal(withoutWarm(map), { status: 'ok', display: 'Map(1) { 1 => { a: [ 1, 2 ] } }', output: [{ type: 'text', text: 'made\n' }], sandbox: map.sandbox, environment: { fresh: true } });
+    assert.equal(withoutWarm(map), { status: 'ok', display: 'Map(1) { 1 => { a: [ 1, 2 ] } }', output: [{ type: 'text', text: 'made\n', stream: 'stdout' }], sandbox: map.sandbox, environment: { fresh: true } });
     const cases: [string, string][] = [
       ['new Date(0)', '1970-01-01T00:00:00.000Z'],
       ['Promise.resolve(5)', 'Promise { 5 }'],

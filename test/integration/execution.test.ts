@@ -37,7 +37,7 @@ test('a body that ends with a bare expression returns nothing and says why in a 
   const result = await runProgram('const total: number = 40 + 2;\ninspect("counted");\ntotal');
   assert.equal(withoutWarm(result), {
     status: 'ok',
-    output: [{ type: 'text', text: 'counted\n' }],
+    output: [{ type: 'text', text: 'counted\n', stream: 'stdout' }],
     sandbox: result.sandbox,
     hint: 'the program ended with an expression and returned nothing: a program is an async function body, so write `return <expression>` to hand back its value',
   });
@@ -192,7 +192,7 @@ test('lossy completion values are invalid-output naming the path', async () => {
 test('discardCompletion omits the value without serializing it, keeping output', async () => {
   for (const program of ['inspect("shown");\nreturn new Date(0);', 'inspect("shown");\nreturn 12345678901234567890n;']) {
     const result = await runProgram(program, { discardCompletion: true });
-    assert.equal(withoutWarm(result), { status: 'ok', output: [{ type: 'text', text: 'shown\n' }], sandbox: result.sandbox });
+    assert.equal(withoutWarm(result), { status: 'ok', output: [{ type: 'text', text: 'shown\n', stream: 'stdout' }], sandbox: result.sandbox });
   }
 });
 

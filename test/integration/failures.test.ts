@@ -28,7 +28,7 @@ test('timeout: a busy loop ends at the deadline with the output printed before i
   assert.equal(withoutWarm(result), {
     status: 'failed',
     failure: { kind: 'timeout', message: 'execution timed out during execution (deadline 1500 ms elapsed)', timeoutMs: 1500 },
-    output: [{ type: 'text', text: 'before the loop\n' }],
+    output: [{ type: 'text', text: 'before the loop\n', stream: 'stdout' }],
     sandbox: SANDBOX,
   });
 });
@@ -68,7 +68,7 @@ test('timeout: the deadline keeps running while a binding is pending', async () 
   assert.equal(withoutWarm(result), {
     status: 'failed',
     failure: { kind: 'timeout', message: 'execution timed out during execution (deadline 1500 ms elapsed)', timeoutMs: 1500 },
-    output: [{ type: 'text', text: 'calling\n' }],
+    output: [{ type: 'text', text: 'calling\n', stream: 'stdout' }],
     sandbox: SANDBOX,
   });
 });
@@ -97,7 +97,7 @@ test('abort: a signal aborted mid-run ends it as abort, keeping earlier output',
   assert.equal(withoutWarm(result), {
     status: 'failed',
     failure: { kind: 'abort', message: 'execution aborted' },
-    output: [{ type: 'text', text: 'started\n' }],
+    output: [{ type: 'text', text: 'started\n', stream: 'stdout' }],
     sandbox: SANDBOX,
   });
 });
@@ -140,7 +140,7 @@ test('worker-exit: process.exit(7) reports exit code 7', async () => {
   assert.equal(withoutWarm(result), {
     status: 'failed',
     failure: { kind: 'worker-exit', message: 'the carrier exited with code 7 before the program finished', exitCode: 7, signal: null, stderrTail: '' },
-    output: [{ type: 'text', text: 'leaving\n' }],
+    output: [{ type: 'text', text: 'leaving\n', stream: 'stdout' }],
     sandbox: SANDBOX,
   });
 });
@@ -177,7 +177,7 @@ test('worker-exit: reaching the heap limit names it, and the host keeps working'
     assert.ok(reported.exitCode !== 0, `exit code ${reported.exitCode}`);
 
     const after = await runtime.run(runtime.resolve({ program: 'inspect("still here"); return [1, 2n ** 70n]' }));
-    assert.equal(withoutWarm(after), { status: 'ok', value: [1, 2n ** 70n], output: [{ type: 'text', text: 'still here\n' }], sandbox: SANDBOX });
+    assert.equal(withoutWarm(after), { status: 'ok', value: [1, 2n ** 70n], output: [{ type: 'text', text: 'still here\n', stream: 'stdout' }], sandbox: SANDBOX });
   } finally {
     await runtime.dispose();
   }
@@ -191,7 +191,7 @@ test('worker-exit: a carrier that closes its control channel but keeps running i
   assert.is(reported.message, 'the carrier closed its control channel before the program finished');
   // The observed exit status is the host's kill that followed.
   assert.is(reported.signal, 'SIGKILL');
-  assert.equal(result.output, [{ type: 'text', text: 'closing\n' }]);
+  assert.equal(result.output, [{ type: 'text', text: 'closing\n', stream: 'stdout' }]);
 });
 
 test('worker-exit: a carrier that closes its control channel and exits reports its exit', async () => {

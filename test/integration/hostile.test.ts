@@ -226,7 +226,7 @@ return seen;`,
     program: `const fs = await import('node:fs'); for (const fd of [0, 1, 2]) fs.closeSync(fd); inspect('after'); return 'closed'`,
     expect: (result) => {
       assert.is(result.status, 'ok', JSON.stringify(result));
-      assert.equal([result.status === 'ok' && result.value, result.output], ['closed', [{ type: 'text', text: 'after\n' }]]);
+      assert.equal([result.status === 'ok' && result.value, result.output], ['closed', [{ type: 'text', text: 'after\n', stream: 'stdout' }]]);
     },
   },
   {
@@ -298,7 +298,7 @@ for (const row of CASES) {
         assert.is(result.sandbox.backend, backend);
         row.expect(result, backend, ws);
         const after = await runtime.run(runtime.resolve({ program: "inspect('still here'); return 'healthy'", cwd: ws }));
-        assert.equal([after.status, after.status === 'ok' && after.value, after.output], ['ok', 'healthy', [{ type: 'text', text: 'still here\n' }]], JSON.stringify(after));
+        assert.equal([after.status, after.status === 'ok' && after.value, after.output], ['ok', 'healthy', [{ type: 'text', text: 'still here\n', stream: 'stdout' }]], JSON.stringify(after));
       } finally {
         await runtime.dispose();
         rmSync(HIDDEN_PNG, { force: true });

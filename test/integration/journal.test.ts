@@ -81,7 +81,7 @@ test('a run waiting for approval survives kill -9 of its host: resumed, no journ
       const result = await runtime.resume(runId, { bindings, onApproval: (action) => (asked.push(action.sequence), true) });
       assert.equal(valueOf(result), 'sent');
       assert.is(result.runId, runId);
-      assert.equal(result.output, [{ type: 'text', text: 'read 3\n' }]);
+      assert.equal(result.output, [{ type: 'text', text: 'read 3\n', stream: 'stdout' }]);
       assert.equal(asked, [sequence], 'the waiting call is asked again, at its journaled position');
       const lines = executions(place.executions);
       assert.is(lines.length, 2, lines.join('\n'));

@@ -12,7 +12,7 @@ const SMALLEST = { maxMessageBytes: 1024 };
 test('maxMessageBytes 1024: plain completions succeed', async () => {
   assert.equal(withoutWarm(await runProgram('return 1', {}, SMALLEST)), { status: 'ok', value: 1, output: [], sandbox: SANDBOX });
   assert.equal(withoutWarm(await runProgram("inspect('hi'); return { a: [1, 2, 'x'], b: 12345678901234567890n }", {}, SMALLEST)), {
-    status: 'ok', value: { a: [1, 2, 'x'], b: 12345678901234567890n }, output: [{ type: 'text', text: 'hi\n' }], sandbox: SANDBOX,
+    status: 'ok', value: { a: [1, 2, 'x'], b: 12345678901234567890n }, output: [{ type: 'text', text: 'hi\n', stream: 'stdout' }], sandbox: SANDBOX,
   });
   // 602 bytes of JSON text without escapes: fits one frame of 1024 with its envelope.
   assert.equal(withoutWarm(await runProgram("return 'q'.repeat(600)", {}, SMALLEST)), { status: 'ok', value: 'q'.repeat(600), output: [], sandbox: SANDBOX });
@@ -58,7 +58,7 @@ test('maxOutputBytes: an exception diagnostic is cut to the budget the output le
   assert.is(failure.truncated, true);
   // What a model reads of the failure says so too.
   assert.ok(failureText(failure).endsWith('\n(this diagnostic was cut to fit the output budget)'), failureText(failure));
-  assert.equal(thrown.output, [{ type: 'text', text: `${'x'.repeat(150)}\n` }]);
+  assert.equal(thrown.output, [{ type: 'text', text: `${'x'.repeat(150)}\n`, stream: 'stdout' }]);
   // A diagnostic that fits is whole, and not marked.
   const whole = failureOf(await runProgram("inspect('x'.repeat(100)); throw new Error('e'.repeat(20))", {}, { maxOutputBytes: 200 }));
   assert.equal([whole.message, whole.truncated], ['e'.repeat(20), undefined]);
@@ -71,7 +71,7 @@ test('maxOutputBytes: the invalid-output diagnostic is counted against the budge
   const failure = failureOf(result);
   assert.is(failure.kind, 'invalid-output');
   const output = (result as Extract<RunResult, { status: 'failed' }>).output;
-  assert.equal(output, [{ type: 'text', text: `${'x'.repeat(150)}\n` }]);
+  assert.equal(output, [{ type: 'text', text: `${'x'.repeat(150)}\n`, stream: 'stdout' }]);
   const used = 151 + Buffer.byteLength(failure.message) + Buffer.byteLength(failure.path ?? '');
   assert.is(used, 200, 'output and diagnostic fill the budget exactly');
   // The 49 bytes left after the output hold the start of the message; the path no longer fits.

@@ -28,7 +28,7 @@ test('a value whose JSON text is exactly maxMessageBytes fits; one byte more is 
       kind: 'output-limit',
       message: `the completion value (${MiB + 1} bytes) does not fit maxOutputBytes (67108864) or one control message (maxMessageBytes ${MiB}); the output that fit is kept`,
     },
-    output: [{ type: 'text', text: 'kept\n' }],
+    output: [{ type: 'text', text: 'kept\n', stream: 'stdout' }],
     sandbox: SANDBOX,
   });
 });

@@ -74,18 +74,18 @@ test('images appear in argument order, after the text of the argument that holds
   // Every text group ends in a newline; inside it, util.inspect's line breaks depend on path lengths.
   for (const entry of result.output) if (entry.type === 'text') assert.ok(entry.text.endsWith('\n'), show(entry));
   const flat = (text: string): string => text.replace(/Image \{[^}]*\}/g, 'Image {…}').replace(/\s+/g, ' ').trim();
-  const shape = result.output.map((entry) => (entry.type === 'image' ? entry : { type: 'text', text: flat(entry.text) }));
+  const shape = result.output.map((entry) => (entry.type === 'image' ? entry : { type: 'text', text: flat(entry.text), stream: entry.stream }));
   assert.equal(shape, [
-    { type: 'text', text: 'before' },
+    { type: 'text', text: 'before', stream: 'stdout' },
     image(png!),
-    { type: 'text', text: 'after in an array [ Image {…}, Image {…} ]' },
+    { type: 'text', text: 'after in an array [ Image {…}, Image {…} ]', stream: 'stdout' },
     image(png!),
     image(gif!),
-    { type: 'text', text: '{ cover: Image {…} }' },
+    { type: 'text', text: '{ cover: Image {…} }', stream: 'stdout' },
     image(gif!),
-    { type: 'text', text: "then a map Map(1) { 'k' => Image {…} }" },
+    { type: 'text', text: "then a map Map(1) { 'k' => Image {…} }", stream: 'stdout' },
     image(png!),
-    { type: 'text', text: 'and a set Set(1) { Image {…} }' },
+    { type: 'text', text: 'and a set Set(1) { Image {…} }', stream: 'stdout' },
     image(gif!),
   ]);
 });
@@ -102,10 +102,10 @@ test('when formatting throws, earlier arguments stay visible and the run fails w
   assert.is(failure.name, 'TypeError');
   assert.is(failure.message, 'cannot format');
   assert.equal(failure.location, { line: 2, column: program.split('\n')[1]!.indexOf('new TypeError') + 1 });
-  assert.equal(result.output, [{ type: 'text', text: 'first\nsecond\n' }]);
+  assert.equal(result.output, [{ type: 'text', text: 'first\nsecond\n', stream: 'stdout' }]);
 });
 
-test('the native console and raw stream writes reach the output in order', async () => {
+test('the native console and raw stream writes reach the output in order, each entry naming its stream', async () => {
   const program = [
     'console.log("log", 1, { a: [2] });',
     'inspect("inspected");',
@@ -115,7 +115,14 @@ test('the native console and raw stream writes reach the output in order', async
     'console.info("%s=%d", "info", 3);',
     'console.warn("warn");',
   ].join('\n');
-  assert.is(textOf(okOutput(await runProgram(program))), 'log 1 { a: [ 2 ] }\ninspected\nerror\nout err\ninfo=3\nwarn\n');
+  assert.equal(okOutput(await runProgram(program)), [
+    { type: 'text', text: 'log 1 { a: [ 2 ] }\ninspected\n', stream: 'stdout' },
+    { type: 'text', text: 'error\n', stream: 'stderr' },
+    { type: 'text', text: 'out ', stream: 'stdout' },
+    { type: 'text', text: 'err\n', stream: 'stderr' },
+    { type: 'text', text: 'info=3\n', stream: 'stdout' },
+    { type: 'text', text: 'warn\n', stream: 'stderr' },
+  ]);
 });
 
 // Child processes write straight to the carrier's stdout/stderr pipes, which the host reads
@@ -130,10 +137,12 @@ const CHILDREN = [
   'inspect("end");',
 ].join('\n');
 
-test('child process output (execSync and spawn with inherited stdio) reaches the output', async () => {
-  const lines = textOf(okOutput(await runProgram(CHILDREN))).split('\n');
+test('child process output (execSync and spawn with inherited stdio) reaches the output, stderr marked', async () => {
+  const output = okOutput(await runProgram(CHILDREN));
+  const lines = output.map((entry) => (entry.type === 'text' ? entry.text : '')).join('').split('\n');
   assert.is(lines.pop(), '', 'the output ends in a newline');
   assert.equal([...lines].sort(), ['end', 'exec', 'exec-stderr', 'spawned', 'start']);
+  assert.equal(output.filter((entry) => entry.type === 'text' && entry.stream === 'stderr'), [{ type: 'text', text: 'exec-stderr\n', stream: 'stderr' }]);
   // One pipe keeps its own order.
   assert.ok(lines.indexOf('exec') < lines.indexOf('spawned'), lines.join(' | '));
 });
@@ -156,7 +165,7 @@ const INTERLEAVED = [
 test('child output written before the program\'s next output stays before it', async () => {
   const results = await Promise.all(Array.from({ length: 6 }, () => runProgram(INTERLEAVED)));
   for (const result of results) {
-    const lines = textOf(okOutput(result)).split('\n');
+    const lines = okOutput(result).map((entry) => (entry.type === 'text' ? entry.text : '')).join('').split('\n');
     const at = (line: string): number => lines.indexOf(line);
     assert.ok(at('exec') >= 0 && at('exec') < at('after-exec'), lines.join(' | '));
     assert.ok(at('exec-stderr') >= 0 && at('exec-stderr') < at('after-stderr'), lines.join(' | '));
@@ -186,8 +195,8 @@ test('onOutput receives entries while the program runs', async () => {
   assert.is(result.status, 'ok', show(result));
   assert.is((result as { value: number }).value, 1);
   const image = result.output[1]!;
-  assert.equal(result.output, [{ type: 'text', text: 'first\nsecond\n' }, image]);
-  assert.equal(seen, [{ type: 'text', text: 'first\n' }, { type: 'text', text: 'second\n' }, image]);
+  assert.equal(result.output, [{ type: 'text', text: 'first\nsecond\n', stream: 'stdout' }, image]);
+  assert.equal(seen, [{ type: 'text', text: 'first\n', stream: 'stdout' }, { type: 'text', text: 'second\n', stream: 'stdout' }, image]);
 });
 
 test('maxOutputBytes: output beyond the budget is an output-limit failure keeping the fitting prefix', async () => {
@@ -228,16 +237,16 @@ test('maxOutputBytes: the completion value shares the budget', async () => {
   const failure = failureOf(over);
   assert.is(failure.kind, 'output-limit');
   assert.ok(failure.message.includes('completion value') && failure.message.includes('100'), failure.message);
-  assert.equal(over.output, [{ type: 'text', text: printed }]);
+  assert.equal(over.output, [{ type: 'text', text: printed, stream: 'stdout' }]);
 
   const fits = await runProgram(`process.stdout.write(${JSON.stringify(printed)});\nreturn "x".repeat(8);`, {}, { maxOutputBytes: 100 });
-  assert.equal(withoutWarm(fits), { status: 'ok', value: 'x'.repeat(8), output: [{ type: 'text', text: printed }], sandbox: fits.sandbox });
+  assert.equal(withoutWarm(fits), { status: 'ok', value: 'x'.repeat(8), output: [{ type: 'text', text: printed, stream: 'stdout' }], sandbox: fits.sandbox });
 });
 
 test('maxOutputBytes: an image descriptor shares the budget', async () => {
   const result = await runProgram(`inspect("shown");\ninspect(await Image.fromFile(${JSON.stringify(PNG)}));`, {}, { maxOutputBytes: 100 });
   assert.is(failureOf(result).kind, 'output-limit');
-  assert.equal(result.output, [{ type: 'text', text: 'shown\n' }]);
+  assert.equal(result.output, [{ type: 'text', text: 'shown\n', stream: 'stdout' }]);
 });
 
 test.run();

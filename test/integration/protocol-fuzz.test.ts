@@ -64,7 +64,7 @@ async function assertHealthy({ grew }: Fuzz, maxGrowth: number): Promise<void> {
   const runtime = createRuntime({ policy: { mode: 'full-access' }, prestartCarrier: false });
   try {
     const followUp = await runtime.run(runtime.resolve({ program: 'inspect("fine"); return 2' }));
-    assert.equal(withoutWarm(followUp), { status: 'ok', value: 2, output: [{ type: 'text', text: 'fine\n' }], sandbox: SANDBOX });
+    assert.equal(withoutWarm(followUp), { status: 'ok', value: 2, output: [{ type: 'text', text: 'fine\n', stream: 'stdout' }], sandbox: SANDBOX });
   } finally {
     await runtime.dispose();
   }
@@ -134,7 +134,7 @@ test('an unsigned frame after signed ones is forged', async () => {
   const run = await fuzz('unsigned');
   assert.equal(withoutWarm(run.result), protocol(
     "forged control message: frame 1 does not carry the carrier's authentication code (a program wrote to the control channel, or a frame was replayed, dropped or corrupted)",
-    [{ type: 'text', text: 'signed' }],
+    [{ type: 'text', text: 'signed', stream: 'stdout' }],
   ));
   await assertHealthy(run, SMALL_GROWTH);
 });
@@ -142,7 +142,7 @@ test('an unsigned frame after signed ones is forged', async () => {
 // What a program could do to genuine frames if it could reach them on their way out (it cannot:
 // carrier/channel/blocking-write.ts writes them below anything a program can patch, which
 // integration/robustness checks); the host refuses each.
-for (const [scenario, number, output] of [['replayed', 1, [{ type: 'text', text: 'once' }]], ['rewritten', 0, []], ['withheld', 0, []]] as const) {
+for (const [scenario, number, output] of [['replayed', 1, [{ type: 'text', text: 'once', stream: 'stdout' }]], ['rewritten', 0, []], ['withheld', 0, []]] as const) {
   test(`a ${scenario} genuine frame is forged`, async () => {
     const run = await fuzz(scenario);
     assert.equal(withoutWarm(run.result), protocol(

@@ -301,7 +301,7 @@ if (server === undefined) {
     const forged = Buffer.concat([Buffer.from('X\x00\x00\x00\x0c{"code":0}C\x00\x00\x00\x03{}\nE', 'latin1'), Buffer.from([0xff, 0xff, 0xff, 0xff])]);
     const result = await run(`process.stdout.write(Buffer.from('${forged.toString('base64')}', 'base64')); return 'after'`);
     assert.is(result.status, 'ok', JSON.stringify(result));
-    assert.equal(result.output, [{ type: 'text', text: forged.toString('utf8') }]);
+    assert.equal(result.output, [{ type: 'text', text: forged.toString('utf8'), stream: 'stdout' }]);
     assert.is((result as Extract<RunResult, { status: 'ok' }>).value, 'after');
   });
 
@@ -412,7 +412,7 @@ if (server === undefined) {
     const result = await run('inspect("through env"); return process.version', {
       launch: { kind: 'command', command: ['env', '-i', 'PATH=/usr/bin:/bin'], node: '/usr/bin/node', bootstrapPath: join(repoRoot, 'dist/bootstrap.mjs') },
     });
-    assert.equal(withoutWarm(result), { status: 'ok', value: await nodeVersion(), output: [{ type: 'text', text: 'through env\n' }], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, location: 'remote', denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() } });
+    assert.equal(withoutWarm(result), { status: 'ok', value: await nodeVersion(), output: [{ type: 'text', text: 'through env\n', stream: 'stdout' }], sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, location: 'remote', denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() } });
   });
 }
 

@@ -54,7 +54,7 @@ for (const [name, overwrite] of OVERWRITES) {
 test('intrinsics: a program that overwrites all of them at once still returns its exact value', async () => {
   const program = `inspect('before');\n${OVERWRITES.map(([, overwrite]) => overwrite).join('\n')}\n${RETURN_VALUE}`;
   const result = await runProgram(program, { timeoutMs: 10_000 });
-  const genuine: ResultShape = { status: 'ok', value: VALUE, output: [{ type: 'text', text: 'before\n' }], sandbox: SANDBOX };
+  const genuine: ResultShape = { status: 'ok', value: VALUE, output: [{ type: 'text', text: 'before\n', stream: 'stdout' }], sandbox: SANDBOX };
   assertGenuineOrProtocol(result, genuine);
   assert.equal(withoutWarm(result), genuine);
 });
@@ -71,7 +71,7 @@ return Object.assign(Object.create(null), { a: 12345678901234567890n, b: [1, 'x'
 test('intrinsics: inspect and bindings keep working after Object and Reflect are replaced', async () => {
   const program = `globalThis.Object = 'junk'; globalThis.Reflect = 'junk';\ninspect('still here');\nreturn await echo(5);`;
   const result = await runProgram(program, { timeoutMs: 10_000, bindings: { echo: async (value: number) => value * 2 } });
-  assert.equal(withoutWarm(result), { status: 'ok', value: 10, output: [{ type: 'text', text: 'still here\n' }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'ok', value: 10, output: [{ type: 'text', text: 'still here\n', stream: 'stdout' }], sandbox: SANDBOX });
 });
 
 test('a completion value larger than one control message is output-limit, not protocol', async () => {
@@ -80,7 +80,7 @@ test('a completion value larger than one control message is output-limit, not pr
   if (result.status !== 'failed') return;
   assert.is(result.failure.kind, 'output-limit');
   assert.match(result.failure.message, /the completion value \(20002 bytes\) does not fit maxOutputBytes \(67108864\) or one control message \(maxMessageBytes 8192\)/);
-  assert.equal(result.output, [{ type: 'text', text: 'kept\n' }]);
+  assert.equal(result.output, [{ type: 'text', text: 'kept\n', stream: 'stdout' }]);
 });
 
 test('intrinsics: an exception thrown after the overwrites is still reported', async () => {
@@ -116,7 +116,7 @@ for (const [name, line] of FORGERIES) {
     const result = await runProgram(program, { timeoutMs: 10_000, bindings: { count: async () => ++calls } });
     // Frame 0 is the genuine output (no `started` notice without a CPU budget); the forged bytes
     // start frame 1 (half a frame swallows the genuine reply that follows it into the same line).
-    assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [{ type: 'text', text: 'working\n' }], sandbox: SANDBOX });
+    assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(1) }, output: [{ type: 'text', text: 'working\n', stream: 'stdout' }], sandbox: SANDBOX });
     assert.is(calls, 0, 'a forged invoke reached the binding');
   });
 }
@@ -159,7 +159,7 @@ inspect('kept');
 await new Promise((resolve) => setTimeout(resolve, 50));
 return seen.length;`;
   const result = await runProgram(program, { timeoutMs: 10_000, bindings: HOLD });
-  assert.equal(withoutWarm(result), { status: 'ok', value: 0, output: [{ type: 'text', text: 'genuine\nkept\n' }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'ok', value: 0, output: [{ type: 'text', text: 'genuine\nkept\n', stream: 'stdout' }], sandbox: SANDBOX });
 });
 
 test('forged frames: a frame the program copies from its own output is refused', async () => {
@@ -170,7 +170,7 @@ inspect('once');
 await new Promise((resolve) => setTimeout(resolve, 100));
 return seen.length;`;
   const result = await runProgram(program, { timeoutMs: 10_000, bindings: HOLD });
-  assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(2) }, output: [{ type: 'text', text: 'once\n' }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'failed', failure: { kind: 'protocol', message: FORGED(2) }, output: [{ type: 'text', text: 'once\n', stream: 'stdout' }], sandbox: SANDBOX });
 });
 
 // ---------------------------------------------------------------- late binding replies
@@ -259,19 +259,19 @@ const OUTPUT_LIMIT = { kind: 'output-limit', message: 'captured output exceeded 
 
 test('output budget: 1000 bytes fit a 1000-byte budget', async () => {
   const result = await runProgram("process.stdout.write('x'.repeat(1000));", {}, { maxOutputBytes: 1000 });
-  assert.equal(withoutWarm(result), { status: 'ok', output: [{ type: 'text', text: 'x'.repeat(1000) }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'ok', output: [{ type: 'text', text: 'x'.repeat(1000), stream: 'stdout' }], sandbox: SANDBOX });
 });
 
 test('output budget: 1001 bytes overflow it, keeping exactly 1000', async () => {
   const result = await runProgram("process.stdout.write('x'.repeat(1001));", {}, { maxOutputBytes: 1000 });
-  assert.equal(withoutWarm(result), { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'x'.repeat(1000) }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'x'.repeat(1000), stream: 'stdout' }], sandbox: SANDBOX });
 });
 
 test('output budget: inspect counts its newline', async () => {
   const fits = await runProgram("inspect('y'.repeat(999));", {}, { maxOutputBytes: 1000 });
-  assert.equal(withoutWarm(fits), { status: 'ok', output: [{ type: 'text', text: `${'y'.repeat(999)}\n` }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(fits), { status: 'ok', output: [{ type: 'text', text: `${'y'.repeat(999)}\n`, stream: 'stdout' }], sandbox: SANDBOX });
   const over = await runProgram("inspect('y'.repeat(1000));", {}, { maxOutputBytes: 1000 });
-  assert.equal(withoutWarm(over), { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'y'.repeat(1000) }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(over), { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'y'.repeat(1000), stream: 'stdout' }], sandbox: SANDBOX });
 });
 
 test('output budget: many small writes are cut at the same byte', async () => {
@@ -283,29 +283,29 @@ test('output budget: many small writes are cut at the same byte', async () => {
 
 test('output budget: a character that does not fit whole is left out', async () => {
   const result = await runProgram("process.stdout.write('x'.repeat(999) + 'é');", {}, { maxOutputBytes: 1000 });
-  assert.equal(withoutWarm(result), { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'x'.repeat(999) }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(result), { status: 'failed', failure: OUTPUT_LIMIT, output: [{ type: 'text', text: 'x'.repeat(999), stream: 'stdout' }], sandbox: SANDBOX });
 });
 
 test('output budget: the completion value shares the budget', async () => {
   const fits = await runProgram("process.stdout.write('x'.repeat(995)); return 12345;", {}, { maxOutputBytes: 1000 });
-  assert.equal(withoutWarm(fits), { status: 'ok', value: 12345, output: [{ type: 'text', text: 'x'.repeat(995) }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(fits), { status: 'ok', value: 12345, output: [{ type: 'text', text: 'x'.repeat(995), stream: 'stdout' }], sandbox: SANDBOX });
   const over = await runProgram("process.stdout.write('x'.repeat(996)); return 12345;", {}, { maxOutputBytes: 1000 });
   assert.equal(withoutWarm(over), {
     status: 'failed',
     failure: { kind: 'output-limit', message: 'the completion value exceeded maxOutputBytes (1000 bytes); the output that fit is kept' },
-    output: [{ type: 'text', text: 'x'.repeat(996) }],
+    output: [{ type: 'text', text: 'x'.repeat(996), stream: 'stdout' }],
     sandbox: SANDBOX,
   });
 });
 
 test('output budget: output larger than one control message is not a protocol failure', async () => {
   const within = await runProgram("inspect('w'.repeat(5000)); return 1;", {}, { maxMessageBytes: 4096, maxOutputBytes: 100_000 });
-  assert.equal(withoutWarm(within), { status: 'ok', value: 1, output: [{ type: 'text', text: `${'w'.repeat(5000)}\n` }], sandbox: SANDBOX });
+  assert.equal(withoutWarm(within), { status: 'ok', value: 1, output: [{ type: 'text', text: `${'w'.repeat(5000)}\n`, stream: 'stdout' }], sandbox: SANDBOX });
   const over = await runProgram("process.stdout.write('\\u0000'.repeat(5000)); return 1;", {}, { maxMessageBytes: 4096, maxOutputBytes: 2000 });
   assert.equal(withoutWarm(over), {
     status: 'failed',
     failure: { kind: 'output-limit', message: 'captured output exceeded maxOutputBytes (2000 bytes); the output that fit is kept' },
-    output: [{ type: 'text', text: '\u0000'.repeat(2000) }],
+    output: [{ type: 'text', text: '\u0000'.repeat(2000), stream: 'stdout' }],
     sandbox: SANDBOX,
   });
 });

@@ -201,7 +201,7 @@ test('per-call: a program that replaces Promise.prototype.constructor and then s
   assert.equal(withoutWarm(result), {
     status: 'ok',
     value: { done: true },
-    output: [{ type: 'text', text: 'printed\n' }],
+    output: [{ type: 'text', text: 'printed\n', stream: 'stdout' }],
     sandbox: { mode: 'full-access', backend: 'none', enforcement: 'none', network: true, ...reportLocation(), denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() },
   });
 });

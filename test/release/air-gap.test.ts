@@ -65,7 +65,7 @@ for (const [name, binary, arch] of [['dist/ptc (linux-x64)', join(repoRoot, 'dis
     assert.equal(withoutWarm(result), {
       status: 'ok',
       value: { id: 9007199254740997n, saved: '9007199254740997', arch },
-      output: [{ type: 'text', text: '4 unlabeled\n' }],
+      output: [{ type: 'text', text: '4 unlabeled\n', stream: 'stdout' }],
       sandbox: { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: false, memory: 'none', disk: 'watchdog', ...reportLimits() },
     });
     assert.equal(readdirSync(cwd), ['triage.txt']);

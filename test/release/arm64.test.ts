@@ -54,7 +54,7 @@ test('a program with bindings runs in the embedded carrier and returns a lossles
   const result = json(stdout);
   assert.is(result.status, 'ok');
   assert.equal(result.value, { id: 9007199254740993n, arch: 'arm64', title: 'Crash when saving a file with an emoji name' });
-  assert.equal(result.output, [{ type: 'text', text: "4 unlabeled\n" }]);
+  assert.equal(result.output, [{ type: 'text', text: "4 unlabeled\n", stream: 'stdout' }]);
   assert.is(result.sandbox.backend, 'bwrap');
 });
 
@@ -66,7 +66,7 @@ test('an exception is a failure of kind exception with its name, message and loc
   assert.is(result.failure.name, 'RangeError');
   assert.is(result.failure.message, 'too far');
   assert.equal(result.failure.location, { line: 2, column: 7 });
-  assert.equal(result.output, [{ type: 'text', text: 'before\n' }]);
+  assert.equal(result.output, [{ type: 'text', text: 'before\n', stream: 'stdout' }]);
 });
 
 test('a program past its deadline is a timeout, and human mode says so on stderr', () => {

@@ -40,7 +40,7 @@ def test_async_and_plain_tools_output_and_errors(binary):
             )
         assert result["status"] == "ok", result
         assert result["value"] == [12345678901234567890, 2 ** 70]
-        assert entries == [{"type": "text", "text": "Ada\n"}, {"type": "text", "text": "E_DENIED not yours\n"}]
+        assert entries == [{"type": "text", "text": "Ada\n", "stream": "stdout"}, {"type": "text", "text": "E_DENIED not yours\n", "stream": "stdout"}]
 
     asyncio.run(main())
 

@@ -42,8 +42,8 @@ def test_the_readme_example_runs_with_big_integers_namespaces_and_output_in_orde
     assert seen == [12345678901234567890] and type(seen[0]) is int
     assert result["status"] == "ok"
     assert result["value"] == {"id": 12345678901234567890, "next": 2 ** 64 + 2}
-    assert entries == [{"type": "text", "text": "Ada\n"}, {"type": "text", "text": "bigint\n"}]
-    assert result["output"] == [{"type": "text", "text": "Ada\nbigint\n"}]
+    assert entries == [{"type": "text", "text": "Ada\n", "stream": "stdout"}, {"type": "text", "text": "bigint\n", "stream": "stdout"}]
+    assert result["output"] == [{"type": "text", "text": "Ada\nbigint\n", "stream": "stdout"}]
 
 
 def test_the_result_is_shaped_exactly_like_ptc_run_json(binary):
@@ -61,7 +61,7 @@ def test_the_result_is_shaped_exactly_like_ptc_run_json(binary):
     assert served == expected
     assert served["failure"]["kind"] == "exception"
     assert served["failure"]["name"] == "RangeError"
-    assert served["output"] == [{"type": "text", "text": "before 0.30000000000000004\n"}]
+    assert served["output"] == [{"type": "text", "text": "before 0.30000000000000004\n", "stream": "stdout"}]
 
 
 def test_async_tools_and_floats_are_exact(binary):
@@ -198,7 +198,7 @@ def test_runs_are_concurrent_and_cancel_ends_one_as_abort(binary):
         slow = results["slow"]
         assert slow["status"] == "failed"
         assert slow["failure"] == {"kind": "abort", "message": "execution aborted: cancelled by the client"}
-        assert slow["output"] == [{"type": "text", "text": "waiting\n"}]
+        assert slow["output"] == [{"type": "text", "text": "waiting\n", "stream": "stdout"}]
         assert ptc.cancel("slow") is False
         assert ptc.run("return 'after'")["value"] == "after"
 

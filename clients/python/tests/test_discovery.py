@@ -36,7 +36,7 @@ def test_a_program_finds_a_python_tool_with_search_and_describe_and_calls_it(bin
         assert "search(" in ptc.info["executionInstructions"]
         result = ptc.run(PROGRAM, tools=tools(calls))
         assert result["status"] == "ok", result
-        assert result["output"] == [{"type": "text", "text": "billing.refundInvoice\n"}]
+        assert result["output"] == [{"type": "text", "text": "billing.refundInvoice\n", "stream": "stdout"}]
         assert result["value"] == {"declares": True, "result": {"refunded": 2 ** 60}}
         assert calls == [{"amount": 2 ** 60}]
 

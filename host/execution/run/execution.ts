@@ -21,6 +21,8 @@ export interface Execution {
   cpuTimeMs: number | null;
   signal?: AbortSignal;
   onOutput?: (entry: OutputEntry) => void;
+  /** The program called yieldControl(): a handle's pending look returns now. */
+  onYield?: () => void;
   nextAttachmentId(): string;
   /** Names the run in pending actions (and in the journal). */
   runId: string;

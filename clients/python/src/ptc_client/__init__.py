@@ -5,7 +5,7 @@
         result = ptc.run("return await add(2, 3)", tools={"add": lambda a, b: a + b})
 """
 from ._protocol import DEFAULT, PROTOCOL_VERSION, PtcError, Tool
-from ._sync import PtcClient
-from ._async import AsyncPtcClient
+from ._sync import PtcClient, RunHandle
+from ._async import AsyncPtcClient, AsyncRunHandle
 
-__all__ = ["PtcClient", "AsyncPtcClient", "PtcError", "Tool", "DEFAULT", "PROTOCOL_VERSION"]
+__all__ = ["PtcClient", "AsyncPtcClient", "RunHandle", "AsyncRunHandle", "PtcError", "Tool", "DEFAULT", "PROTOCOL_VERSION"]

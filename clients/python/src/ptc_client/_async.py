@@ -10,7 +10,7 @@ import uuid
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
 
 from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, approval_reply, decision_params, declarations_params, decode, resume_params, tool_arguments,
-                        describe_tools, reply_error, request, run_params,
+                        describe_tools, is_final, reply_error, request, run_params,
                         tool_error, tool_result, tool_table, unknown_tool)
 
 # One line may hold a whole result (up to maxOutputBytes of output, escaped): asyncio's 64 KiB default is far too small.
@@ -23,6 +23,69 @@ class _Run:
         self.tools = tools
         self.on_output = on_output
         self.on_approval = on_approval
+        #: Output entries for the handle's iterators, in order; `changed` is set when one arrives or the run ends.
+        self.entries: list = []
+        self.changed = asyncio.Event()
+
+    def wake(self) -> None:
+        changed, self.changed = self.changed, asyncio.Event()
+        changed.set()
+
+
+class AsyncRunHandle:
+    """A run in flight on an ``AsyncPtcClient`` (from ``start_run``); the same API as ``RunHandle``,
+    awaited, and ``async for entry in handle`` streams its output."""
+
+    def __init__(self, client: "AsyncPtcClient", run_id: str, run: _Run, first: Dict[str, Any]) -> None:
+        self.run_id = run_id
+        self._client = client
+        self._run = run
+        self._looked: list = list(first.get("output") or [])
+        self._unseen: list = list(self._looked)
+        self._final: Optional[Dict[str, Any]] = first if is_final(first) else None
+        self._watch: Optional["asyncio.Task[Any]"] = None
+        if self._final is not None:
+            client._end_run(run_id, run)
+
+    async def wait(self, timeout_ms: Optional[int] = None) -> Dict[str, Any]:
+        """See ``RunHandle.wait``."""
+        unseen, self._unseen = self._unseen, []
+        if self._final is not None:
+            return {**self._final, "output": unseen}
+        params: Dict[str, Any] = {"runId": self.run_id}
+        if timeout_ms is not None:
+            params["timeoutMs"] = timeout_ms
+        look = await self._client._call("wait", params)
+        output = list(look.get("output") or [])
+        self._looked.extend(output)
+        if is_final(look):
+            self._final = look
+            self._client._end_run(self.run_id, self._run)
+        return {**look, "output": unseen + output}
+
+    async def result(self) -> Dict[str, Any]:
+        """Waits for the end; the final result with every output entry of the run."""
+        while True:
+            look = await self.wait()
+            if is_final(look):
+                return {**look, "output": list(self._looked)}
+
+    async def cancel(self) -> bool:
+        """Stops the run (its result fails as ``abort``); False when it had already ended."""
+        return await self._client.cancel(self.run_id)
+
+    async def __aiter__(self):
+        """Every output entry from the first, as it arrives, until the run ends; it takes the looks itself."""
+        if self._final is None and self._watch is None:
+            self._watch = asyncio.ensure_future(self.result())
+        at = 0
+        while True:
+            while at < len(self._run.entries):
+                at += 1
+                yield self._run.entries[at - 1]
+            if self._final is not None:
+                return
+            await self._run.changed.wait()
 
 
 class AsyncPtcClient:
@@ -91,14 +154,61 @@ class AsyncPtcClient:
         params = resume_params(run_id, table, approval)
         return await self._start_run("resume", run_id, params, _Run(table, on_output, on_approval))
 
+    async def start_run(self, program: str, tools: Tools = None, *, yield_after_ms: int = 0,
+                    on_output: Optional[Callable[[Dict[str, Any]], Any]] = None,
+                    cwd: Optional[str] = None, timeout_ms: Any = DEFAULT, cpu_time_ms: Any = DEFAULT,
+                    policy: Optional[Mapping[str, Any]] = None, owner: Optional[str] = None, run_id: Optional[str] = None,
+                    discard_completion: bool = False, on_policy_change: Optional[str] = None,
+                    approval: Optional[Sequence[str]] = None,
+                    on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None) -> AsyncRunHandle:
+        """Starts a program and returns its handle once ``yield_after_ms`` has passed; see PtcClient.start_run."""
+        table = tool_table(tools)
+        run_id = run_id if run_id is not None else uuid.uuid4().hex
+        params = run_params(program, table, run_id, cwd=cwd, timeout_ms=timeout_ms, cpu_time_ms=cpu_time_ms,
+                            policy=policy, owner=owner, discard_completion=discard_completion,
+                            on_policy_change=on_policy_change, approval=approval, yield_after_ms=yield_after_ms)
+        run = _Run(table, on_output, on_approval)
+        if run_id in self._runs:
+            raise PtcError(f"run_id {run_id!r} is already in flight on this client")
+        self._runs[run_id] = run
+        try:
+            first = await self._call_run("run", run_id, params)
+        except BaseException:
+            self._end_run(run_id, run)
+            raise
+        return AsyncRunHandle(self, run_id, run, first)
+
+    def _end_run(self, run_id: str, run: _Run) -> None:
+        if self._runs.get(run_id) is run:
+            del self._runs[run_id]
+        run.wake()
+
     async def _start_run(self, method: str, run_id: str, params: Mapping[str, Any], run: _Run) -> Dict[str, Any]:
         if run_id in self._runs:
             raise PtcError(f"run_id {run_id!r} is already in flight on this client")
         self._runs[run_id] = run
         try:
-            return await self._call(method, params)
+            return await self._call_run(method, run_id, params)
         finally:
             self._runs.pop(run_id, None)
+
+    async def _call_run(self, method: str, run_id: str, params: Mapping[str, Any]) -> Any:
+        """A run request whose task, cancelled, cancels the run: the server stops it, and the
+        cancellation goes on once the run has ended (its carrier gone)."""
+        if self._closed is not None:
+            raise self._closed
+        id = next(self._ids)
+        future: "asyncio.Future[Any]" = asyncio.get_running_loop().create_future()
+        self._pending[id] = future
+        self._write(request(id, method, params))
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            cancel_id = next(self._ids)
+            self._pending[cancel_id] = asyncio.get_running_loop().create_future()
+            self._write(request(cancel_id, "cancel", {"runId": run_id}))
+            await asyncio.wait([future])
+            raise
 
     async def declarations(self, tools: Tools, *, budget: Optional[int] = None) -> str:
         """The TypeScript declarations a model reads for ``tools``; see ``PtcClient.declarations``."""
@@ -196,7 +306,11 @@ class AsyncPtcClient:
 
     async def _output(self, params: Mapping[str, Any]) -> None:
         run = self._runs.get(params.get("runId"))
-        if run is None or run.on_output is None:
+        if run is None:
+            return
+        run.entries.append(params.get("entry"))
+        run.wake()
+        if run.on_output is None:
             return
         try:
             value = run.on_output(params.get("entry"))

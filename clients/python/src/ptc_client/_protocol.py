@@ -149,7 +149,8 @@ def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Opt
                cpu_time_ms: Any, policy: Optional[Mapping[str, Any]], owner: Optional[str],
                discard_completion: bool, on_policy_change: Optional[str] = None,
                approval: Optional[Iterable[str]] = None, approve_program: bool = False,
-               traceparent: Optional[str] = None, tracestate: Optional[str] = None) -> Dict[str, Any]:
+               traceparent: Optional[str] = None, tracestate: Optional[str] = None,
+               yield_after_ms: Optional[int] = None) -> Dict[str, Any]:
     if not isinstance(program, str):
         raise TypeError(f"program must be a string, got {program!r}")
     params: Dict[str, Any] = {"program": program, "runId": run_id, "tools": describe_tools(table)}
@@ -181,6 +182,8 @@ def run_params(program: str, table: Mapping[str, Tool], run_id: str, *, cwd: Opt
         if not isinstance(value, str):
             raise TypeError(f"{field} must be a string, got {value!r}")
         params[field] = value
+    if yield_after_ms is not None:
+        params["yieldAfterMs"] = yield_after_ms
     return params
 
 
@@ -202,6 +205,11 @@ def decision_params(run_id: str, sequence: int, reason: Optional[str] = None, sc
     if scope is not None:
         params["scope"] = scope
     return params
+
+
+def is_final(look: Mapping[str, Any]) -> bool:
+    """Whether a look at a run is its final result (not ``{"status": "running", ...}``)."""
+    return look.get("status") != "running"
 
 
 def approval_decision(decision: Any) -> Optional[Dict[str, Any]]:

@@ -17,7 +17,7 @@ from concurrent.futures import Future
 from typing import IO, Any, Callable, Dict, Mapping, Optional, Sequence
 
 from ._protocol import (DEFAULT, default_binary, PROTOCOL_VERSION, PtcError, Tool, Tools, approval_reply, decision_params, declarations_params, decode, resume_params, tool_arguments,
-                        describe_tools, reply_error, request, run_params,
+                        describe_tools, is_final, reply_error, request, run_params,
                         tool_error, tool_result, tool_table, unknown_tool)
 
 
@@ -51,6 +51,93 @@ class _Run:
         self.tools = tools
         self.on_output = on_output
         self.on_approval = on_approval
+        #: Output entries for the handle's iterators, in order.
+        self.entries: list = []
+        self.changed = threading.Condition()
+
+    def add(self, entry: Any) -> None:
+        with self.changed:
+            self.entries.append(entry)
+            self.changed.notify_all()
+
+
+class RunHandle:
+    """A run in flight on a ``PtcClient`` (from ``start_run``): look at it with ``wait``, stream its
+    output by iterating, take its final result with ``result``, stop it with ``cancel``."""
+
+    def __init__(self, client: "PtcClient", run_id: str, run: _Run, first: Dict[str, Any]) -> None:
+        self.run_id = run_id
+        self._client = client
+        self._run = run
+        self._lock = threading.Lock()
+        self._looked: list = list(first.get("output") or [])
+        #: Output of the first look that no wait() has returned yet.
+        self._unseen: list = list(self._looked)
+        self._final: Optional[Dict[str, Any]] = first if is_final(first) else None
+        self._watching = False
+        if self._final is not None:
+            client._end_run(run_id, run)
+
+    def wait(self, timeout_ms: Optional[int] = None) -> Dict[str, Any]:
+        """The output since the last look: ``{"status": "running", "runId", "output"}`` once
+        ``timeout_ms`` passes, else the final result, whose ``output`` holds what no earlier look
+        returned. Without ``timeout_ms`` it waits for the end."""
+        with self._lock:
+            unseen, self._unseen = self._unseen, []
+            final = self._final
+        if final is not None:
+            return {**final, "output": unseen}
+        params: Dict[str, Any] = {"runId": self.run_id}
+        if timeout_ms is not None:
+            params["timeoutMs"] = timeout_ms
+        look = self._client._call("wait", params)
+        output = list(look.get("output") or [])
+        with self._lock:
+            self._looked.extend(output)
+            if is_final(look):
+                self._final = look
+        if is_final(look):
+            self._client._end_run(self.run_id, self._run)
+        return {**look, "output": unseen + output}
+
+    def result(self) -> Dict[str, Any]:
+        """Waits for the end; the final result with every output entry of the run."""
+        while True:
+            look = self.wait()
+            if is_final(look):
+                with self._lock:
+                    return {**look, "output": list(self._looked)}
+
+    def cancel(self) -> bool:
+        """Stops the run (its result fails as ``abort``); False when it had already ended."""
+        return self._client.cancel(self.run_id)
+
+    def __iter__(self):
+        """Every output entry of the run from the first, as it arrives, until the run ends. The
+        iterator takes the looks itself (it waits for the result in a thread): iterate, or wait."""
+        with self._lock:
+            watch = self._final is None and not self._watching
+            self._watching = True
+        if watch:
+            threading.Thread(target=self._watch_end, name="ptc-run-end", daemon=True).start()
+        at = 0
+        while True:
+            with self._run.changed:
+                while at >= len(self._run.entries):
+                    if self._final is not None and at >= len(self._run.entries):
+                        return
+                    self._run.changed.wait()
+                entry = self._run.entries[at]
+            at += 1
+            yield entry
+
+    def _watch_end(self) -> None:
+        try:
+            self.result()
+        except PtcError:
+            pass
+        with self._run.changed:
+            self._run.changed.notify_all()
 
 
 class PtcClient:
@@ -123,10 +210,43 @@ class PtcClient:
                 raise PtcError(f"run_id {run_id!r} is already in flight on this client")
             self._runs[run_id] = _Run(table, on_output, on_approval)
         try:
-            return self._call("run", params)
+            return self._call("run", params, cancel_run=run_id)
         finally:
             with self._lock:
                 self._runs.pop(run_id, None)
+
+    def start_run(self, program: str, tools: Tools = None, *, yield_after_ms: int = 0,
+              on_output: Optional[Callable[[Dict[str, Any]], Any]] = None,
+              cwd: Optional[str] = None, timeout_ms: Any = DEFAULT, cpu_time_ms: Any = DEFAULT,
+              policy: Optional[Mapping[str, Any]] = None, owner: Optional[str] = None, run_id: Optional[str] = None,
+              discard_completion: bool = False, on_policy_change: Optional[str] = None,
+              approval: Optional[Sequence[str]] = None,
+              on_approval: Optional[Callable[[Dict[str, Any]], Any]] = None) -> RunHandle:
+        """Starts a program and returns its ``RunHandle`` once ``yield_after_ms`` has passed (or the
+        run ended sooner); the tools keep being served while it runs. Takes ``run``'s arguments."""
+        table = tool_table(tools)
+        run_id = run_id if run_id is not None else uuid.uuid4().hex
+        params = run_params(program, table, run_id, cwd=cwd, timeout_ms=timeout_ms, cpu_time_ms=cpu_time_ms,
+                            policy=policy, owner=owner, discard_completion=discard_completion,
+                            on_policy_change=on_policy_change, approval=approval, yield_after_ms=yield_after_ms)
+        run = _Run(table, on_output, on_approval)
+        with self._lock:
+            if run_id in self._runs:
+                raise PtcError(f"run_id {run_id!r} is already in flight on this client")
+            self._runs[run_id] = run
+        try:
+            first = self._call("run", params, cancel_run=run_id)
+        except BaseException:
+            self._end_run(run_id, run)
+            raise
+        return RunHandle(self, run_id, run, first)
+
+    def _end_run(self, run_id: str, run: _Run) -> None:
+        with self._lock:
+            if self._runs.get(run_id) is run:
+                del self._runs[run_id]
+        with run.changed:
+            run.changed.notify_all()
 
     def declarations(self, tools: Tools, *, budget: Optional[int] = None) -> str:
         """The TypeScript declarations a model reads for ``tools`` (as ``run`` takes them).
@@ -153,7 +273,7 @@ class PtcClient:
                 raise PtcError(f"run_id {run_id!r} is already in flight on this client")
             self._runs[run_id] = _Run(table, on_output, on_approval)
         try:
-            return self._call("resume", params)
+            return self._call("resume", params, cancel_run=run_id)
         finally:
             with self._lock:
                 self._runs.pop(run_id, None)
@@ -197,7 +317,7 @@ class PtcClient:
 
     # ---- the wire ----
 
-    def _call(self, method: str, params: Mapping[str, Any]) -> Any:
+    def _call(self, method: str, params: Mapping[str, Any], cancel_run: Optional[str] = None) -> Any:
         future: "Future[Any]" = Future()
         with self._lock:
             if self._closed is not None:
@@ -205,7 +325,19 @@ class PtcClient:
             id = next(self._ids)
             self._pending[id] = future
         self._write(request(id, method, params))
-        return future.result()
+        if cancel_run is None:
+            return future.result()
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            # Ctrl-C stops the run too: the server cancels it, and the interrupt goes on once the
+            # run has ended (its carrier gone). A second Ctrl-C stops waiting for that.
+            with self._lock:
+                cancel_id = next(self._ids)
+                self._pending[cancel_id] = Future()
+            self._write(request(cancel_id, "cancel", {"runId": cancel_run}))
+            future.exception()
+            raise
 
     def _write(self, line: bytes) -> None:
         with self._write_lock:
@@ -255,7 +387,10 @@ class PtcClient:
     def _output(self, params: Mapping[str, Any]) -> None:
         with self._lock:
             run = self._runs.get(params.get("runId"))
-        if run is None or run.on_output is None:
+        if run is None:
+            return
+        run.add(params.get("entry"))
+        if run.on_output is None:
             return
         try:
             run.on_output(params.get("entry"))

@@ -188,7 +188,7 @@ test('ptc mcp: an upstream named search is the namespace search_, and the descri
     close: async () => {},
   });
   const small = describeUpstreams(runtime, [upstream('search', 2)]);
-  assert.equal(declared(/^```ts\n([^]*)\n```$/m.exec(small.description)![1]!).functions, ['inspect', 'search_.tool_0', 'search_.tool_1', 'search', 'describe']);
+  assert.equal(declared(/^```ts\n([^]*)\n```$/m.exec(small.description)![1]!).functions, ['inspect', 'yieldControl', 'search_.tool_0', 'search_.tool_1', 'search', 'describe']);
   assert.equal(small.bindings.map(([path]) => path.join('.')), ['search_.tool_0', 'search_.tool_1']);
   const big = describeUpstreams(runtime, [upstream('search', 300), upstream('other', 300)], undefined, { descriptionBudget: 5_000 });
   assert.ok(big.description.length <= 5_000, `${big.description.length} characters`);
