@@ -4,7 +4,7 @@ import { resolve as resolvePath } from 'node:path';
 import yargs, { type Argv } from 'yargs';
 import { bootMark } from '../../wire/boot-mark.ts';
 import { colorEnabled } from './color.ts';
-import { unknownArgumentLine } from './did-you-mean.ts';
+import { unknownArgumentLine, unknownOptions } from './did-you-mean.ts';
 import { limitOptions, loadBindings, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
 import type { ReplArgs } from './repl.ts';
 
@@ -62,8 +62,9 @@ export async function main(argv: string[]): Promise<number> {
       'Run a program (an async function body in TypeScript) from a file, or from stdin with "-"',
       building('run', (command) => runOptions(command)
         .example('$0 run triage.ts --bindings tools.mjs', 'Run a program whose bindings are the functions tools.mjs exports')
-        .example("echo 'return 2n ** 64n' | $0 run --json -", 'Run a program from stdin and print one lossless JSON result')
-        .example('$0 run job.ts --allow-host api.github.com --timeout-ms 5000', 'Let the program reach one host, for five seconds at most')),
+        .example("echo 'return 1 + 1' | $0 run -", 'Run a program from stdin')
+        .example('$0 run job.ts --json', 'Print one lossless JSON result')
+        .example('$0 run job.ts --allow-network', 'Let the program use the network')),
       async (args) => {
         exitCode = await runCommand(args as unknown as RunArgs);
       },
@@ -120,7 +121,8 @@ export async function main(argv: string[]): Promise<number> {
       'resume <run>',
       'Take up a journaled run that never finished: its program runs again, and the calls the journal answered are not made again',
       building('resume', (command) => runs!.resumeOptions(command)
-        .example('$0 resume <runId> --journal runs.db --bindings tools.mjs', 'Resume a run; tools.mjs answers the calls the journal has no answer for')),
+        .example('$0 runs --journal runs.db', 'Find the run: its status is running or waiting')
+        .example('$0 resume <runId> --journal runs.db --bindings tools.mjs', 'Resume it; tools.mjs answers the calls the journal has no answer for')),
       async (args) => {
         exitCode = await runs!.resumeCommand(args as unknown as import('./runs.ts').JournalActionArgs);
       },
@@ -131,7 +133,7 @@ export async function main(argv: string[]): Promise<number> {
       'revert <run>',
       'Roll back a journaled run\'s applied calls, newest first, through each binding\'s revert',
       building('revert', (command) => runs!.revertOptions(command)
-        .example('$0 revert <runId> --journal runs.db --bindings tools.mjs', 'Undo what the run did through the reverts tools.mjs declares')),
+        .example('$0 revert <runId> --journal runs.db --bindings tools.mjs', 'Undo what the run did, through the reverts of the bindings tools.mjs exports')),
       async (args) => {
         exitCode = await runs!.revertCommand(args as unknown as import('./runs.ts').JournalActionArgs);
       },
@@ -180,11 +182,13 @@ export async function main(argv: string[]): Promise<number> {
     .exitProcess(false)
     .fail((message, error) => {
       if (error) throw error;
-      // yargs names an unknown option twice (as typed and camel-cased) and suggests nothing.
-      const unknown = /^Unknown arguments?: (.*)$/s.exec(message);
-      if (unknown === null) throw new UsageError(message);
+      // yargs names an unknown option twice (as typed and camel-cased) and suggests nothing; and
+      // it reports a required option missing before an unknown one, which is often its misspelling.
       const options = Object.keys((((scope?.command ?? parser) as unknown) as { getOptions(): { key: Record<string, unknown> } }).getOptions().key);
-      throw new UsageError(unknownArgumentLine(unknown[1]!.split(', '), argv, options, scope === undefined ? COMMANDS : undefined, scope === undefined ? 'ptc' : `ptc ${scope.name}`));
+      const listed = /^Unknown arguments?: (.*)$/s.exec(message)?.[1]!.split(', ');
+      const unknown = listed ?? (scope === undefined ? [] : unknownOptions(argv, options));
+      if (unknown.length === 0) throw new UsageError(message);
+      throw new UsageError(unknownArgumentLine(unknown, argv, options, scope === undefined ? COMMANDS : undefined, scope === undefined ? 'ptc' : `ptc ${scope.name}`));
     });
   try {
     await parser.parseAsync();

@@ -30,6 +30,20 @@ export function nearest(name: string, candidates: readonly string[]): string | u
   return best.candidate;
 }
 
+/** The options in `argv` (names as yargs reports them, without dashes) that none of `options` is. */
+export function unknownOptions(argv: readonly string[], options: readonly string[]): string[] {
+  const known = new Set(options.map(kebab));
+  const unknown: string[] = [];
+  for (const token of argv) {
+    if (token === '--') break;
+    const match = /^--?([A-Za-z][\w-]*)(=|$)/.exec(token);
+    if (match === null) continue;
+    const name = kebab(match[1]!);
+    if (!known.has(name) && !(name.startsWith('no-') && known.has(name.slice(3)))) unknown.push(name.startsWith('no-') ? name.slice(3) : name);
+  }
+  return unknown;
+}
+
 const kebab = (name: string): string => name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`);
 
 /**
