@@ -17,7 +17,9 @@ function privateMount(path: string): boolean {
  * The message for Node's permission-model refusal `permission` of `resource` (the fields of its
  * ERR_ACCESS_DENIED), or undefined for a permission ptc has no words for.
  */
-export function permissionDenialText(permission: string | undefined, resource: string | undefined, hostname: string | undefined, address?: string): string | undefined {
+export function permissionDenialText(permission: string | undefined, given: string | undefined, hostname: string | undefined, address?: string): string | undefined {
+  // Node 20 gives an empty resource for a refused process.
+  const resource = given === '' ? undefined : given;
   const shown = JSON.stringify(resource ?? '');
   switch (permission) {
     case 'FileSystemRead':
