@@ -44,6 +44,7 @@ export function permissionDenialText(permission: string | undefined, given: stri
 
 /** What follows bubblewrap's ENOENT for `path`, a path outside every directory the sandbox shows of the host. */
 export function hiddenPathText(path: string): string {
+  if (privateMount(path)) return ` (ptc sandbox: ${JSON.stringify(path)} is outside what the bubblewrap sandbox shows of the host; its /proc and /dev are its own, and no policy brings the host's in)`;
   return ` (ptc sandbox: ${JSON.stringify(path)} is outside what the bubblewrap sandbox shows of the host; if it exists there, ${WORKSPACE} brings it in)`;
 }
 
