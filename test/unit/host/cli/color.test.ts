@@ -2,8 +2,8 @@
 // NO_COLOR (non-empty), NODE_DISABLE_COLORS and TERM=dumb. A table of stream and environment.
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { colorEnabled } from '../../host/cli/color.ts';
-import { nearest, editDistance } from '../../host/cli/did-you-mean.ts';
+import { colorEnabled } from '../../../../host/cli/color.ts';
+import { nearest, editDistance } from '../../../../host/cli/did-you-mean.ts';
 
 const tty = { isTTY: true };
 const pipe = {};
