@@ -24,11 +24,12 @@ import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writ
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as esbuild from 'esbuild';
+import { MINIMUM_NODE } from '../host/supported-node.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
-/** Node 22.13 is the first 22.x with module.stripTypeScriptTypes, which the host uses. Tested on 22.23.5 and the pinned Node. */
-export const PACKAGE_ENGINES = { node: '>=22.13.0' };
+/** The oldest Node the host runs on (host/supported-node.ts). Tested on 22.23.5 and the pinned Node. */
+export const PACKAGE_ENGINES = { node: `>=${MINIMUM_NODE}` };
 
 /** What `ptc/ai` is tested against (the current major of the AI SDK, and the zod versions that SDK takes). */
 export const AI_PEERS = { ai: '^7.0.0', zod: '^3.25.76 || ^4.1.8' };

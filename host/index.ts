@@ -1,4 +1,6 @@
 // The ptc library: create a runtime, resolve a request, run it, read the result.
+// First, so that an older Node is refused by version before any module that needs a newer one evaluates.
+import './require-node.ts';
 export { createRuntime } from './runtime/runtime.ts';
 export type { Runtime, TimeoutDescriptor } from './runtime/runtime.ts';
 export type { RunRequest, RunSpec, RunOptions, ResumeOptions } from './runtime/request.ts';

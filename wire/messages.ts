@@ -81,6 +81,8 @@ export type RunOutcome = (
 ) & {
   /** The run met a denial (EACCES, EROFS, EPERM, ERR_ACCESS_DENIED, a refused connection), caught or not. */
   denied?: boolean;
+  /** Absolute paths the run met ENOENT for that lie outside every directory bubblewrap shows of the host (at most 8): the host tells whether they exist there, which would make the sandbox why. */
+  hidden?: string[];
 };
 
 /** A file as the carrier opened it (decimal strings: inode numbers can exceed 2^53). */

@@ -3,13 +3,23 @@
 // reports `sandbox.denied` from this and from what the run printed or returned.
 import { EventEmitter } from 'node:events';
 import { syncBuiltinESMExports } from 'node:module';
+import { resolve as resolvePath } from 'node:path';
 import { types } from 'node:util';
-import { append, apply, defineProperty, getOwnPropertyDescriptor, SafeSet, stringIncludes, then } from './intrinsics.ts';
+import { append, apply, defineProperty, getOwnPropertyDescriptor, SafeSet, SafeWeakSet, stringIncludes, stringIndexOf, stringSlice, stringStartsWith, then } from './intrinsics.ts';
 import { requireBuiltin } from './builtins.ts';
+import { hiddenPathText, networkOffText, permissionDenialText, readOnlyPathText } from './denial-text.ts';
+import { hiddenFromHost, inFreshRoot, networkOff, readSandboxView } from './sandbox-view.ts';
 
 const DENIAL_CODES = new SafeSet(['EACCES', 'EROFS', 'EPERM', 'ERR_ACCESS_DENIED', 'ECONNREFUSED', 'ENETUNREACH']);
 const { isPromise } = types;
 let denied = false;
+/** Paths the run met ENOENT for that lie outside what bubblewrap shows of the host: the host tells whether they exist there. */
+let hidden: string[] = [];
+let seenHidden = new SafeSet<string>();
+/** At most this many hidden paths go to the host per run: one is enough to tell, a few name what to allow. */
+const HIDDEN_LIMIT = 8;
+/** Marks an error whose message already says why, so an error seen twice (thrown, then emitted) is explained once. */
+const explained = new SafeWeakSet<object>();
 /** Appended to ENETUNREACH and ECONNREFUSED messages of IP connections under a network allowlist (network-forward.ts). */
 let unreachableHint: string | undefined;
 
@@ -18,16 +28,91 @@ export function explainUnreachable(hint: string): void {
   unreachableHint = hint;
 }
 
-/** Records `error` when it carries a denial code. */
+/** Records `error` when it carries a denial code, and makes a sandbox's refusal say what was refused and what would allow it. */
 function note(error: unknown): void {
-  if ((denied && unreachableHint === undefined) || typeof error !== 'object' || error === null || types.isProxy(error)) return;
+  if (typeof error !== 'object' || error === null || types.isProxy(error) || explained.has(error)) return;
   try {
     const code = (error as { code?: unknown }).code;
     if (DENIAL_CODES.has(code as string)) denied = true;
     if ((code === 'ENETUNREACH' || code === 'ECONNREFUSED') && unreachableHint !== undefined) explain(error);
+    else if (code === 'ERR_ACCESS_DENIED') explainPermission(error);
+    else if (code === 'ENOENT') explainHidden(error);
+    else if (code === 'EROFS') explainReadOnly(error);
+    else if ((code === 'EAI_AGAIN' || code === 'ENETUNREACH') && unreachableHint === undefined && networkOff()) explainOffline(error);
   } catch {
     // A `code` getter that throws is the program's; it is not a denial.
   }
+}
+
+/** An own data property of a Node error (never a program's getter). */
+function own(error: object, key: string): unknown {
+  const descriptor = getOwnPropertyDescriptor(error, key);
+  return descriptor !== undefined && 'value' in descriptor ? descriptor.value : undefined;
+}
+
+/** Replaces (or, with `suffix`, extends) the error's message, and the first line of a stack already made from it. */
+function rewrite(error: object, text: string, suffix: boolean): void {
+  const descriptor = getOwnPropertyDescriptor(error, 'message');
+  const message = descriptor?.value;
+  if (typeof message !== 'string' || descriptor?.writable !== true) return;
+  const next = suffix ? message + text : text;
+  defineProperty(error, 'message', { __proto__: null, value: next, writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
+  const stack = own(error, 'stack');
+  const start = typeof stack === 'string' ? stringIndexOf(stack, message) : -1;
+  if (start !== -1) {
+    defineProperty(error, 'stack', { __proto__: null, value: stringSlice(stack as string, 0, start) + next + stringSlice(stack as string, start + message.length), writable: true, configurable: true, enumerable: false } as PropertyDescriptor);
+  }
+  explained.add(error);
+}
+
+// Node's permission model: its `permission` and `resource` fields name what was refused.
+function explainPermission(error: object): void {
+  const permission = own(error, 'permission');
+  const resource = own(error, 'resource');
+  const hostname = own(error, 'hostname');
+  const message = own(error, 'message');
+  // A refused connection carries no `permission`; Node's message names its --allow-net.
+  const network = typeof hostname === 'string' || (typeof message === 'string' && stringIncludes(message, '--allow-net'));
+  if (typeof permission !== 'string' && !network) return;
+  const address = own(error, 'address');
+  const text = permissionDenialText(
+    typeof permission === 'string' ? permission : undefined,
+    typeof resource === 'string' ? resource : undefined,
+    typeof hostname === 'string' ? hostname : undefined,
+    typeof address === 'string' ? address : undefined,
+  );
+  if (text !== undefined) rewrite(error, text, false);
+}
+
+// bubblewrap: a path in none of the directories bound from the host reads as missing.
+function explainHidden(error: object): void {
+  const path = own(error, 'path');
+  const syscall = own(error, 'syscall');
+  if (typeof path !== 'string' || path === '') return;
+  // A command name looked up on PATH is not a path the program chose.
+  if (typeof syscall === 'string' && stringStartsWith(syscall, 'spawn') && !stringStartsWith(path, '/')) return;
+  const absolute = resolvePath(path);
+  if (!hiddenFromHost(absolute)) return;
+  rewrite(error, hiddenPathText(absolute), true);
+  if (hidden.length < HIDDEN_LIMIT && !seenHidden.has(absolute)) {
+    seenHidden.add(absolute);
+    append(hidden, absolute);
+  }
+}
+
+// bubblewrap: every directory bound from the host but the workspace and writable roots is read-only.
+function explainReadOnly(error: object): void {
+  const path = own(error, 'path');
+  if (!inFreshRoot() || typeof path !== 'string' || path === '') return;
+  rewrite(error, readOnlyPathText(resolvePath(path)), true);
+}
+
+// bubblewrap without the network: names do not resolve and addresses are unreachable, by design.
+function explainOffline(error: object): void {
+  const hostname = own(error, 'hostname');
+  const address = own(error, 'address');
+  denied = true;
+  rewrite(error, networkOffText(typeof hostname === 'string' ? hostname : typeof address === 'string' ? address : undefined), true);
 }
 
 function explain(error: object): void {
@@ -52,9 +137,19 @@ export function takeDenied(): boolean {
   return seen;
 }
 
+/** The hidden paths met since the last call (see `hidden`); resets the list. */
+export function takeHidden(): string[] {
+  const seen = hidden;
+  hidden = [];
+  seenHidden = new SafeSet<string>();
+  return seen;
+}
+
 /** Wraps the module functions that can fail with a denial, and watches 'error' events. Call once at start-up. */
 export function watchDenials(): void {
-  for (const name of ['fs', 'fs/promises', 'child_process']) wrapExports(requireBuiltin(name) as Record<string, unknown>);
+  readSandboxView();
+  // dns too: a refused or impossible lookup rejects there without an 'error' event.
+  for (const name of ['fs', 'fs/promises', 'child_process', 'dns', 'dns/promises']) wrapExports(requireBuiltin(name) as Record<string, unknown>);
   syncBuiltinESMExports();
   // Streams and sockets report failures as 'error' events (a refused connection, a write stream).
   // The control socket's data events pass through here too, so no spread (it would iterate with

@@ -11,7 +11,7 @@ import * as module from 'node:module';
 import { types } from 'node:util';
 import vm from 'node:vm';
 import type { HostLink } from '../channel/channel.ts';
-import { takeDenied } from '../hardening/denials.ts';
+import { takeDenied, takeHidden } from '../hardening/denials.ts';
 import { beginOutput, endOutput, inspect } from '../globals/output.ts';
 import { BindingError, bindingCaller, installBindings, type BindingCaller } from '../globals/bindings.ts';
 import { Image } from '../globals/image.ts';
@@ -206,6 +206,8 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
       // its setters from seeing `denied`.
       const final: RunOutcome = unthenable(run.revoked ? { status: 'stopped' } : result);
       if (takeDenied()) final.denied = true;
+      const hidden = takeHidden();
+      if (hidden.length > 0) final.hidden = hidden;
       resolveOutcome(fitOutcome(final, request.maxMessageBytes));
       // A per-call carrier ends now; a retained one idles until the owner's next run.
       if (request.retain) trimWhenIdle();
@@ -216,6 +218,7 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
   // It is the run that cannot finish, not the environment: a retained one stays for the next run.
   stalls.arm(() => run.settle({ status: 'exception', error: { name: 'Error', message: STALL_MESSAGE }, ...(run.initializing ? { initializer: true } : {}) }));
   takeDenied(); // whatever earlier runs' callbacks met is not this run's
+  takeHidden();
   then(
     then(ready, () => environmentFor(request)),
     (env: Environment) => {

@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // `ptc` from source: node host/cli/bin.ts <command>.
+// First: an older Node is refused by version before a module that needs a newer one evaluates.
+import './require-node.ts';
 import { prestartDefaultCarrier } from '../prestart.ts';
 import { runsInDefaultCarrier } from './head-start.ts';
 

@@ -3,12 +3,16 @@
 import { resolve as resolvePath } from 'node:path';
 import yargs, { type Argv } from 'yargs';
 import { bootMark } from '../../wire/boot-mark.ts';
+import { colorEnabled } from './color.ts';
+import { unknownArgumentLine, unknownOptions } from './did-you-mean.ts';
 import { limitOptions, loadBindings, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
 import type { ReplArgs } from './repl.ts';
 import { EXECUTION_MODES } from '../modes.ts';
 
 /** The command names; only the one being run gets its parser built (see main). */
-const COMMANDS = ['run', 'repl', 'mcp', 'serve', 'runs', 'version', 'bootstrap'];
+const COMMANDS = ['run', 'repl', 'mcp', 'serve', 'runs', 'resume', 'revert', 'version', 'bootstrap'];
+/** The commands whose builders live in the front ends' modules (loaded by frontEnds()). */
+const FRONT_END_COMMANDS = ['repl', 'mcp', 'serve', 'runs', 'resume', 'revert'];
 
 /** Defined in dist/ builds (build/build.ts): the package's version, which build.ts checks equals VERSION. */
 declare const PTC_BUILD: { version: string; node: string } | undefined;
@@ -43,15 +47,25 @@ export async function main(argv: string[]): Promise<number> {
   // A builder runs only for the command yargs runs; with none named first, one may still be named
   // later (`ptc --json run x`), so the front ends' builders are then loaded too.
   const named = chosen ?? COMMANDS.find((name) => argv.includes(name));
-  const needsFrontEnds = named !== undefined && (chosen === undefined || ['repl', 'mcp', 'serve', 'runs'].includes(named));
+  const needsFrontEnds = named !== undefined && (chosen === undefined || FRONT_END_COMMANDS.includes(named));
   const [repl, mcp, serve, runs] = needsFrontEnds ? await frontEnds() : [];
   const VERSION = typeof PTC_BUILD !== 'undefined' ? PTC_BUILD.version : (await library()).VERSION;
   const parser = yargs(argv).scriptName('ptc').usage('$0 <command> [options]');
+  // The command whose builder ran, to name its options when one is unknown (see the fail handler).
+  let scope: { name: string; command: Argv } | undefined;
+  const building = (name: string, build: (command: Argv) => Argv) => (command: Argv): Argv => {
+    scope = { name, command };
+    return build(command);
+  };
   if (declared('run')) {
     parser.command(
       'run [file]',
       'Run a program (an async function body in TypeScript) from a file, or from stdin with "-"',
-      (command: Argv) => runOptions(command),
+      building('run', (command) => runOptions(command)
+        .example('$0 run triage.ts --bindings tools.mjs', 'Run a program whose bindings are the functions tools.mjs exports')
+        .example("echo 'return 1 + 1' | $0 run -", 'Run a program from stdin')
+        .example('$0 run job.ts --json', 'Print one lossless JSON result')
+        .example('$0 run job.ts --allow-network', 'Let the program use the network')),
       async (args) => {
         exitCode = await runCommand(args as unknown as RunArgs);
       },
@@ -61,7 +75,9 @@ export async function main(argv: string[]): Promise<number> {
     parser.command(
       'repl',
       'Start an interactive session on one retained environment (.help inside lists its commands)',
-      (command: Argv) => repl!.replOptions(command),
+      building('repl', (command) => repl!.replOptions(command)
+        .example('$0 repl --bindings tools.mjs', 'A session whose bindings are the functions tools.mjs exports')
+        .example("printf 'let a = 1\\na + 1\\n' | $0 repl", 'Run piped statements in one environment and print each value')),
       async (args) => {
         exitCode = await repl!.replCommand(args as unknown as ReplArgs);
       },
@@ -71,7 +87,8 @@ export async function main(argv: string[]): Promise<number> {
     parser.command(
       'mcp',
       'Serve one code-mode tool (run_code) over MCP stdio, with the tools of the upstream MCP servers in --config as bindings',
-      (command: Argv) => mcp!.mcpOptions(command),
+      building('mcp', (command) => mcp!.mcpOptions(command)
+        .example('$0 mcp --config servers.json', 'Serve run_code to an MCP client, with the tools of the servers in servers.json ({"mcpServers": {...}}) as bindings')),
       async (args) => {
         exitCode = await mcp!.mcpCommand(args as unknown as Parameters<typeof import('./mcp.ts').mcpCommand>[0]);
       },
@@ -81,7 +98,8 @@ export async function main(argv: string[]): Promise<number> {
     parser.command(
       'serve',
       'Serve JSON-RPC 2.0 on stdin/stdout, one message a line: a harness in any language runs programs with its own tools',
-      (command: Argv) => serve!.serveOptions(command),
+      building('serve', (command) => serve!.serveOptions(command)
+        .example('$0 serve --sandbox read-only', 'Serve JSON-RPC on stdio; the harness sends initialize, then run requests with its tools')),
       async (args) => {
         exitCode = await serve!.serveCommand(args as unknown as RunArgs);
       },
@@ -91,9 +109,34 @@ export async function main(argv: string[]): Promise<number> {
     parser.command(
       'runs [run]',
       'List the runs a journal holds, or one run\'s binding calls',
-      (command: Argv) => runs!.runsOptions(command),
+      building('runs', (command) => runs!.runsOptions(command)
+        .example('$0 runs --journal runs.db', 'List the runs the journal holds')
+        .example('$0 runs --journal runs.db <runId> --json', 'Print one run\'s binding calls as JSON')),
       async (args) => {
         exitCode = await runs!.runsCommand(args as unknown as import('./runs.ts').RunsArgs);
+      },
+    );
+  }
+  if (declared('resume')) {
+    parser.command(
+      'resume <run>',
+      'Take up a journaled run that never finished: its program runs again, and the calls the journal answered are not made again',
+      building('resume', (command) => runs!.resumeOptions(command)
+        .example('$0 runs --journal runs.db', 'Find the run: its status is running or waiting')
+        .example('$0 resume <runId> --journal runs.db --bindings tools.mjs', 'Resume it; tools.mjs answers the calls the journal has no answer for')),
+      async (args) => {
+        exitCode = await runs!.resumeCommand(args as unknown as import('./runs.ts').JournalActionArgs);
+      },
+    );
+  }
+  if (declared('revert')) {
+    parser.command(
+      'revert <run>',
+      'Roll back a journaled run\'s applied calls, newest first, through each binding\'s revert',
+      building('revert', (command) => runs!.revertOptions(command)
+        .example('$0 revert <runId> --journal runs.db --bindings tools.mjs', 'Undo what the run did, through the reverts of the bindings tools.mjs exports')),
+      async (args) => {
+        exitCode = await runs!.revertCommand(args as unknown as import('./runs.ts').JournalActionArgs);
       },
     );
   }
@@ -101,7 +144,7 @@ export async function main(argv: string[]): Promise<number> {
     parser.command(
       'version',
       'Print the ptc version, the Node inside, the protocol revision, the platform, the SHA-256 of the embedded bootstrap and which sandbox backends work here',
-      (command: Argv) => command.option('json', { type: 'boolean', default: false, describe: 'Print it as one JSON object' }),
+      building('version', (command) => command.option('json', { type: 'boolean', default: false, describe: 'Print it as one JSON object' })),
       async (args) => {
         const [{ versionReport }, { versionText }] = await Promise.all([library(), import('./version.ts')]);
         const report = await versionReport();
@@ -113,7 +156,7 @@ export async function main(argv: string[]): Promise<number> {
     parser.command(
       'bootstrap',
       'Write the carrier bootstrap that a remote Node (>= 20.12) runs for node-script launches',
-      (command: Argv) => command.option('out', { type: 'string', demandOption: true, describe: 'File to write' }),
+      building('bootstrap', (command) => command.option('out', { type: 'string', demandOption: true, describe: 'File to write' })),
       async (args) => {
         const out = resolvePath(String(args.out));
         const source = await (await library()).readBootstrap();
@@ -129,13 +172,24 @@ export async function main(argv: string[]): Promise<number> {
     );
   }
   parser
-    .demandCommand(1, 'Name a command: run, repl, serve, mcp, runs, version or bootstrap')
+    .demandCommand(1, 'Name a command: run, repl, serve, mcp, runs, resume, revert, version or bootstrap')
     .strict()
+    .example('$0 run triage.ts --bindings tools.mjs', 'Run a program whose bindings are the functions tools.mjs exports')
+    .example("echo 'return 1 + 1' | $0 run -", 'Run a program from stdin')
+    .example('$0 repl', 'Start an interactive session')
+    .example('$0 run --help', 'The options of one command')
     .help()
     .version('version', 'Print the ptc version', `ptc ${VERSION}`)
     .exitProcess(false)
     .fail((message, error) => {
-      throw error ?? new UsageError(message);
+      if (error) throw error;
+      // yargs names an unknown option twice (as typed and camel-cased) and suggests nothing; and
+      // it reports a required option missing before an unknown one, which is often its misspelling.
+      const options = Object.keys((((scope?.command ?? parser) as unknown) as { getOptions(): { key: Record<string, unknown> } }).getOptions().key);
+      const listed = /^Unknown arguments?: (.*)$/s.exec(message)?.[1]!.split(', ');
+      const unknown = listed ?? (scope === undefined ? [] : unknownOptions(argv, options));
+      if (unknown.length === 0) throw new UsageError(message);
+      throw new UsageError(unknownArgumentLine(unknown, argv, options, scope === undefined ? COMMANDS : undefined, scope === undefined ? 'ptc' : `ptc ${scope.name}`));
     });
   try {
     await parser.parseAsync();
@@ -191,7 +245,7 @@ async function runCommand(args: RunArgs): Promise<number> {
   const interrupt = (): void => controller.abort(new Error('interrupted'));
   process.once('SIGINT', interrupt);
   process.once('SIGTERM', interrupt);
-  const printer = new HumanPrinter(process.stdout, process.stderr);
+  const printer = new HumanPrinter(process.stdout, process.stderr, colorEnabled(process.stdout));
   bootMark('ptc:run');
   try {
     const result = await runtime.run(spec, {

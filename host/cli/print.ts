@@ -25,9 +25,12 @@ export class HumanPrinter {
   #atLineStart = true;
   /** The text output so far, to tell whether a carrier's stderr tail was already shown. */
   #text = '';
+  /** Whether the value is coloured (color.ts decides). */
+  readonly #colors: boolean;
 
-  constructor(stdout: Stream, stderr: Stream) {
+  constructor(stdout: Stream, stderr: Stream, colors: boolean) {
     this.#stdout = stdout;
+    this.#colors = colors;
     this.#stderr = stderr;
     this.#out = new TerminalText(stdout.isTTY !== true);
     this.#err = new TerminalText(stderr.isTTY !== true);
@@ -46,7 +49,7 @@ export class HumanPrinter {
     const held = this.#err.flush();
     if (held !== '') this.#stderr.write(held);
     if (result.status === 'ok') {
-      if (result.value !== undefined) this.#write(`${this.#lineBreak()}${this.#out.whole(inspect(result.value, { depth: Infinity, colors: this.#stdout.isTTY === true }), true)}\n`);
+      if (result.value !== undefined) this.#write(`${this.#lineBreak()}${this.#out.whole(inspect(result.value, { depth: Infinity, colors: this.#colors }), true)}\n`);
       if (result.hint !== undefined) this.#stderr.write(`ptc: hint: ${this.#err.whole(result.hint)}\n`);
       return;
     }

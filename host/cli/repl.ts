@@ -13,6 +13,7 @@ import { asObjectLiteral, isIncomplete } from './repl-input.ts';
 import { limitOptions, loadBindings, loadConfig, messageOf, numberFlag, sandboxOptions, UsageError } from './options.ts';
 import { imageLine } from './print.ts';
 import { TerminalText } from './terminal-text.ts';
+import { colorEnabled } from './color.ts';
 
 const PROMPT = 'ptc> ';
 const CONTINUATION = '...> ';
@@ -103,7 +104,7 @@ type Output = NodeJS.WritableStream & { isTTY?: boolean };
 export function runSession(runtime: Runtime, request: SessionRequest, input: Input, output: Output): Promise<{ failures: number }> {
   const owner = {};
   const terminal = input.isTTY === true;
-  const colors = output.isTTY === true;
+  const colors = colorEnabled(output);
   const shown = new TerminalText(output.isTTY !== true);
   const programText = (text: string, keepColors?: boolean): string => shown.whole(text, keepColors);
   const rl = createInterface({ input, output, terminal, prompt: PROMPT });

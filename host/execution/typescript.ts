@@ -3,7 +3,7 @@
 // is wrapped in an async function first because top-level `return` is a syntax error outside one.
 // Script and REPL programs are stripped as they are: inside an async function `await` is always
 // the operator, while in their sloppy code `typeof await` reads a variable named await.
-import { stripTypeScriptTypes } from 'node:module';
+import * as nodeModule from 'node:module';
 import { parse, type Node, type Options } from 'acorn';
 import { simple as walkSimple } from 'acorn-walk';
 import type { ErrorInfo, ProgramFormat } from '../../wire/messages.ts';
@@ -22,7 +22,7 @@ export function stripTypes(program: string, filename: string, format: ProgramFor
   const prefix = body ? PREFIX : '';
   const suffix = body ? SUFFIX : '';
   try {
-    const stripped = quietly(() => stripTypeScriptTypes(`${prefix}${program}${suffix}`, { mode: 'strip' }));
+    const stripped = quietly(() => nodeModule.stripTypeScriptTypes(`${prefix}${program}${suffix}`, { mode: 'strip' }));
     return { ok: true, code: stripped.slice(prefix.length, stripped.length - suffix.length) };
   } catch (error) {
     const { code, message, stack } = error as { code?: string; message?: string; stack?: string };
@@ -42,7 +42,7 @@ export function stripTypes(program: string, filename: string, format: ProgramFor
 function readsAsObjectLiteral(program: string): boolean {
   if (!/^\s*\{/.test(program)) return false;
   try {
-    quietly(() => stripTypeScriptTypes(`(${program})`, { mode: 'strip' }));
+    quietly(() => nodeModule.stripTypeScriptTypes(`(${program})`, { mode: 'strip' }));
     return true;
   } catch {
     return false;

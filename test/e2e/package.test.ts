@@ -261,6 +261,24 @@ const model = new MockLanguageModelV4({
 });
 `;
 
+test("on the machine's Node 20, importing 'ptc' and running its bin refuse by version, naming the Node needed and the one found", () => {
+  const systemNode = '/usr/bin/node';
+  assert.ok(existsSync(systemNode), 'no /usr/bin/node (.ci/run installs one)');
+  const found = execFileSync(systemNode, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim();
+  assert.match(found, /^20\./);
+  const dir = projects.get(PINNED.version)!;
+  const needed = 'Node.js 22.13.0 or later (for module.stripTypeScriptTypes)';
+  const imported = sh(systemNode, ['--input-type=module', '-e', "import { createRuntime } from 'ptc'; console.log(typeof createRuntime);"], { cwd: dir, node: systemNode });
+  assert.is(imported.code, 1);
+  assert.is(imported.stdout, '');
+  assert.match(imported.stderr, new RegExp(`^Error: ptc needs ${needed.replace(/[.()]/g, '\\$&')}; this is Node\\.js ${found.replace(/\./g, '\\.')}$`, 'm'));
+  assert.not.match(imported.stderr, /does not provide an export/);
+  const bin = sh(systemNode, [join(dir, 'node_modules/ptc/lib/bin.js'), 'run', '-'], { cwd: dir, node: systemNode, input: 'return 1' });
+  assert.is(bin.code, 2);
+  assert.is(bin.stdout, '');
+  assert.is(bin.stderr, `ptc: needs ${needed}; this is Node.js ${found}\n`);
+});
+
 test("the package's types check a user's program, and reject a wrong one", () => {
   const dir = projects.get(PINNED.version)!;
   writeFileSync(join(dir, 'app.ts'), docsSnippet());

@@ -115,7 +115,7 @@ return seen;`,
     name: "the host's environment is out of reach through /proc",
     program: `return (await import('node:fs')).readFileSync('/proc/${HOST}/environ', 'utf8')`,
     // bwrap: the host is not in the pid namespace; node-permission: /proc is not granted.
-    expect: (result, backend) => refused(backend === 'bwrap' ? 'ENOENT' : 'ERR_ACCESS_DENIED', backend === 'bwrap' ? 'no such file' : 'Access to this API has been restricted')(result),
+    expect: (result, backend) => refused(backend === 'bwrap' ? 'ENOENT' : 'ERR_ACCESS_DENIED', backend === 'bwrap' ? `ENOENT: no such file or directory, open '/proc/${HOST}/environ'` : `ptc sandbox refused reading "/proc/${HOST}/environ": /proc and /dev are hidden from confined programs`)(result),
   },
   {
     name: 'Image.fromFile on a FIFO fails at once instead of waiting for a writer',
@@ -161,7 +161,7 @@ return seen;`,
     name: "the host's terminals are out of reach",
     backends: ['node-permission'],
     program: `return (await import('node:fs')).readdirSync('/dev/pts')`,
-    expect: refused('ERR_ACCESS_DENIED', 'Access to this API has been restricted'),
+    expect: refused('ERR_ACCESS_DENIED', 'ptc sandbox refused reading "/dev/pts": /proc and /dev are hidden from confined programs'),
   },
   {
     name: 'a binding returning image(FIFO) rejects in the program instead of blocking the host',

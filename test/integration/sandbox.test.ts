@@ -41,7 +41,7 @@ test('bwrap: the default policy writes the workspace and nothing outside it, and
   const inside = join(workspace, 'inside.txt');
   const result = await run(tryWrites([inside, join(outside, 'a.txt'), join(workspace, 'escape', 'b.txt'), join(workspace, '..', 'outside', 'c.txt'), `/proc/self/root${outside}/d.txt`]), undefined);
   // Outside the workspace is absent from the sandbox's fresh root (docs/host-view.md): ENOENT,
-  // which `denied` does not count, as no program can tell it from a file that does not exist.
+  // which `denied` counts only for a path that exists on the host (none of these does).
   assert.equal(valueOf(result), {
     [inside]: 'ok',
     [join(outside, 'a.txt')]: 'ENOENT',
