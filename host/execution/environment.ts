@@ -13,7 +13,6 @@ import { stripTypes } from './typescript.ts';
 import { discardedExpressionHint } from './completion-hint.ts';
 import type { SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
-import { isRemoteLaunch } from '../worker/launch.ts';
 import type { DiskEnforcement, OverLimit, ResourceLimits } from '../../supervision/resources/guard.ts';
 import { carrierRequest, type Execution } from './run/execution.ts';
 import { RunState } from './run/state.ts';
@@ -207,7 +206,7 @@ export class Environment {
     let usable = await survivesFailure(this, state, running, this.#config.stopGraceMs);
     this.#hooks = undefined;
     usable = await endUnlessUsable(this, usable, state, outcome);
-    reportDenials(sandbox, state.failure, outcome, !isRemoteLaunch(this.#config.launch));
+    reportDenials(sandbox, state.failure, outcome);
 
     let result: RunResult;
     if (state.failure !== undefined) {

@@ -1,9 +1,9 @@
 // What a program reads when the sandbox refuses it, through real carriers under bubblewrap and
 // Node's permission model: the path or host refused and the ptc option that allows it, word for
-// word; `sandbox.denied` true exactly where ptc can tell the sandbox is why (a hidden path that
-// exists on the host, a lookup with no network, a permission-model refusal) and false for a
-// missing file (inside a bound directory, or missing on the host too); and the hint, followed,
-// allows the access.
+// word; `sandbox.denied` true exactly where the sandbox is why (a path outside its view, whether
+// or not the host has it, as node-permission refuses one; a lookup with no network; a
+// permission-model refusal) and false for a missing file inside a bound directory; and the hint,
+// followed, allows the access.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -58,10 +58,10 @@ test('bwrap: a host file outside every bound directory reads as ENOENT naming th
   assert.is(caught.sandbox.denied, true);
 });
 
-test('bwrap: a path missing on the host too gets the hint but is no denial; a missing file in the workspace is a plain ENOENT', async () => {
+test('bwrap: a path outside the view is a denial whether or not the host has it (no oracle of host paths); a missing file in the workspace is a plain ENOENT and no denial', async () => {
   const outsideMissing = await run('bwrap', readBack(missingOutside));
   assert.equal(outsideMissing.status === 'ok' && outsideMissing.value, ['ENOENT', hidden(missingOutside)]);
-  assert.is(outsideMissing.sandbox.denied, false);
+  assert.is(outsideMissing.sandbox.denied, true);
   const insideMissing = await run('bwrap', readBack(missingInside));
   assert.equal(insideMissing.status === 'ok' && insideMissing.value, ['ENOENT', `ENOENT: no such file or directory, open '${missingInside}'`]);
   assert.is(insideMissing.sandbox.denied, false);

@@ -1,6 +1,5 @@
 // What a finished run reports of its confinement: the network proxy's counts, and whether the
 // program met a denial anywhere it shows.
-import { lstatSync } from 'node:fs';
 import type { RunOutcome } from '../../../wire/messages.ts';
 import { isDenial, type NetworkSession } from '../../sandbox/index.ts';
 import type { Failure } from '../failures.ts';
@@ -16,22 +15,14 @@ export function reportNetwork(network: NetworkSession | undefined, sandbox: Sand
 /**
  * A denial shows in what the run reports: its output (scanned as it arrived), the error it
  * failed with, or the value it returned (a program that caught the error and handed it back).
- * `local`: the carrier runs on this machine, so a path it could not see (outcome.hidden) is
- * looked up here: one that exists is a file the sandbox kept out, not a missing one.
+ * A path the carrier found outside the sandbox's view (outcome.hidden) is a denial whether or not
+ * the host has it, as node-permission refuses such a path before anything looks for it: asking the
+ * host would hand the program's author an oracle of which host paths exist.
  */
-export function reportDenials(sandbox: SandboxReport, failure: Failure | undefined, outcome: RunOutcome | undefined, local: boolean): void {
-  if (local && sandbox.backend === 'bwrap' && outcome?.hidden?.some(existsHere) === true) sandbox.denied = true;
+export function reportDenials(sandbox: SandboxReport, failure: Failure | undefined, outcome: RunOutcome | undefined): void {
+  if ((outcome?.hidden?.length ?? 0) > 0) sandbox.denied = true;
   const reported = failure ?? (outcome?.status === 'exception' ? outcome.error : undefined);
   if (reported !== undefined && [reported.code, reported.message].some(isDenial)) sandbox.denied = true;
   if (outcome?.status === 'ok' && isDenial(outcome.value)) sandbox.denied = true;
   if (outcome?.denied === true) sandbox.denied = true;
-}
-
-function existsHere(path: string): boolean {
-  try {
-    lstatSync(path);
-    return true;
-  } catch {
-    return false;
-  }
 }
