@@ -42,7 +42,7 @@ export function elicitingApprover(server: Server, toolOf: (binding: string) => s
     if (server.getClientCapabilities()?.elicitation === undefined) {
       return {
         approved: false,
-        reason: `${tool} needs a person's approval, and this MCP client cannot ask one (it did not declare the elicitation capability); the call was not made`,
+        reason: `${tool} needs a person's approval, and this MCP client offers no way to ask one (MCP elicitation); the call was not made`,
       };
     }
     const withdrawn = new AbortController();

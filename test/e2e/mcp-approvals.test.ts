@@ -102,7 +102,7 @@ test('a client without elicitation: the destructive call is refused with a clear
     const value = await runCode(session, `await repos.archive_repo({ name: "b" }); try { return await repos.delete_repo({ name: "a" }) } ${CAUGHT}`);
     assert.equal(value, {
       code: 'PTC_REJECTED',
-      message: 'repos.delete_repo: rejected: repos.delete_repo needs a person\'s approval, and this MCP client cannot ask one (it did not declare the elicitation capability); the call was not made',
+      message: 'repos.delete_repo: rejected: repos.delete_repo needs a person\'s approval, and this MCP client offers no way to ask one (MCP elicitation); the call was not made',
     });
     assert.equal(session.calls(), ['archive_repo {"name":"b"}']);
   } finally {
