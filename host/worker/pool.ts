@@ -5,12 +5,15 @@
 //
 // A pool has a floor and a ceiling (piscina's minThreads/maxThreads), the largest any runtime that
 // holds it asked for, and between them follows demand: it keeps as many carriers as runs took in
-// the last DEMAND_WINDOW_MS, so a burst finds as many warm the next time, and the ones past the
-// floor end once the burst is that long gone. A spawn blocks the host's event loop (3 to 30 ms,
-// until the child has exec'd), so refills wait for a moment when no run of this host awaits its
-// reply (at most MAX_DEFER_MS), spawn one carrier per event-loop turn, and boot at most as many at
-// once as the machine has cores: a run in progress does not wait behind a burst of boots. Idle carriers are unref'd: they never keep the
-// host alive, and exit by themselves when it does, as their control channels close.
+// the last DEMAND_WINDOW_MS, so a burst finds as many warm the next time (an agent's next burst of
+// tool calls after a minute of thinking), and the ones past the floor end once the burst is that
+// long gone. A spawn blocks the host's event loop (3 to 30 ms, until the child has exec'd), so a
+// refill waits for a moment when no run of this host awaits its reply (at most MAX_DEFER_MS) while
+// the pool still holds a booted carrier for the next run; once it holds none, the refill spawns at
+// once, since that run would otherwise wait for a whole boot. Refills spawn one carrier per
+// event-loop turn and boot at most as many at once as the machine has cores, so a sustained stream
+// of runs keeps that many boots under way. Idle carriers are unref'd: they never keep the host
+// alive, and exit by themselves when it does, as their control channels close.
 import { availableParallelism } from 'node:os';
 import type { CarrierRecipe } from './confinement.ts';
 import type { Carrier } from './carrier.ts';
@@ -24,7 +27,7 @@ export interface PoolSize {
 }
 
 /** How long a run taken from the pool counts as demand (see above). */
-export const DEMAND_WINDOW_MS = 10_000;
+export const DEMAND_WINDOW_MS = 120_000;
 /** Boots under way at once: more only compete with each other and the host for the cores. */
 const BOOTS_AT_ONCE = Math.max(1, availableParallelism());
 /** How long a refill waits for no run to be in flight: a host that is never idle still refills. */
@@ -107,10 +110,15 @@ function step(pool: Pool): void {
   settleWaiters(pool);
 }
 
-/** Whether the pool's next spawn waits: a run is in flight, and the spawn has not waited MAX_DEFER_MS yet. */
+/**
+ * Whether the pool's next spawn waits: a run is in flight, the pool still holds a booted carrier for
+ * the next run, and the spawn has not waited MAX_DEFER_MS yet. A pool with none booted spawns at
+ * once: the next run would otherwise wait for a whole boot, far longer than a spawn holds the loop.
+ */
 function defer(pool: Pool): boolean {
   const now = performance.now();
-  if (running === 0 || (pool.deferredSince !== undefined && now - pool.deferredSince >= MAX_DEFER_MS)) {
+  const ready = pool.idle.some((carrier) => booted.has(carrier));
+  if (running === 0 || !ready || (pool.deferredSince !== undefined && now - pool.deferredSince >= MAX_DEFER_MS)) {
     pool.deferredSince = undefined;
     clearTimeout(pool.deferTimer);
     pool.deferTimer = undefined;
@@ -129,7 +137,7 @@ function defer(pool: Pool): boolean {
   return true;
 }
 
-/** Marks a run of this host in flight until the returned function is called: refills wait for none to be. */
+/** Marks a run of this host in flight until the returned function is called: refills and retirements wait for none to be. */
 export function runBegins(): () => void {
   running++;
   let ended = false;
@@ -139,7 +147,49 @@ export function runBegins(): () => void {
     running--;
     if (running > 0) return;
     for (const pool of deferred) schedule(pool);
+    scheduleRetirements();
   };
+}
+
+/** Kills of finished per-call carriers waiting for no run to await its reply, oldest first. */
+const retiring: Array<() => void> = [];
+/** Halted carriers kept waiting at most: past this the oldest is killed even while runs are in flight. */
+const MAX_RETIRING = 4 * BOOTS_AT_ONCE;
+let retirementsScheduled = false;
+
+/**
+ * For a per-call carrier that has sent its result: resolves when its kill may go out without
+ * landing in another run's window. A killed process's teardown (its address space unmapped, the
+ * tree walk, bwrap's exit) takes a core for milliseconds; a caller that starts its next run as soon
+ * as it has this one's result would otherwise wait behind it. So the kill waits for a turn of the
+ * event loop in which no run of this host awaits its reply; at most MAX_RETIRING halted carriers
+ * wait, the oldest going first past that. `now()` lets it go at once (dispose(), a second terminate).
+ */
+export function retirement(): { ready: Promise<void>; now(): void } {
+  let release!: () => void;
+  const ready = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const go = (): void => {
+    const index = retiring.indexOf(go);
+    if (index === -1) return;
+    retiring.splice(index, 1);
+    release();
+  };
+  retiring.push(go);
+  while (retiring.length > MAX_RETIRING) retiring[0]!();
+  scheduleRetirements();
+  return { ready, now: go };
+}
+
+/** In a later turn (after the caller has its result and has perhaps begun its next run): releases the kills if no run is in flight. */
+function scheduleRetirements(): void {
+  if (retirementsScheduled || retiring.length === 0) return;
+  retirementsScheduled = true;
+  setImmediate(() => {
+    retirementsScheduled = false;
+    if (running === 0) for (const go of retiring.slice()) go();
+  });
 }
 
 /** Starts one pooled carrier; its handshake lets the next boot begin. */
