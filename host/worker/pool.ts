@@ -7,14 +7,14 @@
 // holds it asked for, and between them follows demand: it keeps as many carriers as runs took in
 // the last DEMAND_WINDOW_MS, so a burst finds as many warm the next time (an agent's next burst of
 // tool calls after a minute of thinking), and the ones past the floor end once the burst is that
-// long gone. A spawn blocks the host's event loop (3 to 30 ms, until the child has exec'd), so a
-// refill waits for a moment when no run of this host awaits its reply (at most MAX_DEFER_MS) while
-// the pool still holds a booted carrier for the next run; once it holds none, the refill spawns at
-// once, since that run would otherwise wait for a whole boot. Refills spawn one carrier per
+// long gone. A spawn blocks the host's event loop (3 to 30 ms: the fork, the carrier's cgroups), so
+// a refill waits for a moment when no run of this host awaits its reply while the pool still holds
+// more than LOW_WATER booted carriers; at or below that it spawns at once, since the next runs would
+// otherwise wait for a whole boot, far longer than a spawn holds the loop. Refills spawn one carrier per
 // event-loop turn and boot at most as many at once as the machine has cores, so a sustained stream
 // of runs keeps that many boots under way. Idle carriers are unref'd: they never keep the host
 // alive, and exit by themselves when it does, as their control channels close.
-import { availableParallelism } from 'node:os';
+import { availableParallelism, totalmem } from 'node:os';
 import type { CarrierRecipe } from './confinement.ts';
 import type { Carrier } from './carrier.ts';
 
@@ -30,8 +30,8 @@ export interface PoolSize {
 export const DEMAND_WINDOW_MS = 120_000;
 /** Boots under way at once: more only compete with each other and the host for the cores. */
 const BOOTS_AT_ONCE = Math.max(1, availableParallelism());
-/** How long a refill waits for no run to be in flight: a host that is never idle still refills. */
-const MAX_DEFER_MS = 200;
+/** Booted carriers left in the pool at or below which a refill does not wait for runs in flight to end. */
+const LOW_WATER = 1;
 
 /** Runs of this host that await their results (see runBegins()). */
 let running = 0;
@@ -52,9 +52,6 @@ interface Pool {
   /** A pooled carrier failed to boot: no more are started until the next run asks (no spawn loop). */
   failing: boolean;
   shrink: NodeJS.Timeout | undefined;
-  /** Since when its next spawn has waited for runs to end (performance.now()), and the timer that ends the wait. */
-  deferredSince: number | undefined;
-  deferTimer: NodeJS.Timeout | undefined;
   /** warm() callers, told once the pool holds its target of booted carriers. */
   readonly waiters: Array<() => void>;
 }
@@ -65,7 +62,7 @@ const booted = new WeakSet<Carrier>();
 function poolOf(recipe: CarrierRecipe): Pool {
   let pool = pools.get(recipe.key);
   if (pool === undefined) {
-    pool = { recipe, idle: [], holders: [], takes: [], booting: 0, scheduled: false, failing: false, shrink: undefined, deferredSince: undefined, deferTimer: undefined, waiters: [] };
+    pool = { recipe, idle: [], holders: [], takes: [], booting: 0, scheduled: false, failing: false, shrink: undefined, waiters: [] };
     pools.set(recipe.key, pool);
   }
   return pool;
@@ -110,31 +107,14 @@ function step(pool: Pool): void {
   settleWaiters(pool);
 }
 
-/**
- * Whether the pool's next spawn waits: a run is in flight, the pool still holds a booted carrier for
- * the next run, and the spawn has not waited MAX_DEFER_MS yet. A pool with none booted spawns at
- * once: the next run would otherwise wait for a whole boot, far longer than a spawn holds the loop.
- */
+/** Whether the pool's next spawn waits for the runs in flight to end: it does while the pool holds more than LOW_WATER booted carriers. */
 function defer(pool: Pool): boolean {
-  const now = performance.now();
-  const ready = pool.idle.some((carrier) => booted.has(carrier));
-  if (running === 0 || !ready || (pool.deferredSince !== undefined && now - pool.deferredSince >= MAX_DEFER_MS)) {
-    pool.deferredSince = undefined;
-    clearTimeout(pool.deferTimer);
-    pool.deferTimer = undefined;
-    deferred.delete(pool);
-    return false;
-  }
-  pool.deferredSince ??= now;
-  deferred.add(pool);
-  if (pool.deferTimer === undefined) {
-    pool.deferTimer = setTimeout(() => {
-      pool.deferTimer = undefined;
-      schedule(pool);
-    }, MAX_DEFER_MS - (now - pool.deferredSince));
-    pool.deferTimer.unref();
-  }
-  return true;
+  let ready = 0;
+  for (const carrier of pool.idle) if (booted.has(carrier)) ready++;
+  const waits = running > 0 && ready > LOW_WATER;
+  if (waits) deferred.add(pool);
+  else deferred.delete(pool);
+  return waits;
 }
 
 /** Marks a run of this host in flight until the returned function is called: refills and retirements wait for none to be. */
@@ -153,8 +133,10 @@ export function runBegins(): () => void {
 
 /** Kills of finished per-call carriers waiting for no run to await its reply, oldest first. */
 const retiring: Array<() => void> = [];
-/** Halted carriers kept waiting at most: past this the oldest is killed even while runs are in flight. */
-const MAX_RETIRING = 4 * BOOTS_AT_ONCE;
+/** Halted carriers kept waiting at most, one per GiB of memory (4 to 32, as the pool's default
+ * ceiling): a burst of that many back-to-back runs kills none in its window; past it the oldest is
+ * killed even while runs are in flight. */
+const MAX_RETIRING = Math.min(32, Math.max(4, Math.floor(totalmem() / 2 ** 30)));
 let retirementsScheduled = false;
 
 /**
@@ -293,7 +275,6 @@ export function holdPool(recipe: CarrierRecipe, size: PoolSize, graceMs: number)
     if (pool.holders.length > 0) return schedule(pool);
     if (pools.get(recipe.key) === pool) pools.delete(recipe.key);
     clearTimeout(pool.shrink);
-    clearTimeout(pool.deferTimer);
     deferred.delete(pool);
     settleWaiters(pool);
     await Promise.all(pool.idle.splice(0).map((carrier) => carrier.terminate(graceMs)));

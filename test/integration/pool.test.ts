@@ -103,8 +103,8 @@ test('refills spawn at most one carrier per turn of the event loop', async () =>
   }
 });
 
-test('a refill waits while another run awaits its result and the pool still holds a booted carrier, and spawns once none does', async () => {
-  const runtime = createTestRuntime({ timeoutMs: 20_000, pool: { min: 3, max: 3 } });
+test('a refill waits while another run awaits its result and the pool still holds booted carriers, and spawns once none does', async () => {
+  const runtime = createTestRuntime({ timeoutMs: 20_000, pool: { min: 4, max: 4 } });
   let release!: () => void;
   let called!: () => void;
   const calledOnce = new Promise<void>((resolve) => (called = resolve));
@@ -112,10 +112,10 @@ test('a refill waits while another run awaits its result and the pool still hold
   try {
     await runtime.warmUp();
     const pooled = liveChildren();
-    assert.is(pooled.length, 3, children());
+    assert.is(pooled.length, 4, children());
     const holding = runtime.run(runtime.resolve({ program: 'await hold(); return process.pid', bindings: { hold: () => (called(), held) } }));
     await calledOnce;
-    // A second booted carrier serves this run; a third is still booted for the next one.
+    // A second booted carrier serves this run; two more are still booted for the next ones.
     const quick = await run(runtime);
     assert.is(quick.warm, true);
     await new Promise((resolve) => setImmediate(resolve));
