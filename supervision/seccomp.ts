@@ -230,7 +230,8 @@ function ranges(numbers: Readonly<Record<string, number>>): Range[] {
   for (const [name, code] of Object.entries(REFUSED_WITH)) add(name, { ret: RET_ERRNO | code });
   const refused: Verdict = { ret: RET_ERRNO | EPERM };
   const list: Range[] = [];
-  for (let nr = 0; nr <= Math.max(...Object.values(numbers)); nr++) {
+  const newest = Math.max(...Object.values(numbers));
+  for (let nr = 0; nr <= newest; nr++) {
     const verdict = byNumber.get(nr) ?? refused;
     const last = list.at(-1);
     const same = last !== undefined && ('ret' in verdict ? 'ret' in last.verdict && last.verdict.ret === verdict.ret : false);
@@ -349,7 +350,15 @@ function oneOf(values: readonly number[], hit: Instruction, miss: Instruction): 
  * endianness; undefined where `arch` (this Node's) has no table, so bwrap is not offered. */
 export function seccompFilter(arch: string = process.arch): Buffer | undefined {
   if (seccompUnavailable(arch) !== undefined) return undefined;
-  const program = seccompProgramForAll();
+  // Every bwrap launch sends it: built once per process (the tables are constants), copied per launch.
+  filterBytes ??= encodeFilter(seccompProgramForAll());
+  return Buffer.from(filterBytes);
+}
+
+/** The filter's bytes, once built (the same for every arch that has a table: it holds them all). */
+let filterBytes: Buffer | undefined;
+
+function encodeFilter(program: Instruction[]): Buffer {
   const bytes = Buffer.alloc(program.length * 8);
   program.forEach(({ code, jt, jf, k }, index) => {
     bytes.writeUInt16LE(code, index * 8);

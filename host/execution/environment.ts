@@ -13,6 +13,7 @@ import { stripTypes } from './typescript.ts';
 import { discardedExpressionHint } from './completion-hint.ts';
 import type { SandboxSetup } from '../sandbox/index.ts';
 import type { Carrier } from '../worker/carrier.ts';
+import { retirement } from '../worker/pool.ts';
 import type { DiskEnforcement, OverLimit, ResourceLimits } from '../../supervision/resources/guard.ts';
 import { carrierRequest, type Execution } from './run/execution.ts';
 import { RunState } from './run/state.ts';
@@ -50,6 +51,8 @@ export class Environment {
   #exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   #lost: string | undefined;
   #terminated: Promise<void> | undefined;
+  /** A per-call carrier's kill waiting for no run to be in flight. */
+  #retiring: { ready: Promise<void>; now(): void } | undefined;
   /** Whether a run was sent to a carrier that its relay had already killed while idle (see limits). */
   #unreached = false;
   /** Whether the environment initializer has run (retained environments only). */
@@ -109,10 +112,18 @@ export class Environment {
     return this.#lost ?? (this.#exit !== undefined ? `its process ${describeHow(this.#exit.code, this.#exit.signal)}` : undefined);
   }
 
-  /** Kills the process group and waits for the pipes (idempotent); `afterResult`: see Carrier.terminate. */
+  /** Kills the process group and waits for the pipes (idempotent). `afterResult`: a per-call run's caller has its result, and the kill waits for no run to be in flight (retirement() in pool.ts; hurry() ends the wait). */
   terminate(afterResult = false): Promise<void> {
-    this.#terminated ??= this.carrier.terminate(this.#config.graceMs, afterResult).then(() => this.#resources.release());
+    if (this.#terminated === undefined) {
+      if (afterResult) this.#retiring = retirement();
+      this.#terminated = this.carrier.terminate(this.#config.graceMs, this.#retiring?.ready).then(() => this.#resources.release());
+    }
     return this.#terminated;
+  }
+
+  /** Sends a kill that waits for no run to be in flight (terminate(true)) at once: for dispose(). */
+  hurry(): void {
+    this.#retiring?.now();
   }
 
   #loseIdle(reason: string): void {

@@ -305,6 +305,7 @@ export class Executor {
     for (const owned of this.#owners.values()) clearTimeout(owned.idleTimer);
     const all = [...this.#temporary, ...[...this.#owners.values()].flatMap((owned) => (owned.environment ? [owned.environment] : []))];
     this.#owners.clear();
+    for (const environment of all) environment.hurry();
     await Promise.all([...all.map((environment) => environment.terminate()), ...this.#releasing]);
   }
 }

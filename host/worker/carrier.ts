@@ -325,16 +325,16 @@ export class Carrier {
 
   /**
    * Kills the carrier's process group and waits (up to graceMs) for the process and its pipes to
-   * close. `afterResult`: the kill goes out in the host's next turn, after the caller has had the
-   * result of a per-call run. That carrier halted when it sent its reply (carrier/channel/channel.ts), so
-   * it runs nothing meanwhile; the kill's walk of /proc and the dying process's teardown, which
-   * takes the CPU from the host for about a millisecond, are then off the path the caller waits on.
-   * A host that exits first kills it on its way out, as it does any carrier being terminated.
+   * close. `after`: the kill goes out once it resolves, for a per-call carrier whose caller has its
+   * result (see retirement() in pool.ts). That carrier halted when it sent its reply
+   * (carrier/channel/channel.ts), so it runs nothing meanwhile; the kill's walk of /proc and the
+   * dying process's teardown are then off the path of the caller's next run. A host that exits
+   * first kills it on its way out, as it does any carrier being terminated.
    */
-  async terminate(graceMs: number, afterResult = false): Promise<void> {
+  async terminate(graceMs: number, after?: Promise<void>): Promise<void> {
     ending.add(this);
     try {
-      if (afterResult) await new Promise((resolve) => setImmediate(resolve));
+      if (after !== undefined) await after;
       // Kill before closing the channel: a closed channel makes the carrier exit by itself, and its
       // children would be orphaned (out of reach of the tree walk) before the kill could find them.
       this.connection.kill();

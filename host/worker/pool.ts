@@ -5,13 +5,16 @@
 //
 // A pool has a floor and a ceiling (piscina's minThreads/maxThreads), the largest any runtime that
 // holds it asked for, and between them follows demand: it keeps as many carriers as runs took in
-// the last DEMAND_WINDOW_MS, so a burst finds as many warm the next time, and the ones past the
-// floor end once the burst is that long gone. A spawn blocks the host's event loop (3 to 30 ms,
-// until the child has exec'd), so refills wait for a moment when no run of this host awaits its
-// reply (at most MAX_DEFER_MS), spawn one carrier per event-loop turn, and boot at most as many at
-// once as the machine has cores: a run in progress does not wait behind a burst of boots. Idle carriers are unref'd: they never keep the
-// host alive, and exit by themselves when it does, as their control channels close.
-import { availableParallelism } from 'node:os';
+// the last DEMAND_WINDOW_MS, so a burst finds as many warm the next time (an agent's next burst of
+// tool calls after a minute of thinking), and the ones past the floor end once the burst is that
+// long gone. A spawn blocks the host's event loop (3 to 30 ms: the fork, the carrier's cgroups), so
+// a refill waits for a moment when no run of this host awaits its reply while the pool still holds
+// more than LOW_WATER booted carriers; at or below that it spawns at once, since the next runs would
+// otherwise wait for a whole boot, far longer than a spawn holds the loop. Refills spawn one carrier per
+// event-loop turn and boot at most as many at once as the machine has cores, so a sustained stream
+// of runs keeps that many boots under way. Idle carriers are unref'd: they never keep the host
+// alive, and exit by themselves when it does, as their control channels close.
+import { availableParallelism, totalmem } from 'node:os';
 import type { CarrierRecipe } from './confinement.ts';
 import type { Carrier } from './carrier.ts';
 import { Lifecycle, type Moves } from './lifecycle.ts';
@@ -25,11 +28,11 @@ export interface PoolSize {
 }
 
 /** How long a run taken from the pool counts as demand (see above). */
-export const DEMAND_WINDOW_MS = 10_000;
+export const DEMAND_WINDOW_MS = 120_000;
 /** Boots under way at once: more only compete with each other and the host for the cores. */
 const BOOTS_AT_ONCE = Math.max(1, availableParallelism());
-/** How long a refill waits for no run to be in flight: a host that is never idle still refills. */
-const MAX_DEFER_MS = 200;
+/** Booted carriers left in the pool at or below which a refill does not wait for runs in flight to end. */
+const LOW_WATER = 1;
 
 /** Runs of this host that await their results (see runBegins()). */
 let running = 0;
@@ -39,7 +42,7 @@ const deferred = new Set<Pool>();
 /**
  * Whether a pool starts carriers, as one state; enter() makes its moves:
  * - open: it boots carriers as its target asks
- * - deferred: its next boot waits for the runs in flight to end (MAX_DEFER_MS at most)
+ * - deferred: its next boot waits for the runs in flight to end (while it holds more than LOW_WATER booted carriers)
  * - failing: a pooled carrier failed to boot; none is started until a run takes one (no spawn loop)
  * - released: no runtime holds it any more; its carriers are ending
  */
@@ -67,8 +70,6 @@ interface Pool {
   /** The turn of upkeep queued by schedule(), if one is. */
   upkeep: NodeJS.Immediate | undefined;
   shrink: NodeJS.Timeout | undefined;
-  /** While deferred: since when its next boot has waited (performance.now()), and the timer that ends the wait. */
-  deferral: { since: number; timer: NodeJS.Timeout | undefined } | undefined;
   /** warm() callers, told once the pool holds its target of booted carriers. */
   readonly waiters: Array<() => void>;
 }
@@ -78,24 +79,17 @@ const pools = new Map<string, Pool>();
 function poolOf(recipe: CarrierRecipe): Pool {
   let pool = pools.get(recipe.key);
   if (pool === undefined) {
-    pool = { recipe, lifecycle: new Lifecycle<PoolState>('warm pool', 'open', POOL_MOVES), idle: [], holders: [], takes: [], booting: 0, upkeep: undefined, shrink: undefined, deferral: undefined, waiters: [] };
+    pool = { recipe, lifecycle: new Lifecycle<PoolState>('warm pool', 'open', POOL_MOVES), idle: [], holders: [], takes: [], booting: 0, upkeep: undefined, shrink: undefined, waiters: [] };
     pools.set(recipe.key, pool);
   }
   return pool;
 }
 
-/** The one place a pool changes state: a deferral exists exactly while the pool is deferred. */
+/** The one place a pool changes state: it is in `deferred` (the pools a run's end refills) exactly while it is deferred. */
 function enter(pool: Pool, next: PoolState): void {
   pool.lifecycle.to(next);
-  if (pool.deferral !== undefined) {
-    clearTimeout(pool.deferral.timer);
-    pool.deferral = undefined;
-    deferred.delete(pool);
-  }
-  if (next === 'deferred') {
-    pool.deferral = { since: performance.now(), timer: undefined };
-    deferred.add(pool);
-  }
+  if (next === 'deferred') deferred.add(pool);
+  else deferred.delete(pool);
 }
 
 /** A booted carrier, its handshake accepted and its channel open. */
@@ -149,26 +143,17 @@ function step(pool: Pool): void {
   settleWaiters(pool);
 }
 
-/** Whether the pool's next spawn waits: a run is in flight, and the spawn has not waited MAX_DEFER_MS yet. */
+/** Whether the pool's next spawn waits for the runs in flight to end: it does while the pool holds more than LOW_WATER booted carriers. */
 function defer(pool: Pool): boolean {
-  const now = performance.now();
-  if (running === 0 || (pool.deferral !== undefined && now - pool.deferral.since >= MAX_DEFER_MS)) {
-    if (pool.lifecycle.state === 'deferred') enter(pool, 'open');
-    return false;
-  }
-  if (pool.lifecycle.state !== 'deferred') enter(pool, 'deferred');
-  const deferral = pool.deferral!;
-  if (deferral.timer === undefined) {
-    deferral.timer = setTimeout(() => {
-      deferral.timer = undefined;
-      schedule(pool);
-    }, MAX_DEFER_MS - (now - deferral.since));
-    deferral.timer.unref();
-  }
-  return true;
+  let ready = 0;
+  for (const carrier of pool.idle) if (isBooted(carrier)) ready++;
+  const waits = running > 0 && ready > LOW_WATER;
+  if (waits && pool.lifecycle.state !== 'deferred') enter(pool, 'deferred');
+  else if (!waits && pool.lifecycle.state === 'deferred') enter(pool, 'open');
+  return waits;
 }
 
-/** Marks a run of this host in flight until the returned function is called: refills wait for none to be. */
+/** Marks a run of this host in flight until the returned function is called: refills and retirements wait for none to be. */
 export function runBegins(): () => void {
   running++;
   let ended = false;
@@ -178,7 +163,51 @@ export function runBegins(): () => void {
     running--;
     if (running > 0) return;
     for (const pool of deferred) schedule(pool);
+    scheduleRetirements();
   };
+}
+
+/** Kills of finished per-call carriers waiting for no run to await its reply, oldest first. */
+const retiring: Array<() => void> = [];
+/** Halted carriers kept waiting at most, one per GiB of memory (4 to 32, as the pool's default
+ * ceiling): a burst of that many back-to-back runs kills none in its window; past it the oldest is
+ * killed even while runs are in flight. */
+const MAX_RETIRING = Math.min(32, Math.max(4, Math.floor(totalmem() / 2 ** 30)));
+let retirementsScheduled = false;
+
+/**
+ * For a per-call carrier that has sent its result: resolves when its kill may go out without
+ * landing in another run's window. A killed process's teardown (its address space unmapped, the
+ * tree walk, bwrap's exit) takes a core for milliseconds; a caller that starts its next run as soon
+ * as it has this one's result would otherwise wait behind it. So the kill waits for a turn of the
+ * event loop in which no run of this host awaits its reply; at most MAX_RETIRING halted carriers
+ * wait, the oldest going first past that. `now()` lets it go at once (dispose(), a second terminate).
+ */
+export function retirement(): { ready: Promise<void>; now(): void } {
+  let release!: () => void;
+  const ready = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const go = (): void => {
+    const index = retiring.indexOf(go);
+    if (index === -1) return;
+    retiring.splice(index, 1);
+    release();
+  };
+  retiring.push(go);
+  while (retiring.length > MAX_RETIRING) retiring[0]!();
+  scheduleRetirements();
+  return { ready, now: go };
+}
+
+/** In a later turn (after the caller has its result and has perhaps begun its next run): releases the kills if no run is in flight. */
+function scheduleRetirements(): void {
+  if (retirementsScheduled || retiring.length === 0) return;
+  retirementsScheduled = true;
+  setImmediate(() => {
+    retirementsScheduled = false;
+    if (running === 0) for (const go of retiring.slice()) go();
+  });
 }
 
 /** Starts one pooled carrier; its handshake lets the next boot begin. */

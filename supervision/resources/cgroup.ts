@@ -350,6 +350,8 @@ const REMOVE_ATTEMPTS = 50;
 const REMOVE_RETRY_MS = 100;
 /** Cgroups this process still has to remove: tried once more, waiting, when it exits. */
 const pending = new Set<string>();
+/** Whether removePending() is registered for this process's exit: once, however often pending empties and fills again. */
+let removesOnExit = false;
 
 /**
  * Kills what is left in `directory` (a program's reparented or daemonized processes: the tree kill
@@ -365,7 +367,8 @@ function killAndRemove(directory: string, attempt: number): void {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code !== 'EBUSY' || attempt >= REMOVE_ATTEMPTS) return void pending.delete(directory);
-    if (pending.size === 0) process.once('exit', removePending);
+    if (!removesOnExit) process.once('exit', removePending);
+    removesOnExit = true;
     pending.add(directory);
     setTimeout(() => killAndRemove(directory, attempt + 1), REMOVE_RETRY_MS).unref();
   }

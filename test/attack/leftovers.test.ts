@@ -80,8 +80,9 @@ async function startWaiting(user: TestUser, host: Host, config: Config, cwd: str
   const deadline = Date.now() + WAIT_MS;
   for (;;) {
     const name = readdirSync(shared).find((entry) => entry.startsWith(prefix));
-    const tmp = name === undefined ? undefined : readdirSync(join(shared, name)).find((entry) => entry.startsWith('tmp-'));
-    const marker = name === undefined || tmp === undefined ? undefined : markerOf(join(shared, name, tmp), cwd);
+    // A host with a warm pool has a temp directory per carrier: the running one's holds the marker.
+    const tmps = name === undefined ? [] : readdirSync(join(shared, name)).filter((entry) => entry.startsWith('tmp-'));
+    const marker = tmps.map((tmp) => markerOf(join(shared, name!, tmp), cwd)).find((found) => found !== undefined);
     if (marker !== undefined) return { child, closed, directory: join(shared, name!), marker };
     if (child.exitCode !== null || Date.now() > deadline) {
       child.kill('SIGKILL');

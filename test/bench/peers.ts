@@ -8,7 +8,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { createInterface, type Interface } from 'node:readline';
 import { interleave, median, ms, pad, ratio } from './stats.ts';
 import { skippedRow, targetRow, type TargetRow } from './targets.ts';
@@ -64,8 +64,18 @@ function wholeProcessPeers(work: string): WholeProcessPeer[] {
   return [
     { name: 'deno eval 1+1', command: deno !== undefined ? [deno, ['eval', '1+1']] : { skipped: 'the deno package has no binary for this platform installed (npm ci)' } },
     { name: 'workerd test (1+1)', command: workerd !== undefined ? [workerd, ['test', join(work, 'config.capnp')]] : { skipped: 'the workerd package has no binary for this platform installed (npm ci)' } },
-    { name: 'srt node -e 0', command: existsSync(srt) ? [NODE, [srt, '-s', join(work, 'srt.json'), NODE, '-e', '0']] : { skipped: '@anthropic-ai/sandbox-runtime is not installed (npm ci)' } },
+    { name: 'srt node -e 0', command: !existsSync(srt) ? { skipped: '@anthropic-ai/sandbox-runtime is not installed (npm ci)' } : srtMissing() ?? [NODE, [srt, '-s', join(work, 'srt.json'), NODE, '-e', '0']] },
   ];
+}
+
+/** What srt needs on Linux and this machine lacks: it runs bwrap, scans the work tree with ripgrep
+ * (`rg`) and bridges its network proxy with socat, each looked up on PATH. Undefined when all are there. */
+function srtMissing(): { skipped: string } | undefined {
+  if (process.platform !== 'linux') return undefined;
+  const onPath = (name: string): boolean => (process.env.PATH ?? '').split(delimiter).some((dir) => dir !== '' && existsSync(join(dir, name)));
+  const missing = [['bwrap', 'bubblewrap'], ['rg', 'ripgrep'], ['socat', 'socat']].filter(([command]) => !onPath(command!));
+  if (missing.length === 0) return undefined;
+  return { skipped: `srt needs ${missing.map(([command]) => command).join(' and ')} on PATH, which this machine lacks (Debian/Ubuntu: apt-get install ${missing.map(([, pkg]) => pkg).join(' ')})` };
 }
 
 /** A child running test/bench/peer-driver.ts, asked for one evaluation at a time. */

@@ -1,11 +1,9 @@
 // The warm pool's and the wire's rows of issue 19's table, each a ratio against a floor measured in
 // the same run (floors.ts): a burst of 20 runs against a warm pool, a run right after another one
 // and a run of 1+1 against a Node spawn, sequential binding calls and a retained round trip
-// against the raw fd-3 pipe, and the idle retained environment's whole process tree against an
-// idle `node -i`. `node test/bench/pool.ts` prints them alone; poolRows() gives them to the table.
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+// against the raw fd-3 pipe (idle memory is section 19's PSS row, throughput.ts).
+// `node test/bench/pool.ts` prints them alone; poolRows() gives them to the table.
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -27,11 +25,8 @@ const BIN = join(import.meta.dirname, '..', '..', 'dist', 'ptc');
 /** The binary's own carrier when it is built (what a user runs), else the source carrier. */
 const LAUNCH: RuntimeConfig = existsSync(BIN) ? { launch: { kind: 'embedded', executable: BIN } } : {};
 const CARRIER = existsSync(BIN) ? 'embedded' : 'source';
-const NODE = process.execPath;
-const IDLE_MS = 500;
 
 const msText = (value: number, digits = 1): string => `${value.toFixed(digits)} ms`;
-const mbText = (kb: number): string => `${(kb / 1024).toFixed(1)} MB`;
 const row = (workload: string, figure: string, floor: string, ratio: number, target: { max: number } | { min: number }): PoolRow => ({
   workload,
   figure,
@@ -227,97 +222,6 @@ function cpuNs(pid: number): number {
   }
 }
 
-/** A process's resident memory in kB: all of it, its anonymous pages, its file-backed pages; zeros once it is gone. */
-function memoryKb(pid: number): { rss: number; anon: number; file: number } {
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const field = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1] ?? 0);
-    return { rss: field('VmRSS'), anon: field('RssAnon'), file: field('RssFile') };
-  } catch {
-    return { rss: 0, anon: 0, file: 0 };
-  }
-}
-
-/** An idle process's memory after IDLE_MS: `node` with these arguments, stdin kept open. */
-async function idleNode(args: string[]): Promise<{ rss: number; anon: number; file: number }> {
-  const child = spawn(NODE, args, { stdio: ['pipe', 'ignore', 'ignore'] });
-  await once(child, 'spawn');
-  await sleep(IDLE_MS);
-  const memory = memoryKb(child.pid!);
-  child.stdin.end();
-  child.kill();
-  await once(child, 'exit');
-  return memory;
-}
-
-/** Every process below `root`. */
-function tree(root: number): number[] {
-  const parents = new Map<number, number[]>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
-    } catch {
-      // exited while listing
-    }
-  }
-  const found: number[] = [];
-  for (let queue = [root]; queue.length > 0; ) {
-    const children = parents.get(queue.shift()!) ?? [];
-    found.push(...children);
-    queue.push(...children);
-  }
-  return found;
-}
-
-/** The median of 3: an idle `node -i`, and one retained environment (its whole tree) idle after a run, per backend. */
-async function idleMemory(notes: string[]): Promise<PoolRow[]> {
-  const floors: Array<{ rss: number; anon: number; file: number }> = [];
-  for (let i = 0; i < 3; i++) floors.push(await idleNode(['-i']));
-  const floor = median(floors.map((sample) => sample.rss));
-  const floorOf = floors.find((sample) => sample.rss === floor)!;
-  const rows: PoolRow[] = [];
-  for (const backend of ['bwrap', 'node-permission'] as const) {
-    const samples: Array<{ total: number; carrier: { rss: number; anon: number; file: number }; helpers: number; builtins: string[] }> = [];
-    for (let i = 0; i < 3; i++) {
-      const runtime = createRuntime({ ...LAUNCH, executionMode: 'persistent-in-memory', prestartCarrier: false, sandbox: { backend, require: 'partial' } });
-      try {
-        const owner = {};
-        await ok(runtime, { program: '1', stateOwner: owner });
-        await sleep(IDLE_MS);
-        const processes = tree(process.pid).map(memoryKb);
-        // The carrier is the tree's largest process; the rest are the sandbox's helpers (bwrap's).
-        const carrier = processes.reduce((largest, next) => (next.rss > largest.rss ? next : largest));
-        const total = processes.reduce((sum, next) => sum + next.rss, 0);
-        // Node's public modules the idle carrier has loaded, for a floor with the same ones.
-        const loaded = await ok(runtime, { program: "process.moduleLoadList.filter((m) => m.startsWith('NativeModule ') && !m.includes('internal/')).map((m) => m.slice(13))", stateOwner: owner });
-        samples.push({ total, carrier, helpers: total - carrier.rss, builtins: Array.isArray(loaded.value) ? (loaded.value as string[]) : [] });
-      } finally {
-        await runtime.dispose();
-      }
-    }
-    const own = median(samples.map((sample) => sample.total));
-    const result = row(`idle retained environment, whole tree RSS, ${backend}, ${CARRIER} ÷ idle node -i`, mbText(own), `${mbText(floor)} node -i`, own / floor, { max: 1.1 });
-    rows.push(result);
-    if (!result.pass) {
-      const sample = samples.find((entry) => entry.total === own)!;
-      const modules = sample.builtins.filter((name) => /^[a-z_/]+$/.test(name));
-      const same = await idleNode(['-e', `for (const m of ${JSON.stringify(modules)}) require('node:' + m); require('node:crypto').hash('sha256', 'x'); setInterval(() => {}, 1 << 30)`]);
-      const split = (memory: { anon: number; file: number }): string => `${mbText(memory.anon)} anonymous + ${mbText(memory.file)} file-backed`;
-      notes.push(
-        `idle RSS, ${backend}: ${mbText(own)} is the carrier's ${mbText(sample.carrier.rss)} (${split(sample.carrier)}) and ${mbText(sample.helpers)} of sandbox helpers; ` +
-          `node -i is ${mbText(floorOf.rss)} (${split(floorOf)}), and a plain node with the ${modules.length} public modules the idle carrier has loaded is ${mbText(same.rss)} (${split(same)}). ` +
-          `So Node's own modules explain ${mbText(Math.max(0, same.rss - floorOf.rss))} and ptc's code, heap and the pages of its binary the rest; the target allows ${mbText(floor * 1.1)}. ` +
-          `It would take everything the environment adds to a Node process (its code, heap, the REPL's scope, the sandbox's helpers; now ${mbText(own - floor)}) under ${mbText(0.1 * floor)}; ` +
-          'a V8 startup snapshot of the carrier measured 5 MiB more per idle carrier, not less.',
-      );
-    }
-  }
-  return rows;
-}
-
 /** The pool's rows of the bench table. */
 export async function poolRows(notes: string[] = []): Promise<PoolRow[]> {
   const rows: PoolRow[] = [];
@@ -328,7 +232,6 @@ export async function poolRows(notes: string[] = []): Promise<PoolRow[]> {
   rows.push(...(await perCall(notes)));
   rows.push(await bindingCalls(notes));
   rows.push(await roundTrip(notes));
-  rows.push(...(await idleMemory(notes)));
   return rows;
 }
 

@@ -20,6 +20,7 @@ import { boot } from './boot.ts';
 import { peers } from './peers.ts';
 import { poolRows } from './pool.ts';
 import { tracesRows } from './traces.ts';
+import { throughput } from './throughput.ts';
 import { printTargets, type TargetRow } from './targets.ts';
 import { exec, interleave, judge, measuredRows, median, ms, p90, pad, printTable, ratio } from './stats.ts';
 
@@ -212,7 +213,8 @@ try {
   }
   if (wanted(17)) targets.push(...(await peers()));
   if (wanted(18)) targets.push(...(await poolRows(notes)));
-  if (wanted(19)) targets.push(...(await tracesRows()));
+  if (wanted(19)) targets.push(...(await throughput(notes)));
+  if (wanted(20)) targets.push(...(await tracesRows()));
   const skipped: Array<[string, string]> = [];
   const rows = measuredRows();
   for (const [row, section] of [['a', 2], ['b', 6], ['c', 5], ['d', 3], ['e', 13], ['f', 7], ['g', 1]] as const) {

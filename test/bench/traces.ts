@@ -1,4 +1,4 @@
-// 19. What tracing costs a run when @opentelemetry/api is installed and no SDK is registered (the
+// 20. What tracing costs a run when @opentelemetry/api is installed and no SDK is registered (the
 // case of every user who has the API through some other package): a warm retained run making ten
 // binding calls, with the API loaded, against the same runs with tracing's code paths off (as
 // without the package), in one runtime. Each sample is a block of runs, the two kinds alternating
@@ -18,7 +18,7 @@ const ROUNDS = 16;
 
 /** The row: run() with the API and no SDK ÷ run() with tracing off. */
 export async function tracesRows(): Promise<TargetRow[]> {
-  console.log(`\n19. tracing's cost without an SDK: a warm retained run with ${CALLS} binding calls, @opentelemetry/api loaded vs tracing off (median of ${ROUNDS} alternating blocks of ${BLOCK} runs)`);
+  console.log(`\n20. tracing's cost without an SDK: a warm retained run with ${CALLS} binding calls, @opentelemetry/api loaded vs tracing off (median of ${ROUNDS} alternating blocks of ${BLOCK} runs)`);
   const api = await tracingApi();
   if (api === undefined) throw new Error('@opentelemetry/api did not load: it is a devDependency of the checkout');
   // What makes "no SDK" true: the global provider is still the API's own proxy, with no delegate.

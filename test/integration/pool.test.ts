@@ -1,16 +1,19 @@
 // The warm pool of booted carriers a runtime keeps ahead of its runs: its replacement is spawned
-// after a run's result, one spawn per event-loop turn, and not while another run awaits its result; it is sized by configuration and by the
+// after a run's result, one spawn per event-loop turn, as many boots at once as cores, and not while
+// another run awaits its result unless the pool holds no booted carrier; a per-call carrier's kill
+// waits for no run to be in flight; it is sized by configuration and by the
 // demand it saw; runtimes with the same carrier shape share it; dispose() drains it; and each result
 // says whether its run took a booted carrier (`warm`).
 // launch: source only (the pool is the host's; the carriers must be this host's children, as the
 // program sees its pid, and the launch does not change what is pooled).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { dirname, join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { createRuntime } from '../../host/index.ts';
-import { childrenOf, createTestRuntime, waitUntil } from '../helpers/runtime.ts';
+import { childrenOf, createTestRuntime, processAlive, waitUntil } from '../helpers/runtime.ts';
 
 type TestRuntime = ReturnType<typeof createTestRuntime>;
 
@@ -100,7 +103,35 @@ test('refills spawn at most one carrier per turn of the event loop', async () =>
   }
 });
 
-test('a refill waits while another run awaits its result, and spawns once none does', async () => {
+test('a refill waits while another run awaits its result and the pool still holds booted carriers, and spawns once none does', async () => {
+  const runtime = createTestRuntime({ timeoutMs: 20_000, pool: { min: 4, max: 4 } });
+  let release!: () => void;
+  let called!: () => void;
+  const calledOnce = new Promise<void>((resolve) => (called = resolve));
+  const held = new Promise<void>((resolve) => (release = resolve));
+  try {
+    await runtime.warmUp();
+    const pooled = liveChildren();
+    assert.is(pooled.length, 4, children());
+    const holding = runtime.run(runtime.resolve({ program: 'await hold(); return process.pid', bindings: { hold: () => (called(), held) } }));
+    await calledOnce;
+    // A second booted carrier serves this run; two more are still booted for the next ones.
+    const quick = await run(runtime);
+    assert.is(quick.warm, true);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(liveChildren().filter((pid) => !pooled.includes(pid)), [], children());
+    release();
+    const first = await holding;
+    assert.equal([first.status, first.warm], ['ok', true]);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.is(liveChildren().filter((pid) => !pooled.includes(pid)).length, 1, children());
+  } finally {
+    release();
+    await runtime.dispose();
+  }
+});
+
+test('a refill spawns while another run awaits its result once the pool holds no booted carrier', async () => {
   const runtime = createTestRuntime({ timeoutMs: 20_000, pool: { min: 1, max: 1 } });
   let release!: () => void;
   let called!: () => void;
@@ -111,19 +142,77 @@ test('a refill waits while another run awaits its result, and spawns once none d
     const [pooled] = liveChildren();
     const holding = runtime.run(runtime.resolve({ program: 'await hold(); return process.pid', bindings: { hold: () => (called(), held) } }));
     await calledOnce;
-    // The pool is empty: this run boots its own carrier, and its result asks for a refill.
+    // The pool is empty: this run boots its own carrier, and its result asks for a refill, which
+    // does not wait for the held run: the next run would otherwise wait for a whole boot.
     const quick = await run(runtime);
     assert.is(quick.warm, false);
     await new Promise((resolve) => setImmediate(resolve));
-    assert.equal(liveChildren().filter((pid) => pid !== pooled && pid !== quick.pid), [], children());
-    release();
-    const first = await holding;
-    assert.equal([first.status, (first as { value?: number }).value, first.warm], ['ok', pooled, true]);
-    await new Promise((resolve) => setImmediate(resolve));
     assert.is(liveChildren().filter((pid) => pid !== pooled && pid !== quick.pid).length, 1, children());
+    release();
+    assert.is((await holding).status, 'ok');
   } finally {
     release();
     await runtime.dispose();
+  }
+});
+
+test('the pool boots as many carriers at once as the machine has cores: the next boot does not wait for a handshake', async () => {
+  // A "carrier" that never says hello: every boot stays under way, so each spawn past the first
+  // shows that the pool did not wait for the boot before it.
+  const silent = join(mkdtempSync(join('/var/tmp', 'ptc-pool-silent-')), 'silent.sh');
+  writeFileSync(silent, '#!/bin/sh\nexec sleep 600\n', { mode: 0o755 });
+  const runtime = createTestRuntime({ launch: { kind: 'embedded', executable: silent }, pool: { min: 4, max: 4 } });
+  const expected = Math.min(4, availableParallelism());
+  try {
+    assert.ok(await waitUntil(() => liveChildren().length >= expected, 10_000), children());
+    // None has booted, so no more than that many are under way.
+    for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve));
+    assert.is(liveChildren().length, expected, children());
+  } finally {
+    await runtime.dispose();
+    rmSync(dirname(silent), { recursive: true, force: true });
+  }
+  assert.ok(await waitUntil(() => liveChildren().length === 0, 10_000), `dispose() left ${children()}`);
+});
+
+test("a per-call run's carrier is killed only once no run awaits its result: the next run's window does not hold its teardown", async () => {
+  const runtime = createTestRuntime({ timeoutMs: 20_000, pool: { min: 2, max: 2 } });
+  try {
+    await runtime.warmUp();
+    const first = await run(runtime);
+    // Begun as soon as the first has its result, as a caller's next run is.
+    let aliveDuringNext: boolean | undefined;
+    const next = await runtime.run(runtime.resolve({ program: 'await look(); return process.pid', bindings: { look: () => void (aliveDuringNext = processAlive(first.pid)) } }));
+    assert.is(next.status, 'ok', JSON.stringify(next));
+    assert.is(aliveDuringNext, true, 'the first carrier was killed while the next run was in flight');
+    // Once no run is in flight, both go.
+    const nextPid = (next as { value: number }).value;
+    assert.ok(await waitUntil(() => !processAlive(first.pid) && !processAlive(nextPid), 10_000), children());
+  } finally {
+    await runtime.dispose();
+  }
+});
+
+test("dispose() kills a per-call carrier whose kill waits for a run in flight, without waiting for that run", async () => {
+  const waiting = createTestRuntime({ timeoutMs: 20_000 });
+  const other = createTestRuntime({ timeoutMs: 20_000, pool: { min: 0, max: 0 }, prestartCarrier: false });
+  let release!: () => void;
+  let called!: () => void;
+  const calledOnce = new Promise<void>((resolve) => (called = resolve));
+  const held = new Promise<void>((resolve) => (release = resolve));
+  try {
+    const holding = other.run(other.resolve({ program: 'await hold(); return 1', bindings: { hold: () => (called(), held) } }));
+    await calledOnce;
+    const done = await run(waiting);
+    // A run of another runtime is in flight: this carrier's kill waits, until dispose() asks for it.
+    assert.ok(processAlive(done.pid), children());
+    await waiting.dispose();
+    assert.ok(!processAlive(done.pid), `dispose() left ${done.pid}: ${children()}`);
+    release();
+    assert.is((await holding).status, 'ok');
+  } finally {
+    release();
+    await Promise.all([waiting.dispose(), other.dispose()]);
   }
 });
 

@@ -285,6 +285,17 @@ test('seccompFilter encodes struct sock_filter[] little-endian: 8 bytes an instr
   assert.equal([bytes.readUInt16LE(bytes.length - 8), bytes.readUInt32LE(bytes.length - 4)], [0x06, program.at(-1)!.k >>> 0]);
 });
 
+test('seccompFilter is built once and handed out as a copy: a launch that changes its bytes does not change the next launch\'s', () => {
+  const first = seccompFilter('x64')!;
+  const expected = Buffer.from(first);
+  first.fill(0);
+  const second = seccompFilter('x64')!;
+  assert.ok(second.equals(expected), 'the second filter differs from the first as it was handed out');
+  assert.ok(!second.equals(first));
+  // Every arch with a table gets the same program: it holds every table.
+  assert.ok(seccompFilter('arm64')!.equals(expected));
+});
+
 test('every group names a reason, and no call is in two places', () => {
   const seen = new Map<string, string>();
   for (const { group, reason, calls } of ALLOWED_GROUPS) {
