@@ -319,9 +319,9 @@ test("a pooled carrier's rehearsal leaves nothing its first run can see: globals
       const seen = result.value as { names: string[]; cwd: string; stack: string; exitListeners: number };
       assert.is(seen.cwd, spec.cwd);
       assert.not.match(seen.stack, /rehearsal/);
-      // The same Node's own globals, plus exactly the three ptc defines.
+      // The same Node's own globals, plus exactly the four ptc defines.
       const own = JSON.parse(execFileSync(process.execPath, ['-e', 'process.stdout.write(JSON.stringify(Object.getOwnPropertyNames(globalThis)))'], { encoding: 'utf8' })) as string[];
-      assert.equal(seen.names.filter((name) => !own.includes(name)).sort(), ['BindingError', 'Image', 'inspect']);
+      assert.equal(seen.names.filter((name) => !own.includes(name)).sort(), ['BindingError', 'Image', 'inspect', 'yieldControl']);
       // A cold carrier's first run (no spare: the request may come before or after its rehearsal) sees the same.
       const cold = createTestRuntime({ timeoutMs: 20_000, prestartCarrier: false });
       try {
