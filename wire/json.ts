@@ -10,7 +10,9 @@
 // `JSON`, `Array`, `Object`, `String` or their prototypes cannot change how the carrier encodes
 // its result. The encoder runs no program code: it reads own data properties only (never a
 // getter, a toJSON or an inherited member), and it walks the value with its own stack, so depth is
-// bounded by memory rather than by the call stack.
+// bounded by memory rather than by the call stack. The captured JSON.stringify writes a value only
+// once every member has been proven such a property and nothing it would look up (a toJSON, a
+// Proxy up a prototype chain) is there, and only 512 levels deep at most.
 import { types } from 'node:util';
 
 const stringifyString = JSON.stringify as (value: string) => string;
@@ -105,7 +107,10 @@ const hasHiddenState = (value: object): boolean =>
 
 /** True for ordinary objects whose prototype is null or a trusted realm's Object.prototype. */
 export function isPlainObject(value: object): boolean {
-  const proto = getPrototypeOf(value);
+  return hasPlainPrototype(value, getPrototypeOf(value));
+}
+
+function hasPlainPrototype(value: object, proto: object | null): boolean {
   return (proto === objectPrototype || proto === null || apply(weakSetHas, objectPrototypes, [proto])) && !hasHiddenState(value);
 }
 
@@ -203,8 +208,11 @@ function walk(value: unknown, root: string, options: EncodeOptions, writing: boo
         }
         const object = item;
         if (isProxy !== undefined && isProxy(object)) throw lossy(here(), 'is a Proxy, which is not plain data');
-        if (apply(setHas, seen, [object])) throw lossy(here(), 'is a circular reference');
-        const frame = openFrame(object, here, replaceObject, writing);
+        // Only the writing pass looks for cycles: the proving pass, meeting one, repeats members it
+        // has already proven until it passes NATIVE_DEPTH and leaves the value to the writing pass.
+        if (writing && apply(setHas, seen, [object])) throw lossy(here(), 'is a circular reference');
+        const proto = getPrototypeOf(object);
+        const frame = openFrame(object, proto, here, replaceObject, writing);
         if (frame === null) return undefined;
         if (typeof frame === 'string') {
           out += frame;
@@ -212,14 +220,13 @@ function walk(value: unknown, root: string, options: EncodeOptions, writing: boo
         }
         if (!writing) {
           if (depth === NATIVE_DEPTH) return undefined;
-          const proto = getPrototypeOf(object);
           if (proto !== cleanA && proto !== cleanB) {
             if (!noInheritedToJson(proto)) return undefined;
             cleanB = cleanA;
             cleanA = proto;
           }
         }
-        apply(setAdd, seen, [object]);
+        if (writing) apply(setAdd, seen, [object]);
         stack[depth++] = frame;
         if (writing) out += frame.keys === null ? '[' : '{';
         break;
@@ -239,7 +246,7 @@ function walk(value: unknown, root: string, options: EncodeOptions, writing: boo
       if (frame.index === frame.length) {
         if (frame.symbol !== undefined) throw lossy(formatPath(root, stack, depth - 1), `has a symbol key ${symbolName(frame.symbol)}, which JSON drops`);
         if (writing) out += frame.keys === null ? ']' : '}';
-        apply(setDelete, seen, [frame.value]);
+        if (writing) apply(setDelete, seen, [frame.value]);
         stack[--depth] = undefined as never;
         continue;
       }
@@ -294,9 +301,8 @@ function numberText(value: number, dropZeroSign: boolean, here: () => string): s
  * A frame for a plain array or object, the replacement text for another object, or a
  * LossyValueError; null for another object when `replace` is false and replaceObject could replace it.
  */
-function openFrame(object: object, here: () => string, replaceObject: EncodeOptions['replaceObject'], replace: boolean): Frame | string | null {
+function openFrame(object: object, proto: object | null, here: () => string, replaceObject: EncodeOptions['replaceObject'], replace: boolean): Frame | string | null {
   if (isArray(object)) {
-    const proto = getPrototypeOf(object);
     if (proto !== arrayPrototype && !apply(weakSetHas, arrayPrototypes, [proto])) {
       throw lossy(here(), `is ${describe(object)}, an array with another prototype than Array.prototype, which JSON does not keep`);
     }
@@ -306,14 +312,13 @@ function openFrame(object: object, here: () => string, replaceObject: EncodeOpti
     if (keys.length > length + 1) throw extraArrayProperty(keys, length, here());
     return new Frame(object, null, length, undefined);
   }
-  if (!isPlainObject(object)) {
+  if (!hasPlainPrototype(object, proto)) {
     if (replaceObject !== undefined) {
       if (!replace) return null;
       const replaced = replaceObject(object, here());
       if (replaced !== undefined) return replaced;
     }
     if (isRawJson(object)) throw lossy(here(), 'is a JSON.rawJSON object, whose text JSON.stringify would write in its place');
-    const proto = getPrototypeOf(object);
     if (proto === null || apply(weakSetHas, objectPrototypes, [proto])) {
       throw lossy(here(), 'is an object with internal state (a Date, Map, Set, buffer, error or boxed primitive under Object.prototype), which JSON drops');
     }

@@ -93,6 +93,11 @@ test('the first lossy value in document order is the one named', () => {
   const cycle: Record<string, unknown> = { list: [] };
   (cycle.list as unknown[]).push(cycle);
   assert.is(refusal(cycle), 'value.list[0] is a circular reference');
+  let deep: Record<string, unknown> = { leaf: 1 };
+  const top = deep;
+  for (let i = 0; i < 1000; i++) deep = (deep.next = { at: i }) as Record<string, unknown>;
+  deep.back = top;
+  assert.is(refusal(top), `value${'.next'.repeat(1000)}.back is a circular reference`);
   assert.is(refusal({ n: [Number.NaN] }), 'value.n[0] is NaN, which JSON cannot represent');
 });
 
