@@ -10,12 +10,16 @@
 // `JSON`, `Array`, `Object`, `String` or their prototypes cannot change how the carrier encodes
 // its result. The encoder runs no program code: it reads own data properties only (never a
 // getter, a toJSON or an inherited member), and it walks the value with its own stack, so depth is
-// bounded by memory rather than by the call stack.
+// bounded by memory rather than by the call stack. The captured JSON.stringify writes a value only
+// once every member has been proven such a property and nothing it would look up (a toJSON, a
+// Proxy up a prototype chain) is there, and only 512 levels deep at most.
 import { types } from 'node:util';
 
 const stringifyString = JSON.stringify as (value: string) => string;
+const stringifyValue = JSON.stringify as (value: unknown) => string;
 const { isArray } = Array;
-const { getPrototypeOf, setPrototypeOf, defineProperty, prototype: objectPrototype } = Object;
+const { getPrototypeOf, setPrototypeOf, defineProperty, getOwnPropertyNames, getOwnPropertySymbols, prototype: objectPrototype } = Object;
+const arrayPrototype = Array.prototype;
 const { ownKeys, apply, getOwnPropertyDescriptor } = Reflect;
 const SetCtor = Set;
 const { has: setHas, add: setAdd, delete: setDelete } = Set.prototype;
@@ -93,164 +97,243 @@ function ownValue(object: object, key: string): unknown {
 
 // Objects with internal state that no own property shows: given Object.prototype as their
 // prototype, they would still encode as `{}`.
-const { isDate, isRegExp, isMap, isSet, isWeakMap, isWeakSet, isBoxedPrimitive, isPromise, isNativeError, isArrayBufferView, isAnyArrayBuffer } = types;
+const { isProxy: isProxyObject, isDate, isRegExp, isMap, isSet, isWeakMap, isWeakSet, isBoxedPrimitive, isPromise, isNativeError, isArrayBufferView, isAnyArrayBuffer } = types;
+// A JSON.rawJSON object looks like a frozen `{ rawJSON: text }` with a null prototype, but
+// JSON.stringify writes its text in its place.
+const isRawJson = (JSON as { isRawJSON?: (value: unknown) => boolean }).isRawJSON ?? (() => false);
 const hasHiddenState = (value: object): boolean =>
-  isDate(value) || isRegExp(value) || isMap(value) || isSet(value) || isWeakMap(value) || isWeakSet(value) || isBoxedPrimitive(value)
+  isRawJson(value) || isDate(value) || isRegExp(value) || isMap(value) || isSet(value) || isWeakMap(value) || isWeakSet(value) || isBoxedPrimitive(value)
   || isPromise(value) || isNativeError(value) || isArrayBufferView(value) || isAnyArrayBuffer(value);
 
 /** True for ordinary objects whose prototype is null or a trusted realm's Object.prototype. */
 export function isPlainObject(value: object): boolean {
-  const proto = getPrototypeOf(value);
-  return (proto === null || apply(weakSetHas, objectPrototypes, [proto])) && !hasHiddenState(value);
+  return hasPlainPrototype(value, getPrototypeOf(value));
 }
 
-// A path is built only when something fails: the common case encodes without a string per member.
-type Path = string | { readonly parent: Path; readonly key: string | number };
+function hasPlainPrototype(value: object, proto: object | null): boolean {
+  return (proto === objectPrototype || proto === null || apply(weakSetHas, objectPrototypes, [proto])) && !hasHiddenState(value);
+}
 
 /**
- * One array or object being encoded: its keys (objects only), the next position and the output so
- * far. A class rather than a null-prototype literal, which V8 keeps as a dictionary: frames are
- * read and written for every member. Its fields are defined (not assigned) when it is built, so a
- * setter a program put on Object.prototype never sees them.
+ * One array or object being encoded: its keys (objects only), the next position, and how many
+ * members it has written. A class rather than a null-prototype literal, which V8 keeps as a
+ * dictionary: frames are read and written for every member. Its fields are defined (not assigned)
+ * when it is built, so a setter a program put on Object.prototype never sees them.
  */
 class Frame {
   readonly value: object;
-  readonly path: Path;
-  /** Own string keys of an object; null for an array. */
-  readonly keys: ArrayLike<string | symbol> | null;
+  /** Own string keys of an object, enumerable or not; null for an array. */
+  readonly keys: ArrayLike<string> | null;
   readonly length: number;
+  /** A symbol key of the object, reported once its string keys are done (where ownKeys lists symbols). */
+  readonly symbol: symbol | undefined;
+  /** The position of the member being written, plus one: the path of a failure is read from it. */
   index = 0;
   written = 0;
-  text = '';
-  constructor(value: object, path: Path, keys: ArrayLike<string | symbol> | null, length: number) {
+  constructor(value: object, keys: ArrayLike<string> | null, length: number, symbol: symbol | undefined) {
     this.value = value;
-    this.path = path;
     this.keys = keys;
     this.length = length;
+    this.symbol = symbol;
   }
 }
 
-/** Encodes a value as lossless JSON text, or throws LossyValueError naming the first lossy path. */
+// JSON.stringify recurses on the call stack; below this depth it cannot overflow it.
+const NATIVE_DEPTH = 512;
+
+/**
+ * Encodes a value as lossless JSON text, or throws LossyValueError naming the first lossy path.
+ *
+ * Two passes of one walk. The first proves, reading every member from its descriptor, that the
+ * value is plain data that JSON.stringify writes exactly as this encoder would: then the captured
+ * JSON.stringify writes it, reading only data properties already proven (no getter, Proxy or
+ * toJSON left for it to meet) at native speed. A value it would write differently (a bigint, -0,
+ * an integer past 2^53, an object replaceObject replaces, deep nesting) is written by the second
+ * pass instead, which builds the text itself.
+ */
 export function encodeJson(value: unknown, root: string, options: EncodeOptions = {}): string {
+  if (walk(value, root, options, false) !== undefined) {
+    try {
+      return stringifyValue(value);
+    } catch {
+      // Not expected below NATIVE_DEPTH; the writing pass gives the same text.
+    }
+  }
+  return walk(value, root, options, true)!;
+}
+
+/**
+ * One walk over an explicit stack in document order, writing into one string when `writing`.
+ * Nothing is allocated per member but the descriptor that proves it a data property: the path of
+ * a member is the stack itself (each frame's current key), turned into text only when something
+ * fails. Without `writing`, it returns '' for a value JSON.stringify writes exactly, and undefined
+ * as soon as it meets one that it would not.
+ */
+function walk(value: unknown, root: string, options: EncodeOptions, writing: boolean): string | undefined {
+  const { replaceObject, isProxy } = options;
+  const skipUndefined = options.skipUndefinedMembers === true;
+  const dropZeroSign = options.dropZeroSign === true;
   const seen = new SetCtor<object>();
   // No prototype, so that storing a frame cannot reach an index setter a program put on Array.prototype.
   const stack: Frame[] = setPrototypeOf([], null);
   let depth = 0;
-  let result = '';
+  let out = '';
+  let item = value;
+  // The last two prototypes found free of toJSON (an object's and an array's, mostly).
+  let cleanA: object | null = null;
+  let cleanB: object | null = null;
+  const here = (): string => formatPath(root, stack, depth);
 
-  /** Encodes a primitive, or opens a frame for an array or object; returns the text to append (empty for a frame). */
-  const visit = (item: unknown, path: Path): string => {
-    const primitive = encodePrimitive(item, path, options.dropZeroSign === true);
-    if (primitive !== undefined) return primitive;
-    const object = item as object;
-    if (options.isProxy?.(object)) throw lossy(path, 'is a Proxy, which is not plain data');
-    if (apply(setHas, seen, [object])) throw lossy(path, 'is a circular reference');
-    const frame = openFrame(object, path, options);
-    if (typeof frame === 'string') return frame;
-    apply(setAdd, seen, [object]);
-    stack[depth++] = frame;
-    return '';
-  };
+  for (;;) {
+    // Write `item`: a primitive's text, or the opening of an array or object pushed as a frame.
+    switch (typeof item) {
+      case 'string':
+        if (writing) out += stringifyString(item);
+        break;
+      case 'number':
+        if (writing) out += numberText(item, dropZeroSign, here);
+        else if (!isNativeNumber(item, dropZeroSign, here)) return undefined;
+        break;
+      case 'boolean':
+        if (writing) out += item ? 'true' : 'false';
+        break;
+      case 'bigint':
+        if (!writing) return undefined;
+        out += apply(bigintToString, item, []);
+        break;
+      case 'object': {
+        if (item === null) {
+          if (writing) out += 'null';
+          break;
+        }
+        const object = item;
+        if (isProxy !== undefined && isProxy(object)) throw lossy(here(), 'is a Proxy, which is not plain data');
+        // Only the writing pass looks for cycles: the proving pass, meeting one, repeats members it
+        // has already proven until it passes NATIVE_DEPTH and leaves the value to the writing pass.
+        if (writing && apply(setHas, seen, [object])) throw lossy(here(), 'is a circular reference');
+        const proto = getPrototypeOf(object);
+        const frame = openFrame(object, proto, here, replaceObject, writing);
+        if (frame === null) return undefined;
+        if (typeof frame === 'string') {
+          out += frame;
+          break;
+        }
+        if (!writing) {
+          if (depth === NATIVE_DEPTH) return undefined;
+          if (proto !== cleanA && proto !== cleanB) {
+            if (!noInheritedToJson(proto)) return undefined;
+            cleanB = cleanA;
+            cleanA = proto;
+          }
+        }
+        if (writing) apply(setAdd, seen, [object]);
+        stack[depth++] = frame;
+        if (writing) out += frame.keys === null ? '[' : '{';
+        break;
+      }
+      case 'undefined':
+        throw lossy(here(), 'is undefined, which JSON drops');
+      case 'function':
+        throw lossy(here(), 'is a function, which JSON cannot represent');
+      case 'symbol':
+        throw lossy(here(), 'is a symbol, which JSON cannot represent');
+    }
 
-  result = visit(value, root);
-  while (depth > 0) {
-    const frame = stack[depth - 1]!;
-    if (frame.index === frame.length) {
-      depth--;
-      stack[depth] = undefined as never;
-      apply(setDelete, seen, [frame.value]);
-      const closed = frame.keys === null ? `[${frame.text}]` : `{${frame.text}}`;
-      if (depth === 0) result = closed;
-      else stack[depth - 1]!.text += closed;
-      continue;
+    // Find the next item: the next member of the innermost open frame, closing the finished ones.
+    for (;;) {
+      if (depth === 0) return out;
+      const frame = stack[depth - 1]!;
+      if (frame.index === frame.length) {
+        if (frame.symbol !== undefined) throw lossy(formatPath(root, stack, depth - 1), `has a symbol key ${symbolName(frame.symbol)}, which JSON drops`);
+        if (writing) out += frame.keys === null ? ']' : '}';
+        if (writing) apply(setDelete, seen, [frame.value]);
+        stack[--depth] = undefined as never;
+        continue;
+      }
+      const index = frame.index++;
+      const keys = frame.keys;
+      if (keys === null) {
+        const descriptor = getOwnPropertyDescriptor(frame.value, index);
+        if (descriptor === undefined) throw lossy(here(), 'is a hole in a sparse array');
+        item = dataValue(descriptor, here);
+        if (writing && index > 0) out += ',';
+        break;
+      }
+      const key = keys[index]!;
+      item = dataValue(getOwnPropertyDescriptor(frame.value, key)!, here);
+      if (item === undefined && skipUndefined) continue;
+      if (writing) {
+        out += frame.written++ === 0 ? stringifyString(key) : `,${stringifyString(key)}`;
+        out += ':';
+      }
+      break;
     }
-    const index = frame.index++;
-    const separator = frame.written++ === 0 ? '' : ',';
-    if (frame.keys === null) {
-      frame.text += separator;
-      frame.text += visit(element(frame.value, index, frame.path), { parent: frame.path, key: index });
-      continue;
-    }
-    const key = frame.keys[index]!;
-    if (typeof key === 'symbol') throw lossy(frame.path, `has a symbol key ${symbolName(key)}, which JSON drops`);
-    const memberPath = { parent: frame.path, key };
-    const member = readMember(frame.value, key, memberPath);
-    if (member === undefined && options.skipUndefinedMembers) {
-      frame.written--;
-      continue;
-    }
-    frame.text += `${separator}${stringifyString(key)}:`;
-    frame.text += visit(member, memberPath);
   }
-  return result;
 }
 
-/** JSON text of a primitive; undefined for an object (null is a primitive here). */
-function encodePrimitive(value: unknown, path: Path, dropZeroSign: boolean): string | undefined {
-  switch (typeof value) {
-    case 'string':
-      return stringifyString(value);
-    case 'boolean':
-      return value ? 'true' : 'false';
-    case 'number':
-      if (!isFiniteNumber(value)) throw lossy(path, `is ${apply(numberToString, value, [])}, which JSON cannot represent`);
-      // -0 keeps its sign, and an integer beyond 2^53 is written with an exponent: as plain digits
-      // decodeJson would read it back as a bigint (and, from toString's rounded digits, a different one).
-      if (value === 0) return 1 / value < 0 && !dropZeroSign ? '-0' : '0';
-      if (isIntegerNumber(value) && !isSafeIntegerNumber(value)) return apply(numberToExponential, value, []);
-      return apply(numberToString, value, []);
-    case 'bigint':
-      return apply(bigintToString, value, []);
-    case 'undefined':
-      throw lossy(path, 'is undefined, which JSON drops');
-    case 'function':
-      throw lossy(path, 'is a function, which JSON cannot represent');
-    case 'symbol':
-      throw lossy(path, 'is a symbol, which JSON cannot represent');
+/** Whether JSON.stringify would find no toJSON up this prototype chain, nor a Proxy whose trap it would run. */
+function noInheritedToJson(proto: object | null): boolean {
+  for (let steps = 0; proto !== null; steps++) {
+    if (steps === 64 || isProxyObject(proto) || getOwnPropertyDescriptor(proto, 'toJSON') !== undefined) return false;
+    proto = getPrototypeOf(proto);
   }
-  return value === null ? 'null' : undefined;
+  return true;
 }
 
-/** A frame for a plain array or object, the replacement text for another object, or a LossyValueError. */
-function openFrame(object: object, path: Path, options: EncodeOptions): Frame | string {
+/** Whether JSON.stringify writes a number as numberText does; throws for one JSON cannot hold. */
+function isNativeNumber(value: number, dropZeroSign: boolean, here: () => string): boolean {
+  if (!isFiniteNumber(value)) throw lossy(here(), `is ${apply(numberToString, value, [])}, which JSON cannot represent`);
+  if (value === 0) return dropZeroSign || 1 / value > 0;
+  return !isIntegerNumber(value) || isSafeIntegerNumber(value);
+}
+
+/** JSON text of a finite number; -0 keeps its sign unless dropped. */
+function numberText(value: number, dropZeroSign: boolean, here: () => string): string {
+  if (!isFiniteNumber(value)) throw lossy(here(), `is ${apply(numberToString, value, [])}, which JSON cannot represent`);
+  // -0 keeps its sign, and an integer beyond 2^53 is written with an exponent: as plain digits
+  // decodeJson would read it back as a bigint (and, from toString's rounded digits, a different one).
+  if (value === 0) return 1 / value < 0 && !dropZeroSign ? '-0' : '0';
+  if (isIntegerNumber(value) && !isSafeIntegerNumber(value)) return apply(numberToExponential, value, []);
+  return apply(numberToString, value, []);
+}
+
+/**
+ * A frame for a plain array or object, the replacement text for another object, or a
+ * LossyValueError; null for another object when `replace` is false and replaceObject could replace it.
+ */
+function openFrame(object: object, proto: object | null, here: () => string, replaceObject: EncodeOptions['replaceObject'], replace: boolean): Frame | string | null {
   if (isArray(object)) {
-    if (!apply(weakSetHas, arrayPrototypes, [getPrototypeOf(object)])) {
-      throw lossy(path, `is ${describe(object)}, an array with another prototype than Array.prototype, which JSON does not keep`);
+    if (proto !== arrayPrototype && !apply(weakSetHas, arrayPrototypes, [proto])) {
+      throw lossy(here(), `is ${describe(object)}, an array with another prototype than Array.prototype, which JSON does not keep`);
     }
     const length = (object as unknown[]).length;
     const keys = ownKeys(object);
     // Index keys come first and number at most `length`; with 'length' itself, anything more is extra.
-    if (keys.length > length + 1) throw extraArrayProperty(keys, length, path);
-    return new Frame(object, path, null, length);
+    if (keys.length > length + 1) throw extraArrayProperty(keys, length, here());
+    return new Frame(object, null, length, undefined);
   }
-  if (!isPlainObject(object)) {
-    const replaced = options.replaceObject?.(object, formatPath(path));
-    if (replaced !== undefined) return replaced;
-    const proto = getPrototypeOf(object);
-    if (proto === null || apply(weakSetHas, objectPrototypes, [proto])) {
-      throw lossy(path, 'is an object with internal state (a Date, Map, Set, buffer, error or boxed primitive under Object.prototype), which JSON drops');
+  if (!hasPlainPrototype(object, proto)) {
+    if (replaceObject !== undefined) {
+      if (!replace) return null;
+      const replaced = replaceObject(object, here());
+      if (replaced !== undefined) return replaced;
     }
-    throw lossy(path, `is ${describe(object)}, which is not plain JSON data`);
+    if (isRawJson(object)) throw lossy(here(), 'is a JSON.rawJSON object, whose text JSON.stringify would write in its place');
+    if (proto === null || apply(weakSetHas, objectPrototypes, [proto])) {
+      throw lossy(here(), 'is an object with internal state (a Date, Map, Set, buffer, error or boxed primitive under Object.prototype), which JSON drops');
+    }
+    throw lossy(here(), `is ${describe(object)}, which is not plain JSON data`);
   }
-  const keys = ownKeys(object);
-  return new Frame(object, path, keys, keys.length);
+  // Names and symbols apart: two lists that V8 builds faster than ownKeys' one.
+  const keys = getOwnPropertyNames(object);
+  const symbols = getOwnPropertySymbols(object);
+  return new Frame(object, keys, keys.length, symbols.length === 0 ? undefined : symbols[0]);
 }
 
-/** An array element, which must be an own, enumerable data property. */
-function element(array: object, index: number, arrayPath: Path): unknown {
-  const descriptor = getOwnPropertyDescriptor(array, index);
-  if (descriptor === undefined) throw lossy({ parent: arrayPath, key: index }, 'is a hole in a sparse array');
-  return dataValue(descriptor, { parent: arrayPath, key: index });
-}
-
-/** An object member, read from its descriptor so that no getter runs. */
-function readMember(object: object, key: string, path: Path): unknown {
-  return dataValue(getOwnPropertyDescriptor(object, key)!, path);
-}
-
-function dataValue(descriptor: PropertyDescriptor, path: Path): unknown {
-  if (!hasOwn(descriptor, 'value')) throw lossy(path, 'is an accessor property (a getter or setter), which is not plain data');
-  if (!descriptor.enumerable) throw lossy(path, 'is a non-enumerable property, which JSON drops');
+/** The value of an own property, which must be an enumerable data property: no getter runs. */
+function dataValue(descriptor: PropertyDescriptor, here: () => string): unknown {
+  if (!hasOwn(descriptor, 'value')) throw lossy(here(), 'is an accessor property (a getter or setter), which is not plain data');
+  if (!descriptor.enumerable) throw lossy(here(), 'is a non-enumerable property, which JSON drops');
   return descriptor.value;
 }
 
@@ -260,11 +343,11 @@ function symbolName(key: symbol): string {
   return description === undefined ? 'Symbol()' : String(description);
 }
 
-function extraArrayProperty(keys: ArrayLike<string | symbol>, length: number, path: Path): LossyValueError {
+function extraArrayProperty(keys: ArrayLike<string | symbol>, length: number, path: string): LossyValueError {
   for (let index = 0; index < keys.length; index++) {
     const key = keys[index]!;
     if (typeof key === 'symbol') return lossy(path, `is an array with a symbol key ${symbolName(key)}, which JSON drops`);
-    if (key !== 'length' && !isIndexBelow(key, length)) return lossy({ parent: path, key }, 'is a property of an array besides its elements, which JSON drops');
+    if (key !== 'length' && !isIndexBelow(key, length)) return lossy(`${path}${keyText(key)}`, 'is a property of an array besides its elements, which JSON drops');
   }
   return lossy(path, 'is an array with properties besides its elements, which JSON drops');
 }
@@ -281,21 +364,18 @@ function isIndexBelow(key: string, length: number): boolean {
   return index < length;
 }
 
-function formatPath(path: Path): string {
-  // Iterative: a path may be thousands of levels deep.
-  const keys: Array<string | number> = setPrototypeOf([], null);
-  let count = 0;
-  let node = path;
-  while (typeof node !== 'string') {
-    keys[count++] = node.key;
-    node = node.parent;
-  }
-  let text = node;
-  while (count > 0) {
-    const key = keys[--count]!;
-    text += typeof key === 'number' ? `[${key}]` : isIdentifier(key) ? `.${key}` : `[${stringifyString(key)}]`;
+/** The path of the member each of the first `depth` frames is at, below `root`: built only for a message. */
+function formatPath(root: string, stack: readonly Frame[], depth: number): string {
+  let text = root;
+  for (let at = 0; at < depth; at++) {
+    const frame = stack[at]!;
+    text += keyText(frame.keys === null ? frame.index - 1 : frame.keys[frame.index - 1]!);
   }
   return text;
+}
+
+function keyText(key: string | number): string {
+  return typeof key === 'number' ? `[${key}]` : isIdentifier(key) ? `.${key}` : `[${stringifyString(key)}]`;
 }
 
 function isIdentifier(key: string): boolean {
@@ -308,8 +388,8 @@ function isIdentifier(key: string): boolean {
   return true;
 }
 
-function lossy(path: Path, problem: string): LossyValueError {
-  return new LossyValueError(formatPath(path), problem);
+function lossy(path: string, problem: string): LossyValueError {
+  return new LossyValueError(path, problem);
 }
 
 /** "a Map", "an Image": the constructor's name from own data properties up the prototype chain, without running program code. */

@@ -21,13 +21,14 @@ import { peers } from './peers.ts';
 import { poolRows } from './pool.ts';
 import { tracesRows } from './traces.ts';
 import { throughput } from './throughput.ts';
+import { jsonRows } from './json.ts';
 import { printTargets, type TargetRow } from './targets.ts';
 import { exec, interleave, judge, measuredRows, median, ms, p90, pad, printTable, ratio } from './stats.ts';
 
 const { values: flags } = parseArgs({ options: { long: { type: 'boolean', default: false }, only: { type: 'string' } } });
 /** `--only 2,5`: just those sections (by number; 13 is the --long one), for measuring one lever. */
 const only = flags.only === undefined ? undefined : new Set(flags.only.split(',').map((n) => Number(n.trim())));
-const SECTIONS = 19;
+const SECTIONS = 21;
 if (only !== undefined && [...only].some((n) => !Number.isInteger(n) || n < 1 || n > SECTIONS)) {
   console.error(`bench: --only takes section numbers 1 to ${SECTIONS} separated by commas, got ${JSON.stringify(flags.only)}`);
   process.exit(2);
@@ -215,6 +216,7 @@ try {
   if (wanted(18)) targets.push(...(await poolRows(notes)));
   if (wanted(19)) targets.push(...(await throughput(notes)));
   if (wanted(20)) targets.push(...(await tracesRows()));
+  if (wanted(21)) targets.push(...jsonRows(notes));
   const skipped: Array<[string, string]> = [];
   const rows = measuredRows();
   for (const [row, section] of [['a', 2], ['b', 6], ['c', 5], ['d', 3], ['e', 13], ['f', 7], ['g', 1]] as const) {
