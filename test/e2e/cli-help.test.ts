@@ -149,7 +149,7 @@ test('a run whose ptc was killed mid-run: ptc runs lists it running, ptc resume 
   const resumed = ptc(['resume', runId, '--journal', journal, '--bindings', tools]);
   assert.equal(resumed, { code: 0, stdout: "reserved seat-7\n'paid seat-7'\n", stderr: '' });
   assert.is(readFileSync(calls, 'utf8'), 'reserve 7\ncharge seat-7\n');
-  assert.is(ptc(['runs', '--journal', journal, runId]).stdout, '#1  reserve(7)  done  → "seat-7"\n#2  charge("seat-7")  done  → "paid seat-7"\n');
+  assert.is(ptc(['runs', '--journal', journal, runId]).stdout, '#1  reserve(7)  done  → "seat-7"\n#2  charge("seat-7")  done  → "paid seat-7"  [attempt 2]\n');
   const again = ptc(['resume', runId, '--journal', journal, '--bindings', tools]);
   assert.equal(again, { code: 2, stdout: '', stderr: `ptc: resume(): run ${JSON.stringify(runId)} has finished (ok); only a run that never finished can be resumed\n` });
 

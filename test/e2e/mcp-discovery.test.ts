@@ -55,7 +55,7 @@ test('2,000 tools: the description stays under the default budget, lists the nam
     assert.match(code, /^\/\/ 2000 tools are too many to declare here/m);
     assert.match(code, /^\/\/ {3}billing: 2000 tools\. Declared by the upstream MCP server "billing"/m);
     const found = declared(code);
-    assert.equal([found.errors, found.functions], [[], ['inspect', 'search', 'describe']]);
+    assert.equal([found.errors, found.functions], [[], ['inspect', 'yieldControl', 'search', 'describe']]);
     assert.match(text, 'search("words") finds tools');
 
     const first = await runCode(client, `
@@ -87,14 +87,14 @@ test('--description-budget and ptc.descriptionBudget: the whole declarations und
   try {
     const cut = await description(client);
     assert.ok(cut.text.length <= full.text.length - 1, `${cut.text.length} characters`);
-    assert.equal(declared(cut.code).functions, ['inspect', 'search', 'describe']);
+    assert.equal(declared(cut.code).functions, ['inspect', 'yieldControl', 'search', 'describe']);
     assert.match(cut.code, /^\/\/ {3}tracker: 7 tools\. /m);
   } finally {
     await client.close();
   }
   client = await connect(configFile('budget', { tracker: TRACKER }, { descriptionBudget: 500 }));
   try {
-    assert.equal(declared((await description(client)).code).functions, ['inspect', 'search', 'describe']);
+    assert.equal(declared((await description(client)).code).functions, ['inspect', 'yieldControl', 'search', 'describe']);
   } finally {
     await client.close();
   }

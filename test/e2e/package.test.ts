@@ -142,7 +142,7 @@ for (const node of NODES) {
         status: 'failed',
         kind: 'exception',
         name: 'Error',
-        message: "EROFS: read-only file system, open '/etc/ptc-package-test'",
+        message: "EROFS: read-only file system, open '/etc/ptc-package-test' (ptc sandbox: \"/etc/ptc-package-test\" is read-only in the bubblewrap sandbox; its directory as a writable root (--writable-root, policy.writableRoots) or as the workspace (--cwd, policy.workspaceRoot), with --sandbox workspace-write (policy.mode), makes it writable)",
         sandbox: { ...sandbox, denied: true, memory: 'none', disk: 'watchdog', ...reportLimits() },
       },
     ]);
