@@ -26,6 +26,7 @@ import { cancelTrim, trimWhenIdle } from './idle-trim.ts';
 import { holdWaitAsync, STALL_MESSAGE, type StallWatch } from '../channel/stall.ts';
 import type { InvokeResult, RunOutcome, RunRequest } from '../../wire/messages.ts';
 import { completionOutcome } from './completion.ts';
+import { runRevoked, runSettling, runStarted } from './interrupt.ts';
 
 /** One run: settles once; a revoke rejects its pending binding calls and silences it. */
 interface Run {
@@ -60,6 +61,13 @@ const isPromise = types.isPromise;
 let active: Run | undefined;
 let environment: Environment | undefined;
 let stalls: StallWatch;
+
+let startInterrupts: (() => void) | undefined;
+
+/** Hands the run loop what starts the interrupt watch (interrupt.ts), which the first retained run starts; boot calls it when the host handed the pipe. */
+export function useInterrupts(start: () => void): void {
+  startInterrupts = start;
+}
 
 /** Hands the run loop the channel's stall watch, which arms for each run; boot calls it once. */
 export function useStallWatch(watch: StallWatch): void {
@@ -105,11 +113,22 @@ function unmarkable(value: unknown): boolean {
   return ((typeof value === 'object' && value !== null) || typeof value === 'function') && !types.isProxy(value) && !isExtensible(value);
 }
 
+/** V8 has terminated what the active run was doing (interrupt.ts): it ends as stopped, its environment kept. */
+export function interrupted(): void {
+  const run = active;
+  if (run === undefined) return;
+  run.revoked = true;
+  run.pending.forEach((reject) => reject(new BindingError('the evaluation was stopped', 'revoke', 'PTC_REVOKED')));
+  run.pending.clear();
+  run.settle({ status: 'stopped' });
+}
+
 /** Stops the active run at the host's request: its pending calls reject, its output ends. */
 export function revoke(): void {
   const run = active;
   if (run === undefined || run.revoked) return;
   run.revoked = true;
+  runRevoked();
   endOutput();
   run.pending.forEach((reject) => reject(new BindingError('the evaluation was stopped', 'revoke', 'PTC_REVOKED')));
   run.pending.clear();
@@ -180,7 +199,8 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
     pending: new SafeSet(),
     call: undefined,
     settle(result) {
-      if (run.settled) return;
+      // First: a termination already on its way settles the run when it has landed (interrupted()).
+      if (run.settled || !runSettling()) return;
       run.settled = true;
       if (active === run) {
         active = undefined;
@@ -198,6 +218,11 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
   };
   active = run;
   cancelTrim();
+  if (request.retain && startInterrupts !== undefined) {
+    const start = startInterrupts;
+    startInterrupts = undefined;
+    start();
+  }
   // It is the run that cannot finish, not the environment: a retained one stays for the next run.
   stalls.arm(() => run.settle({ status: 'exception', error: { name: 'Error', message: STALL_MESSAGE }, ...(run.initializing ? { initializer: true } : {}) }));
   takeDenied(); // whatever earlier runs' callbacks met is not this run's
@@ -223,6 +248,7 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
       // A proxy calls the bindings of the run its caller belongs to, so one kept from an earlier run
       // calls this run's; code of an ended run (its timers, its promise reactions) has none.
       env.uninstall = installBindings(request.bindings, () => currentRun()?.call, env.evaluator.globalObject);
+      if (request.retain) runStarted();
       apply(runInScope, scope, [run, () => execute(run, env.evaluator, request, host)]);
     },
     (error: unknown) => run.settle({ status: 'exception', error: describeThrown(error, request.filename) }),

@@ -274,6 +274,8 @@ export class Carrier {
   /** Asks the carrier to stop its active run cooperatively (a one-way notification). */
   revoke(): void {
     if (this.#rpc !== undefined && !this.#closed) void this.#rpc.$callEvent('revoke').catch(() => {});
+    // A run stuck in a synchronous loop cannot read the revoke; the interrupt pipe reaches it.
+    if (!this.#closed) this.connection.interrupt?.();
   }
 
   /** Stops all traffic: later frames and replies are ignored, pending calls reject. */
