@@ -32,7 +32,7 @@ export interface RunRequest {
   bindings: string[];
   discardCompletion: boolean;
   /** Send the completion as util.inspect text for a person (`display`) instead of lossless JSON. */
-  display?: { colors: boolean };
+  display?: { colors: boolean; /** Keep `_` and `_error` as Node's interactive REPL does (retained runs). */ underscore?: true };
   maxPendingCalls: number;
   maxMessageBytes: number;
   maxOutputBytes: number;

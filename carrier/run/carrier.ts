@@ -27,6 +27,7 @@ import { holdWaitAsync, STALL_MESSAGE, type StallWatch } from '../channel/stall.
 import type { InvokeResult, RunOutcome, RunRequest } from '../../wire/messages.ts';
 import { completionOutcome } from './completion.ts';
 import { runRevoked, runSettling, runStarted } from './interrupt.ts';
+import { installUnderscore, type Underscore } from './underscore.ts';
 
 /** One run: settles once; a revoke rejects its pending binding calls and silences it. */
 interface Run {
@@ -48,6 +49,8 @@ interface Environment {
   uninstall: () => void;
   /** Whether its evaluator was made to consult an import handler (the run carried an import policy). */
   imports: boolean;
+  /** `_` and `_error`, once a run asked for them (underscore.ts). */
+  underscore: Underscore | undefined;
 }
 
 const scope = new AsyncLocalStorage<Run>();
@@ -165,7 +168,7 @@ async function environmentFor(request: RunRequest): Promise<Environment> {
   holdWaitAsync(realm);
   defineGlobals(evaluator.globalObject);
   // No prototype: this async function resolves with it, which must not find a program's `then`.
-  const fresh: Environment = unthenable({ evaluator, uninstall: () => {}, imports: setup !== undefined });
+  const fresh: Environment = unthenable({ evaluator, uninstall: () => {}, imports: setup !== undefined, underscore: undefined });
   try {
     await applyImports(request.imports, request.bindings, evaluator.globalObject, fresh.imports);
   } catch (error) {
@@ -249,7 +252,8 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
       // calls this run's; code of an ended run (its timers, its promise reactions) has none.
       env.uninstall = installBindings(request.bindings, () => currentRun()?.call, env.evaluator.globalObject);
       if (request.retain) runStarted();
-      apply(runInScope, scope, [run, () => execute(run, env.evaluator, request, host)]);
+      if (request.display?.underscore === true && request.retain) env.underscore ??= installUnderscore(env.evaluator.globalObject);
+      apply(runInScope, scope, [run, () => execute(run, env, request, host)]);
     },
     (error: unknown) => run.settle({ status: 'exception', error: describeThrown(error, request.filename) }),
   );
@@ -257,7 +261,9 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
 }
 
 /** Inside the run's scope: the initializer when there is one, then the program. */
-function execute(run: Run, evaluator: Evaluator, request: RunRequest, host: HostLink): void {
+function execute(run: Run, env: Environment, request: RunRequest, host: HostLink): void {
+  const { evaluator } = env;
+  const underscore = request.display?.underscore === true ? env.underscore : undefined;
   if (request.announceStart !== false) host.started();
   run.initializing = request.initializer !== undefined;
   const started = request.initializer === undefined ? resolved(true) : initialize(evaluator, request, host);
@@ -269,11 +275,15 @@ function execute(run: Run, evaluator: Evaluator, request: RunRequest, host: Host
       then(
         start(evaluator, request.program, request),
         (completion: Completion) => {
+          underscore?.completed(completion.value);
           const outcome = completionOutcome(completion.value, request);
           if (!isPromise(outcome)) return run.settle(outcome);
           then(outcome, (settled: RunOutcome) => run.settle(settled));
         },
-        (error: unknown) => run.settle({ status: 'exception', error: describeError(error, request.filename) }),
+        (error: unknown) => {
+          underscore?.threw(error);
+          run.settle({ status: 'exception', error: describeError(error, request.filename) });
+        },
       );
     },
     (error: unknown) => run.settle({ status: 'exception', error: describeError(error, '[initializer]'), initializer: true }),
