@@ -121,6 +121,8 @@ export interface CarrierMethods {
   run(request: RunRequest): Promise<RunOutcome>;
   /** One-way: stop the active run cooperatively (pending binding calls reject, later output is dropped); run() still answers once it settles. */
   revoke(): void;
+  /** Between a retained carrier's runs: the names that can follow `path` (`[]`: top-level names), for a front end's Tab; never runs program code. Capability `complete`. */
+  complete(path: string[]): string[];
 }
 
 export interface HostMethods {

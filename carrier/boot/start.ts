@@ -17,7 +17,7 @@ import { apply, defineProperty, rejected, resolved, stringIncludes, then, unthen
 import { holdWaitAsync } from '../channel/stall.ts';
 import type { RunOutcome, RunRequest } from '../../wire/messages.ts';
 import { bootMark } from '../../wire/boot-mark.ts';
-import { currentRun, evaluate, failCurrentRun, interrupted, revoke, saveCompileCache, useInterrupts, useStallWatch } from '../run/carrier.ts';
+import { complete, currentRun, evaluate, failCurrentRun, interrupted, revoke, saveCompileCache, useInterrupts, useStallWatch } from '../run/carrier.ts';
 import { watchInterrupts } from '../run/interrupt.ts';
 
 /** Starts the carrier: called once, before any program code exists in this process. */
@@ -44,8 +44,8 @@ export function runCarrier(): void {
   captureStandardStreams();
 
   const channel = openChannel(
-    { run: ownApply((request: RunRequest) => evaluate(request, channel.host, forwarding)), revoke: ownApply(revoke) },
-    ['async-function', 'vm-script', 'scoped-repl', 'repl', 'images', 'revoke'],
+    { run: ownApply((request: RunRequest) => evaluate(request, channel.host, forwarding)), revoke: ownApply(revoke), complete: ownApply(complete) },
+    ['async-function', 'vm-script', 'scoped-repl', 'repl', 'images', 'revoke', 'complete'],
   );
   useStallWatch(channel.stalls);
   bootMark('ptc:hello');

@@ -28,6 +28,7 @@ import type { InvokeResult, RunOutcome, RunRequest } from '../../wire/messages.t
 import { completionOutcome } from './completion.ts';
 import { runRevoked, runSettling, runStarted } from './interrupt.ts';
 import { installUnderscore, type Underscore } from './underscore.ts';
+import { completeNames } from './complete.ts';
 
 /** One run: settles once; a revoke rejects its pending binding calls and silences it. */
 interface Run {
@@ -124,6 +125,21 @@ export function interrupted(): void {
   run.pending.forEach((reject) => reject(new BindingError('the evaluation was stopped', 'revoke', 'PTC_REVOKED')));
   run.pending.clear();
   run.settle({ status: 'stopped' });
+}
+
+/** The names that can follow `path` in the retained environment (complete.ts); none while a run is active or before one. */
+export function complete(path: unknown): string[] {
+  const env = environment;
+  if (env === undefined || active !== undefined) return [];
+  const { evaluator } = env;
+  return completeNames(
+    {
+      global: realmGlobal(evaluator.globalObject),
+      names: () => evaluator.names?.() ?? [],
+      lookup: (name) => evaluator.lookup?.(name),
+    },
+    path,
+  );
 }
 
 /** Stops the active run at the host's request: its pending calls reject, its output ends. */
