@@ -344,9 +344,10 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
       if (editor !== undefined && key?.ctrl === true && key.name === 'd') {
         const lines = [...editor, ...(rl.line === '' ? [] : [rl.line])];
         editor = undefined;
+        // The last line stays on screen; readline's copy of it is dropped on the next row.
+        write('\n');
         rl.write(null, { ctrl: true, name: 'u' });
         rl.write(null, { ctrl: true, name: 'k' });
-        write('\n');
         if (lines.join('').trim() === '') return prompt();
         // At the prompt nothing is pumping: the submission runs as the pump would run it.
         void (async () => {
@@ -436,7 +437,12 @@ export function describeResult(result: RunResult, options: { colors: boolean; pr
 /** A failure in a short readable form: `Uncaught <name>: <message>` and the stack, or `<kind>: <message>`. */
 export function describeFailure(failure: Failure): string[] {
   const cleared = failure.state === 'cleared';
-  if (failure.kind === 'abort') return [cleared ? 'interrupted (environment reset)' : 'interrupted (variables kept)'];
+  if (failure.kind === 'abort') {
+    if (!cleared) return ['interrupted (variables kept)'];
+    // Why the interrupt could not keep the environment (host/execution/run/retention.ts says it after "; ").
+    const why = failure.message.indexOf('; it did not stop');
+    return why === -1 ? ['interrupted (environment reset)'] : ['interrupted (environment reset)', failure.message.slice(why + 2)];
+  }
   const lines = failure.kind === 'exception' ? [uncaught(failure)] : [`${failure.kind}: ${failure.message}`];
   if (failure.binding !== undefined) lines.push(`binding: ${failure.binding}${failure.code !== undefined ? ` (code ${failure.code})` : ''}`);
   if (failure.path !== undefined) lines.push(`path: ${failure.path}`);
