@@ -29,8 +29,10 @@ export function runCarrier(): void {
   delete process.env[INTERRUPT_ENV];
   closeInheritedDescriptors(interrupts ? [0, 1, 2, CONTROL_FD, INTERRUPT_FD] : [0, 1, 2, CONTROL_FD]);
   // The permission model refuses the worker and the inspector the watch needs (to programs too):
-  // there a stop that the run does not acknowledge ends the carrier, as without the pipe.
-  if (interrupts && process.permission === undefined) useInterrupts(() => watchInterrupts(INTERRUPT_FD, interrupted));
+  // there a stop that the run does not acknowledge ends the carrier, as without the pipe. So does
+  // a Node before 26: on Node 20 the watch's worker never started inside the carrier (measured;
+  // the cause is not known), and Nodes between are untried.
+  if (interrupts && process.permission === undefined && Number(process.versions.node.split('.')[0]) >= 26) useInterrupts(() => watchInterrupts(INTERRUPT_FD, interrupted));
   else if (interrupts) closeSync(INTERRUPT_FD);
   const forwarding = startNetwork();
   forwarding.catch(() => {});

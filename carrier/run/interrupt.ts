@@ -1,7 +1,7 @@
 // Interrupting a run that does not yield (`while (true) {}`, before or after an `await`) without
 // ending the carrier, so a retained environment keeps every variable. The event loop that would
 // read the host's revoke is the one the loop blocks, so the request comes on a pipe of its own
-// (INTERRUPT_FD, handed only to local carriers), read by a worker thread. That worker holds an
+// (INTERRUPT_FD, handed only to local carriers), read by a worker thread. That worker opens an
 // inspector session on this (main) thread and asks V8 to terminate the JavaScript running there;
 // V8 dispatches inspector messages through an isolate interrupt, which a busy loop honours, and
 // cancels the termination once the outermost call has unwound. The worker then tells this thread,
@@ -38,12 +38,16 @@ const { Socket } = require('node:net');
 const { Session } = require('node:inspector');
 const { fd, cell, port } = workerData;
 const state = new Int32Array(cell);
-const session = new Session();
-session.connectToMainThread();
 let pending = false;
 function terminate(expected) {
   if (Atomics.compareExchange(state, 0, expected, ${TERMINATING}) !== expected) return false;
-  session.post('Runtime.terminateExecution', () => port.postMessage('terminated'));
+  // Connected only for this: with a session open, a carrier that exits waits for it to disconnect.
+  const session = new Session();
+  session.connectToMainThread();
+  session.post('Runtime.terminateExecution', () => {
+    session.disconnect();
+    port.postMessage('terminated');
+  });
   return true;
 }
 function attempt() {

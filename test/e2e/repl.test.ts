@@ -392,7 +392,7 @@ async function interactive(command: string[]): Promise<void> {
     term.keys('S', 'C-c');
     await term.expect('S', [
       'interrupted (environment reset)',
-      'it did not stop within stopGraceMs (300 ms), so its process was ended: a blocking call (a read that never returns) cannot be interrupted, and under node-permission or on a remote carrier no synchronous code can',
+      'it did not stop within stopGraceMs (300 ms), so its process was ended: a blocking call (a read that never returns) cannot be interrupted, and under node-permission, on a remote carrier or on a Node before 26 no synchronous code can',
       'ptc>',
     ]);
     term.type('S', 'typeof x');
