@@ -16,7 +16,7 @@ import { beginOutput, endOutput, inspect } from '../globals/output.ts';
 import { BindingError, bindingCaller, installBindings, type BindingCaller } from '../globals/bindings.ts';
 import { Image } from '../globals/image.ts';
 import { describeSyntaxError, describeThrown, isDecoratedSyntaxError, trustErrorRealm } from './errors.ts';
-import { apply, chdir, defineProperty, NativePromise, rejected, resolved, SafeSet, setPrototypeOf, then, unthenable } from '../hardening/intrinsics.ts';
+import { append, apply, chdir, defineProperty, NativePromise, rejected, resolved, SafeSet, setPrototypeOf, then, unthenable } from '../hardening/intrinsics.ts';
 import { createEvaluator } from '../evaluators/index.ts';
 import { applyImports, importSetup } from '../imports/program-imports.ts';
 import type { Completion, Evaluator } from '../evaluators/types.ts';
@@ -57,7 +57,7 @@ interface Environment {
 const scope = new AsyncLocalStorage<Run>();
 // Captured at load: a program may replace them in this realm.
 const reallyExit = (process as unknown as { reallyExit: (code: number) => never }).reallyExit;
-const { isExtensible } = Object;
+const { isExtensible, getOwnPropertyNames } = Object;
 // Captured with the other intrinsics (intrinsics.ts): node:async_hooks is importable by programs.
 const { getStore, run: runInScope } = AsyncLocalStorage.prototype;
 const storeOf = (): Run | undefined => apply(getStore, scope, []) as Run | undefined;
@@ -135,7 +135,16 @@ export function complete(path: unknown): string[] {
   return completeNames(
     {
       global: realmGlobal(evaluator.globalObject),
-      names: () => evaluator.names?.() ?? [],
+      // Node's REPL hands out its context's sandbox object, whose own names (ptc's globals among
+      // them) the realm's global does not list on every Node.
+      names: () => {
+        const names = evaluator.names?.() ?? [];
+        if (vm.isContext(evaluator.globalObject)) {
+          const own = getOwnPropertyNames(evaluator.globalObject);
+          for (let index = 0; index < own.length; index++) append(names, own[index]!);
+        }
+        return names;
+      },
       lookup: (name) => evaluator.lookup?.(name),
     },
     path,

@@ -104,7 +104,7 @@ test('under node-permission the carrier takes no interrupts (the model refuses t
   await run('var kept = 41');
   const stopped = failureOf(await run('while (true) {}', { timeoutMs: 300 }));
   assert.equal([stopped.kind, stopped.state], ['timeout', 'cleared']);
-  assert.match(stopped.message, /so its process was ended: .* under node-permission or on a remote carrier no synchronous code can$/);
+  assert.match(stopped.message, /so its process was ended: .* under node-permission, on a remote carrier or on a Node before 26 no synchronous code can$/);
   const next = await run('typeof kept');
   assert.is(valueOf(next), 'undefined');
   assert.is(next.sandbox.backend, 'node-permission');

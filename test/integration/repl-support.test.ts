@@ -69,11 +69,13 @@ test('complete() answers nothing while the owner has a run in progress', async (
   const run = runner(runtime, owner);
   await run('var foo = { alpha: 1 }');
   const controller = new AbortController();
+  // A binding that never answers: the abort rejects it, so the run ends and the environment stays.
+  const bindings = { hang: () => new Promise(() => {}) };
   let started!: () => void;
   const running = new Promise<void>((resolve) => {
     started = resolve;
   });
-  const busy = run('inspect("busy"); await new Promise(() => setInterval(() => {}, 1000))', { signal: controller.signal, onOutput: () => started() });
+  const busy = runtime.run(runtime.resolve({ program: 'inspect("busy"); await hang()', bindings, stateOwner: owner }), { signal: controller.signal, onOutput: () => started() });
   await running;
   assert.equal(await runtime.complete(owner, ['foo']), []);
   controller.abort(new Error('done'));
