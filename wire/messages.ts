@@ -33,7 +33,7 @@ export interface RunRequest {
   bindings: string[];
   discardCompletion: boolean;
   /** Send the completion as util.inspect text for a person (`display`) instead of lossless JSON. */
-  display?: { colors: boolean };
+  display?: { colors: boolean; /** Keep `_` and `_error` as Node's interactive REPL does (retained runs). */ underscore?: true };
   maxPendingCalls: number;
   maxMessageBytes: number;
   maxOutputBytes: number;
@@ -125,6 +125,8 @@ export interface CarrierMethods {
   run(request: RunRequest): Promise<RunOutcome>;
   /** One-way: stop the active run cooperatively (pending binding calls reject, later output is dropped); run() still answers once it settles. */
   revoke(): void;
+  /** Between a retained carrier's runs: the names that can follow `path` (`[]`: top-level names), for a front end's Tab; never runs program code. Capability `complete`. */
+  complete(path: string[]): string[];
 }
 
 export interface HostMethods {

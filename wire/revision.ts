@@ -6,3 +6,10 @@ export const CARRIER_SELECTOR = 'PTC_CARRIER';
 
 /** The control channel's file descriptor in the carrier (a socket pair end inherited from the host). */
 export const CONTROL_FD = 3;
+
+/**
+ * A local carrier's interrupt pipe (carrier/run/interrupt.ts): a byte on it asks the carrier to
+ * terminate the JavaScript its run is busy in. Handed only where INTERRUPT_ENV names it.
+ */
+export const INTERRUPT_FD = 6;
+export const INTERRUPT_ENV = 'PTC_INTERRUPT_FD';

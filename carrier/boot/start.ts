@@ -2,11 +2,12 @@
 // descriptors it did not hand out, scrubs the environment, installs the guards and the output
 // capture, adopts the control channel (whose hello is the handshake), and hands each `run`
 // request to the evaluation loop (run/carrier.ts).
+import { closeSync } from 'node:fs';
 import { openChannel, type HostLink } from '../channel/channel.ts';
 import { scrubEnvironment } from './environment.ts';
 import { closeInheritedDescriptors } from './descriptors.ts';
 import { NETWORK_SOCKET_ENV } from '../../wire/network.ts';
-import { CONTROL_FD } from '../../wire/revision.ts';
+import { CONTROL_FD, INTERRUPT_ENV, INTERRUPT_FD } from '../../wire/revision.ts';
 import { markDenied, watchDenials } from '../hardening/denials.ts';
 import { closePermissionGaps } from '../hardening/permission-gaps.ts';
 import { guardProcesses } from '../hardening/process-guard.ts';
@@ -16,13 +17,23 @@ import { apply, defineProperty, rejected, resolved, stringIncludes, then, unthen
 import { holdWaitAsync } from '../channel/stall.ts';
 import { PROGRAM_FORMATS, type RunOutcome, type RunRequest } from '../../wire/messages.ts';
 import { bootMark } from '../../wire/boot-mark.ts';
-import { currentRun, evaluate, failCurrentRun, revoke, saveCompileCache, useStallWatch } from '../run/carrier.ts';
+import { complete, currentRun, evaluate, failCurrentRun, interrupted, revoke, saveCompileCache, useInterrupts, useStallWatch } from '../run/carrier.ts';
+import { watchInterrupts } from '../run/interrupt.ts';
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
   bootMark('ptc:carrier');
-  // stdin, stdout, stderr and the control channel are ptc's; anything else open is inherited.
-  closeInheritedDescriptors([0, 1, 2, CONTROL_FD]);
+  // stdin, stdout, stderr, the control channel and (where the host says it handed one) the
+  // interrupt pipe are ptc's; anything else open is inherited.
+  const interrupts = process.env[INTERRUPT_ENV] === String(INTERRUPT_FD);
+  delete process.env[INTERRUPT_ENV];
+  closeInheritedDescriptors(interrupts ? [0, 1, 2, CONTROL_FD, INTERRUPT_FD] : [0, 1, 2, CONTROL_FD]);
+  // The permission model refuses the worker and the inspector the watch needs (to programs too):
+  // there a stop that the run does not acknowledge ends the carrier, as without the pipe. So does
+  // a Node before 26: on Node 20 the watch's worker never started inside the carrier (measured;
+  // the cause is not known), and Nodes between are untried.
+  if (interrupts && process.permission === undefined && Number(process.versions.node.split('.')[0]) >= 26) useInterrupts(() => watchInterrupts(INTERRUPT_FD, interrupted));
+  else if (interrupts) closeSync(INTERRUPT_FD);
   const forwarding = startNetwork();
   forwarding.catch(() => {});
   scrubEnvironment();
@@ -35,8 +46,8 @@ export function runCarrier(): void {
   captureStandardStreams();
 
   const channel = openChannel(
-    { run: ownApply((request: RunRequest) => evaluate(request, channel.host, forwarding)), revoke: ownApply(revoke) },
-    [...PROGRAM_FORMATS, 'images', 'revoke'],
+    { run: ownApply((request: RunRequest) => evaluate(request, channel.host, forwarding)), revoke: ownApply(revoke), complete: ownApply(complete) },
+    [...PROGRAM_FORMATS, 'images', 'revoke', 'complete'],
   );
   useStallWatch(channel.stalls);
   bootMark('ptc:hello');

@@ -122,11 +122,13 @@ export function openChannel(methods: CarrierMethods, capabilities: string[]): Ch
         return methods.run(request);
       },
       revoke: methods.revoke,
+      complete: methods.complete,
     } as unknown as Record<string, (...args: never[]) => unknown>,
     (message) => {
       const body = serialize(message);
       write(`${mac.sign(seq++, body)} ${body}\n`);
-      // The carrier replies to nothing but `run` (`revoke` is one-way), so this is the run's reply.
+      // The carrier replies to `run` and, between a retained carrier's runs, `complete` (`revoke` is
+      // one-way), so a per-call carrier's reply is its run's.
       if (message.t === 's' && lastRun) halt();
     },
   );

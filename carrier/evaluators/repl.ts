@@ -5,6 +5,7 @@
 // than to the eval callback, so that handler settles the evaluation too. Node 26 calls the
 // `handleError` option for them; Node 20 to 25 emit them on the server's own domain.
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { lexicalValue } from './vm-script.ts';
 import domain from 'node:domain';
 import repl from 'node:repl';
 import { PassThrough } from 'node:stream';
@@ -179,6 +180,8 @@ export function createNodeReplEvaluator(setup?: ImportSetup): Evaluator {
         });
       });
     },
+
+    lookup: (name: string) => lexicalValue(context, name),
 
     dispose(): void {
       if (disposed) return;

@@ -127,6 +127,9 @@ export function createScopedReplEvaluator(options: ScopedReplOptions = {}, setup
         return NativePromise.reject(error);
       }
     },
+    lookup: (name) => scope.lookup(name),
+    names: () => scope.names(),
+
     dispose() {
       disposed = true;
       scope.clear();

@@ -39,6 +39,13 @@ export interface Evaluator {
    * no evaluator frames in its stack); runtime errors reject with the thrown value.
    */
   evaluate(program: string, options: EvaluationOptions): Promise<Completion>;
+  /**
+   * For completion between runs (run/complete.ts): the value of a retained top-level name that is
+   * not a property of the global object, found without running program code; undefined when none.
+   */
+  lookup?(name: string): { value: unknown } | undefined;
+  /** Retained top-level names that are not global properties, where the evaluator keeps them itself. */
+  names?(): string[];
   /** Releases caches and hooks; the evaluator is not used again. */
   dispose(): void;
 }

@@ -38,6 +38,8 @@ export function createVmScriptEvaluator(setup?: ImportSetup): Evaluator {
       // A null prototype: resolving this promise must not find a `then` on Object.prototype.
       return { __proto__: null, value: options.wantCompletion ? value : undefined } as Completion;
     },
+    lookup: (name) => lexicalValue(context, name),
+
     dispose() {
       disposed = true;
       imports?.dispose();
@@ -293,3 +295,13 @@ const diagnosisVisitors: RecursiveVisitors<Diagnosis> = {
     }
   },
 };
+
+/** A Script-level declaration's value: reading a declared name runs no program code (the caller has
+ * ruled out global accessors and proxies); an undeclared or uninitialized one throws. */
+export function lexicalValue(context: vm.Context, name: string): { value: unknown } | undefined {
+  try {
+    return { value: vm.runInContext(name, context) };
+  } catch {
+    return undefined;
+  }
+}

@@ -16,7 +16,7 @@ import { beginOutput, endOutput, inspect } from '../globals/output.ts';
 import { BindingError, bindingCaller, installBindings, type BindingCaller } from '../globals/bindings.ts';
 import { Image } from '../globals/image.ts';
 import { describeSyntaxError, describeThrown, isDecoratedSyntaxError, trustErrorRealm } from './errors.ts';
-import { apply, chdir, defineProperty, NativePromise, nextTick, rejected, resolved, SafeSet, setPrototypeOf, then, unthenable } from '../hardening/intrinsics.ts';
+import { append, apply, chdir, defineProperty, NativePromise, nextTick, rejected, resolved, SafeSet, setPrototypeOf, then, unthenable } from '../hardening/intrinsics.ts';
 import { createEvaluator } from '../evaluators/index.ts';
 import { applyImports, importSetup } from '../imports/program-imports.ts';
 import type { Completion, Evaluator } from '../evaluators/types.ts';
@@ -26,6 +26,9 @@ import { cancelTrim, trimWhenIdle } from './idle-trim.ts';
 import { holdWaitAsync, STALL_MESSAGE, type StallWatch } from '../channel/stall.ts';
 import type { InvokeResult, RunOutcome, RunRequest } from '../../wire/messages.ts';
 import { completionOutcome } from './completion.ts';
+import { runRevoked, runSettling, runStarted } from './interrupt.ts';
+import { installUnderscore, type Underscore } from './underscore.ts';
+import { completeNames } from './complete.ts';
 
 /** One run: settles once; a revoke rejects its pending binding calls and silences it. */
 interface Run {
@@ -47,12 +50,14 @@ interface Environment {
   uninstall: () => void;
   /** Whether its evaluator was made to consult an import handler (the run carried an import policy). */
   imports: boolean;
+  /** `_` and `_error`, once a run asked for them (underscore.ts). */
+  underscore: Underscore | undefined;
 }
 
 const scope = new AsyncLocalStorage<Run>();
 // Captured at load: a program may replace them in this realm.
 const reallyExit = (process as unknown as { reallyExit: (code: number) => never }).reallyExit;
-const { isExtensible } = Object;
+const { isExtensible, getOwnPropertyNames } = Object;
 // Captured with the other intrinsics (intrinsics.ts): node:async_hooks is importable by programs.
 const { getStore, run: runInScope } = AsyncLocalStorage.prototype;
 const storeOf = (): Run | undefined => apply(getStore, scope, []) as Run | undefined;
@@ -64,6 +69,13 @@ let linked: HostLink | undefined;
 /** A yieldControl notice went this turn: a loop of calls sends one, not a flood. */
 let yieldSent = false;
 let stalls: StallWatch;
+
+let startInterrupts: (() => void) | undefined;
+
+/** Hands the run loop what starts the interrupt watch (interrupt.ts), which the first retained run starts; boot calls it when the host handed the pipe. */
+export function useInterrupts(start: () => void): void {
+  startInterrupts = start;
+}
 
 /** Hands the run loop the channel's stall watch, which arms for each run; boot calls it once. */
 export function useStallWatch(watch: StallWatch): void {
@@ -109,11 +121,46 @@ function unmarkable(value: unknown): boolean {
   return ((typeof value === 'object' && value !== null) || typeof value === 'function') && !types.isProxy(value) && !isExtensible(value);
 }
 
+/** V8 has terminated what the active run was doing (interrupt.ts): it ends as stopped, its environment kept. */
+export function interrupted(): void {
+  const run = active;
+  if (run === undefined) return;
+  run.revoked = true;
+  run.pending.forEach((reject) => reject(new BindingError('the evaluation was stopped', 'revoke', 'PTC_REVOKED')));
+  run.pending.clear();
+  run.settle({ status: 'stopped' });
+}
+
+/** The names that can follow `path` in the retained environment (complete.ts); none while a run is active or before one. */
+export function complete(path: unknown): string[] {
+  const env = environment;
+  if (env === undefined || active !== undefined) return [];
+  const { evaluator } = env;
+  return completeNames(
+    {
+      global: realmGlobal(evaluator.globalObject),
+      // Node's REPL hands out its context's sandbox object, whose own names (ptc's globals among
+      // them) the realm's global does not list on every Node.
+      names: () => {
+        const names = evaluator.names?.() ?? [];
+        if (vm.isContext(evaluator.globalObject)) {
+          const own = getOwnPropertyNames(evaluator.globalObject);
+          for (let index = 0; index < own.length; index++) append(names, own[index]!);
+        }
+        return names;
+      },
+      lookup: (name) => evaluator.lookup?.(name),
+    },
+    path,
+  );
+}
+
 /** Stops the active run at the host's request: its pending calls reject, its output ends. */
 export function revoke(): void {
   const run = active;
   if (run === undefined || run.revoked) return;
   run.revoked = true;
+  runRevoked();
   endOutput();
   run.pending.forEach((reject) => reject(new BindingError('the evaluation was stopped', 'revoke', 'PTC_REVOKED')));
   run.pending.clear();
@@ -160,7 +207,7 @@ async function environmentFor(request: RunRequest): Promise<Environment> {
   holdWaitAsync(realm);
   defineGlobals(evaluator.globalObject);
   // No prototype: this async function resolves with it, which must not find a program's `then`.
-  const fresh: Environment = unthenable({ evaluator, uninstall: () => {}, imports: setup !== undefined });
+  const fresh: Environment = unthenable({ evaluator, uninstall: () => {}, imports: setup !== undefined, underscore: undefined });
   try {
     await applyImports(request.imports, request.bindings, evaluator.globalObject, fresh.imports);
   } catch (error) {
@@ -195,7 +242,8 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
     pending: new SafeSet(),
     call: undefined,
     settle(result) {
-      if (run.settled) return;
+      // First: a termination already on its way settles the run when it has landed (interrupted()).
+      if (run.settled || !runSettling()) return;
       run.settled = true;
       if (active === run) {
         active = undefined;
@@ -215,6 +263,11 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
   };
   active = run;
   cancelTrim();
+  if (request.retain && startInterrupts !== undefined) {
+    const start = startInterrupts;
+    startInterrupts = undefined;
+    start();
+  }
   // It is the run that cannot finish, not the environment: a retained one stays for the next run.
   stalls.arm(() => run.settle({ status: 'exception', error: { name: 'Error', message: STALL_MESSAGE }, ...(run.initializing ? { initializer: true } : {}) }));
   takeDenied(); // whatever earlier runs' callbacks met is not this run's
@@ -241,7 +294,9 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
       // A proxy calls the bindings of the run its caller belongs to, so one kept from an earlier run
       // calls this run's; code of an ended run (its timers, its promise reactions) has none.
       env.uninstall = installBindings(request.bindings, () => currentRun()?.call, env.evaluator.globalObject);
-      apply(runInScope, scope, [run, () => execute(run, env.evaluator, request, host)]);
+      if (request.retain) runStarted();
+      if (request.display?.underscore === true && request.retain) env.underscore ??= installUnderscore(env.evaluator.globalObject);
+      apply(runInScope, scope, [run, () => execute(run, env, request, host)]);
     },
     (error: unknown) => run.settle({ status: 'exception', error: describeThrown(error, request.filename) }),
   );
@@ -249,7 +304,9 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
 }
 
 /** Inside the run's scope: the initializer when there is one, then the program. */
-function execute(run: Run, evaluator: Evaluator, request: RunRequest, host: HostLink): void {
+function execute(run: Run, env: Environment, request: RunRequest, host: HostLink): void {
+  const { evaluator } = env;
+  const underscore = request.display?.underscore === true ? env.underscore : undefined;
   if (request.announceStart !== false) host.started();
   run.initializing = request.initializer !== undefined;
   const started = request.initializer === undefined ? resolved(true) : initialize(evaluator, request, host);
@@ -261,11 +318,15 @@ function execute(run: Run, evaluator: Evaluator, request: RunRequest, host: Host
       then(
         start(evaluator, request.program, request),
         (completion: Completion) => {
+          underscore?.completed(completion.value);
           const outcome = completionOutcome(completion.value, request);
           if (!isPromise(outcome)) return run.settle(outcome);
           then(outcome, (settled: RunOutcome) => run.settle(settled));
         },
-        (error: unknown) => run.settle({ status: 'exception', error: describeError(error, request.filename) }),
+        (error: unknown) => {
+          underscore?.threw(error);
+          run.settle({ status: 'exception', error: describeError(error, request.filename) });
+        },
       );
     },
     (error: unknown) => run.settle({ status: 'exception', error: describeError(error, '[initializer]'), initializer: true }),

@@ -68,3 +68,58 @@ function syntaxError(source: string, format: ProgramFormat): AcornError | undefi
 function endsEarly(error: AcornError, source: string): boolean {
   return error.pos >= source.length || error.raisedAt >= source.length || error.message.startsWith('Unterminated comment');
 }
+
+/**
+ * The names a submission declares at its top level (var, let, const, function, class), for Tab:
+ * the carrier lists a Script's lexical declarations nowhere else. Empty when it does not parse.
+ */
+export function declaredNames(source: string, format: ProgramFormat): string[] {
+  const stripped = stripTypes(source, 'repl.ts', format);
+  if (!stripped.ok) return [];
+  let program: { body: Node[] };
+  try {
+    program = parse(stripped.code, PARSE_OPTIONS) as unknown as { body: Node[] };
+  } catch {
+    return [];
+  }
+  const names: string[] = [];
+  for (const statement of program.body) {
+    if (statement.type === 'VariableDeclaration') for (const declarator of statement.declarations ?? []) patternNames(declarator.id, names);
+    else if ((statement.type === 'FunctionDeclaration' || statement.type === 'ClassDeclaration') && statement.id) names.push(statement.id.name!);
+  }
+  return names;
+}
+
+interface Node {
+  type: string;
+  name?: string;
+  id?: Node;
+  declarations?: { id: Node }[];
+  properties?: Node[];
+  elements?: (Node | null)[];
+  value?: Node;
+  left?: Node;
+  argument?: Node;
+}
+
+function patternNames(pattern: Node | null | undefined, into: string[]): void {
+  if (!pattern) return;
+  if (pattern.type === 'Identifier') into.push(pattern.name!);
+  else if (pattern.type === 'ObjectPattern') for (const property of pattern.properties ?? []) patternNames(property.type === 'RestElement' ? property.argument : property.value, into);
+  else if (pattern.type === 'ArrayPattern') for (const element of pattern.elements ?? []) patternNames(element, into);
+  else if (pattern.type === 'AssignmentPattern') patternNames(pattern.left, into);
+  else if (pattern.type === 'RestElement') patternNames(pattern.argument, into);
+}
+
+/**
+ * What Tab completes at the end of `line`: a dotted path of names and the partial name after its
+ * last dot (`foo.ba` is `{ path: ['foo'], partial: 'ba' }`); undefined where no name is being typed.
+ */
+export function completionTarget(line: string): { path: string[]; partial: string } | undefined {
+  const match = /(?:^|[^\w$.])((?:[A-Za-z_$][\w$]*\s*\.\s*)*)([A-Za-z_$][\w$]*)?$/.exec(line);
+  if (match === null) return undefined;
+  const path = match[1]!.split('.').map((name) => name.trim()).filter((name) => name !== '');
+  const partial = match[2] ?? '';
+  if (path.length === 0 && partial === '') return undefined;
+  return { path, partial };
+}

@@ -1,15 +1,20 @@
 // `ptc repl`: an interactive session on one retained environment. Lines are read with
 // node:readline and buffered until they parse; each submission is one run for the session's
-// owner, its output printed as it arrives and its value or failure after it. Ctrl-C aborts the
-// run in progress (the carrier keeps the variables when it acknowledges the stop) or, at the
-// prompt, discards the input. Without a terminal the session reads stdin to its end, so
+// owner, its output printed as it arrives and its value or failure after it. Ctrl-C interrupts the
+// run in progress (the carrier keeps the variables, a synchronous loop included:
+// carrier/run/interrupt.ts) or, at the prompt, discards the input. On a terminal the session
+// prints a banner, completes names with Tab (asked from the carrier: runtime.complete), keeps
+// history between sessions (repl-history.ts) and has Node's `.editor`; `_` and `_error` hold the
+// last value and error in every session. Without a terminal the session reads stdin to its end, so
 // `printf 'let a = 1\na + 1\n' | ptc repl` prints 2. On a terminal, what a program chose (its
 // output, values, failures) is shown with its control characters visible (terminal-text.ts).
-import { createInterface } from 'node:readline';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createInterface, type Interface } from 'node:readline';
 import { inspect } from 'node:util';
 import type { Argv } from 'yargs';
-import { createRuntime, type Bindings, type Failure, type OutputEntry, type Runtime, type RunResult, type RuntimeConfig } from '../index.ts';
-import { asObjectLiteral, isIncomplete } from './repl-input.ts';
+import { availableBackends, createRuntime, VERSION, type Bindings, type Failure, type OutputEntry, type Runtime, type RunResult, type RuntimeConfig } from '../index.ts';
+import { asObjectLiteral, completionTarget, declaredNames, isIncomplete } from './repl-input.ts';
+import { HISTORY_SIZE, historyPath, loadHistory, saveHistory } from './repl-history.ts';
 import { limitOptions, loadBindings, loadConfig, messageOf, numberFlag, sandboxOptions, UsageError } from './options.ts';
 import { imageLine } from './print.ts';
 import { TerminalText } from './terminal-text.ts';
@@ -17,9 +22,16 @@ import { colorEnabled } from './color.ts';
 
 const PROMPT = 'ptc> ';
 const CONTINUATION = '...> ';
-const HELP = `.exit     leave the session (also Ctrl-D, or Ctrl-C twice at an empty prompt)
+const HELP = `.break    discard the input being typed on "...>" lines
+.clear    end this environment: the next submission starts a new one, every variable gone
+.editor   enter editor mode: type several lines, Ctrl-D runs them, Ctrl-C cancels
+.exit     leave the session (also Ctrl-D, or Ctrl-C twice at an empty prompt)
 .help     show these commands
-Ctrl-C    interrupt the running program; at the prompt, discard the current input
+.load     run a file's lines as if typed: .load FILE
+.save     write this session's submissions to a file: .save FILE
+Ctrl-C    interrupt the running program, keeping the variables; at the prompt, discard the current input
+Tab       complete a name: a variable, a global, a binding, or a property after "."
+_ is the last value and _error the last error thrown; assigning _ yourself turns that off.
 Input continues on "...> " lines until it parses; an empty line submits it as it is.
 `;
 
@@ -76,12 +88,28 @@ export async function replCommand(args: ReplArgs): Promise<number> {
     throw new UsageError((error as Error).message);
   }
   try {
-    const { failures } = await runSession(runtime, request, process.stdin, process.stdout);
+    const banner = process.stdin.isTTY === true ? await bannerLine(config, runtime) : undefined;
+    const { failures } = await runSession(runtime, request, process.stdin, process.stdout, { banner, history: historyPath() });
     // A script piped in fails like a script: any failed submission makes the exit code 1.
     return process.stdin.isTTY !== true && failures > 0 ? 1 : 0;
   } finally {
     await runtime.dispose();
   }
+}
+
+/** The first line of a terminal session: ptc's version, the retained mode, the sandbox, and where help is. */
+async function bannerLine(config: RuntimeConfig, runtime: Runtime): Promise<string> {
+  const mode = config.executionMode === 'vm-script' ? 'vm-script (Scripts in one context)' : config.replScoped === false ? "persistent-in-memory (Node's REPL)" : 'persistent-in-memory (scoped REPL)';
+  const chosen = runtime.config.sandbox.backend ?? 'auto';
+  let backend: string = chosen;
+  // full-access has nothing to enforce: ptc confines nothing whatever the backend.
+  if (runtime.config.policy.mode === 'full-access') backend = 'none';
+  else if (chosen === 'auto') {
+    // What `auto` picks on this machine (the probe's answer is cached), as the first run will.
+    const found = await availableBackends({ ...(runtime.config.sandbox.bwrapPath !== undefined ? { bwrapPath: runtime.config.sandbox.bwrapPath } : {}) }).catch(() => undefined);
+    backend = found === undefined ? 'auto' : found.bwrap === undefined ? 'bwrap' : found.nodePermission === undefined ? 'node-permission' : 'none';
+  }
+  return `ptc ${VERSION} repl · ${mode} · sandbox ${backend}, policy ${runtime.config.policy.mode} · .help for commands`;
 }
 
 /** The configuration with the session's retained mode; the mode fields of --config give way to the flags. */
@@ -100,16 +128,43 @@ interface SessionRequest {
 type Input = NodeJS.ReadableStream & { isTTY?: boolean };
 type Output = NodeJS.WritableStream & { isTTY?: boolean };
 
+/** How a session looks and what it keeps; the defaults are those of a terminal. */
+export interface SessionOptions {
+  /** The one line printed first on a terminal. */
+  banner?: string;
+  /** The history file; undefined keeps none. */
+  history?: string;
+}
+
+/** What readline keeps that this session reads and changes: the typed line, the history, and the hook for keys. */
+type ReadlineState = Interface & { line: string; history: string[]; _ttyWrite: (text: string | undefined, key: { ctrl?: boolean; name?: string } | undefined) => void };
+
 /** Reads, runs and prints submissions until .exit, Ctrl-D, Ctrl-C twice at an empty prompt, or the end of input; then releases the environment. Resolves with how many submissions failed. */
-export function runSession(runtime: Runtime, request: SessionRequest, input: Input, output: Output): Promise<{ failures: number }> {
-  const owner = {};
+export function runSession(runtime: Runtime, request: SessionRequest, input: Input, output: Output, options: SessionOptions = {}): Promise<{ failures: number }> {
+  let owner = {};
   const terminal = input.isTTY === true;
   const colors = colorEnabled(output);
   const shown = new TerminalText(output.isTTY !== true);
   const programText = (text: string, keepColors?: boolean): string => shown.whole(text, keepColors);
-  const rl = createInterface({ input, output, terminal, prompt: PROMPT });
+  const history = terminal && options.history !== undefined ? options.history : undefined;
+  const rl = createInterface({
+    input,
+    output,
+    terminal,
+    prompt: PROMPT,
+    historySize: HISTORY_SIZE,
+    removeHistoryDuplicates: true,
+    ...(history !== undefined ? { history: loadHistory(history) } : {}),
+    ...(terminal ? { completer: (line: string, done: (error: null, result: [string[], string]) => void) => void complete(line).then((result) => done(null, result)) } : {}),
+  }) as ReadlineState;
   const queue: string[] = [];
   let buffer: string[] = [];
+  /** Every line of the submissions so far, for .save. */
+  const submitted: string[] = [];
+  /** Top-level names the session's submissions declared, for Tab (the carrier lists globals and the scoped REPL's names). */
+  const declared = new Set<string>();
+  /** Lines typed in editor mode, or undefined outside it. */
+  let editor: string[] | undefined;
   let submissions = 0;
   let failures = 0;
   let running: AbortController | undefined;
@@ -118,6 +173,7 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
   let leaving = false;
   let interruptedOnce = false;
   let atLineStart = true;
+  let historyProblem = false;
   let finish!: (summary: { failures: number }) => void;
   const finished = new Promise<{ failures: number }>((resolve) => {
     finish = resolve;
@@ -147,18 +203,33 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
     write(shown.flush());
     // readline redraws the prompt from column 0 and clears what follows: end a partial output line first.
     if (!atLineStart) write('\n');
-    rl.setPrompt(buffer.length > 0 ? CONTINUATION : PROMPT);
+    rl.setPrompt(editor !== undefined ? '' : buffer.length > 0 ? CONTINUATION : PROMPT);
     rl.prompt();
+  };
+
+  // Tab: the names the carrier finds after the typed path, and at the top level those declared here.
+  const complete = async (line: string): Promise<[string[], string]> => {
+    const target = completionTarget(line);
+    if (target === undefined || running !== undefined) return [[], line];
+    let names: string[] = [];
+    try {
+      names = await runtime.complete(owner, target.path);
+    } catch {
+      // No completion is better than a broken prompt.
+    }
+    if (target.path.length === 0) names = [...new Set([...declared, ...names])].sort();
+    return [names.filter((name) => name.startsWith(target.partial)), target.partial];
   };
 
   const submit = async (source: string): Promise<void> => {
     const controller = new AbortController();
     running = controller;
+    submitted.push(source);
     const program = asObjectLiteral(source, runtime.programFormat) ?? source;
     let result: RunResult;
     try {
       // Shown as Node's REPL shows it: a Map or a Date is a value to look at, not a lossy result.
-      const spec = runtime.resolve({ program, ...request, stateOwner: owner, filename: `repl-${++submissions}.ts`, display: { colors } });
+      const spec = runtime.resolve({ program, ...request, stateOwner: owner, filename: `repl-${++submissions}.ts`, display: { colors, underscore: true } });
       result = await runtime.run(spec, { signal: controller.signal, onOutput: printEntry });
     } catch (error) {
       failures++;
@@ -167,6 +238,8 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
     } finally {
       running = undefined;
     }
+    if (result.environment?.fresh === true) declared.clear();
+    for (const name of declaredNames(program, runtime.programFormat)) declared.add(name);
     if (result.status === 'failed') failures++;
     for (const line of describeResult(result, { colors, program: programText })) writeLine(line);
   };
@@ -181,6 +254,9 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
       const program = buffer.join('\n');
       buffer = [];
       return submit(program);
+    } else if (line.trim() === '.break') {
+      buffer = [];
+      return;
     }
     buffer.push(line);
     const source = buffer.join('\n');
@@ -189,10 +265,50 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
     await submit(source);
   };
 
-  const runCommand = (command: string): void => {
-    if (command === '.exit') leave();
-    else if (command === '.help') write(HELP);
-    else writeLine(`unknown command ${command}; .help lists the commands`);
+  const runCommand = async (command: string): Promise<void> => {
+    const [name, ...rest] = command.split(/\s+/);
+    const argument = rest.join(' ');
+    if (name === '.exit') leave();
+    else if (name === '.help') write(HELP);
+    else if (name === '.break') buffer = [];
+    else if (name === '.clear') {
+      writeLine('Clearing context...');
+      const ended = owner;
+      owner = {};
+      declared.clear();
+      await runtime.release(ended);
+    } else if (name === '.editor') {
+      if (!terminal) return writeLine('.editor needs a terminal');
+      editor = [];
+      writeLine('// Entering editor mode (Ctrl+D to finish, Ctrl+C to cancel)');
+    } else if (name === '.save') {
+      if (argument === '') return writeLine('.save needs a file name: .save FILE');
+      try {
+        writeFileSync(argument, submitted.length === 0 ? '' : `${submitted.join('\n')}\n`);
+        writeLine(`Session saved to: ${argument}`);
+      } catch (error) {
+        writeLine(`Failed to save: ${argument}: ${messageOf(error)}`);
+      }
+    } else if (name === '.load') {
+      if (argument === '') return writeLine('.load needs a file name: .load FILE');
+      let text: string;
+      try {
+        text = readFileSync(argument, 'utf8');
+      } catch (error) {
+        return writeLine(`Failed to load: ${argument}: ${messageOf(error)}`);
+      }
+      // As if typed: the lines go before what is queued, and a submission left open is submitted.
+      const lines = text.replace(/\r?\n$/, '').split(/\r?\n/);
+      for (const line of lines) {
+        if (leaving) return;
+        await take(line);
+      }
+      if (buffer.length > 0) {
+        const program = buffer.join('\n');
+        buffer = [];
+        await submit(program);
+      }
+    } else writeLine(`unknown command ${command}; .help lists the commands`);
   };
 
   const leave = (): void => {
@@ -222,8 +338,46 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
     finish({ failures });
   };
 
+  if (terminal) {
+    // Editor mode takes every line as it is; Ctrl-D submits them (Node's REPL hooks its keys the same way).
+    const ttyWrite = rl._ttyWrite.bind(rl);
+    rl._ttyWrite = (text, key) => {
+      if (editor !== undefined && key?.ctrl === true && key.name === 'd') {
+        const lines = [...editor, ...(rl.line === '' ? [] : [rl.line])];
+        editor = undefined;
+        // The last line stays on screen; readline's copy of it is dropped on the next row.
+        write('\n');
+        rl.write(null, { ctrl: true, name: 'u' });
+        rl.write(null, { ctrl: true, name: 'k' });
+        if (lines.join('').trim() === '') return prompt();
+        // At the prompt nothing is pumping: the submission runs as the pump would run it.
+        void (async () => {
+          pumping = true;
+          await submit(lines.join('\n'));
+          pumping = false;
+          void pump();
+        })();
+        return;
+      }
+      ttyWrite(text, key);
+    };
+  }
+  if (history !== undefined) {
+    (rl as Interface).on('history', (lines: string[]) => {
+      const problem = saveHistory(history, lines);
+      if (problem !== undefined && !historyProblem) {
+        historyProblem = true;
+        writeLine(`ptc: ${problem}`);
+      }
+    });
+  }
+
   rl.on('line', (line) => {
     interruptedOnce = false;
+    if (editor !== undefined) {
+      editor.push(line);
+      return;
+    }
     queue.push(line);
     void pump();
   });
@@ -243,7 +397,7 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
       if (!running.signal.aborted) running.abort(new Error('interrupted'));
       return;
     }
-    const empty = rl.line === '' && buffer.length === 0;
+    const empty = rl.line === '' && buffer.length === 0 && editor === undefined;
     write('\r\n');
     if (empty && interruptedOnce) return leave();
     interruptedOnce = empty;
@@ -253,8 +407,10 @@ export function runSession(runtime: Runtime, request: SessionRequest, input: Inp
     rl.write(null, { ctrl: true, name: 'u' });
     rl.write(null, { ctrl: true, name: 'k' });
     buffer = [];
+    editor = undefined;
     prompt();
   });
+  if (terminal && options.banner !== undefined) writeLine(options.banner);
   prompt();
   return finished;
 }
@@ -282,7 +438,12 @@ export function describeResult(result: RunResult, options: { colors: boolean; pr
 /** A failure in a short readable form: `Uncaught <name>: <message>` and the stack, or `<kind>: <message>`. */
 export function describeFailure(failure: Failure): string[] {
   const cleared = failure.state === 'cleared';
-  if (failure.kind === 'abort') return [cleared ? 'interrupted (environment reset)' : 'interrupted (variables kept)'];
+  if (failure.kind === 'abort') {
+    if (!cleared) return ['interrupted (variables kept)'];
+    // Why the interrupt could not keep the environment (host/execution/run/retention.ts says it after "; ").
+    const why = failure.message.indexOf('; it did not stop');
+    return why === -1 ? ['interrupted (environment reset)'] : ['interrupted (environment reset)', failure.message.slice(why + 2)];
+  }
   const lines = failure.kind === 'exception' ? [uncaught(failure)] : [`${failure.kind}: ${failure.message}`];
   if (failure.binding !== undefined) lines.push(`binding: ${failure.binding}${failure.code !== undefined ? ` (code ${failure.code})` : ''}`);
   if (failure.path !== undefined) lines.push(`path: ${failure.path}`);

@@ -290,6 +290,14 @@ export class Executor {
     }
   }
 
+  /** The names that can follow `path` in the owner's idle, live environment (none otherwise). */
+  async complete(owner: object, path: string[]): Promise<string[]> {
+    const owned = this.#owners.get(owner);
+    const environment = owned?.environment;
+    if (owned === undefined || environment === undefined || owned.busy !== undefined || environment.lost !== undefined) return [];
+    return environment.carrier.complete(path);
+  }
+
   /** Ends the owner's environment; waits for a run in progress to finish first. */
   async release(owner: object): Promise<void> {
     const owned = this.#owners.get(owner);

@@ -77,7 +77,7 @@ export class Admission {
       cwd: spec.cwd,
       bindings,
       discardCompletion: spec.discardCompletion,
-      ...(spec.display !== undefined ? { display: { colors: spec.display.colors } } : {}),
+      ...(spec.display !== undefined ? { display: { colors: spec.display.colors, ...(spec.display.underscore === true ? { underscore: true as const } : {}) } } : {}),
       timeoutMs: spec.timeoutMs,
       cpuTimeMs: spec.cpuTimeMs,
       signal,

@@ -36,9 +36,12 @@ export interface RunRequest {
    * For interactive front ends: return the completion as Node's REPL shows it, as text in
    * `result.display` (util.inspect, ANSI-colored with `colors: true`), instead of a lossless JSON
    * `value`. Maps, Dates and Promises display rather than fail as invalid-output.
+   * With `underscore: true` (retained modes), `_` holds the last completion and `_error` the last
+   * thrown value in the environment, as in Node's interactive REPL; a program that assigns `_`
+   * turns the automatic value off for the environment (told once in its output).
    * @default undefined (a lossless JSON value)
    */
-  display?: { colors?: boolean };
+  display?: { colors?: boolean; underscore?: boolean };
   /** Name shown in stack traces: a path (resolved from cwd) or a bracketed label such as "[stdin]". @default "program.ts" in cwd */
   filename?: string;
   /** Any object: runs with the same owner share one retained environment (retained modes only). */
@@ -64,7 +67,7 @@ export interface RunSpec {
   readonly timeoutMs: number | null;
   readonly cpuTimeMs?: number | null;
   readonly discardCompletion: boolean;
-  readonly display?: { readonly colors: boolean };
+  readonly display?: { readonly colors: boolean; readonly underscore?: true };
   readonly filename: string;
   readonly stateOwner: object | undefined;
   readonly policy: SandboxPolicy;
@@ -202,13 +205,16 @@ function policyChangeOption(value: unknown, field: string): PolicyChange {
   return value as PolicyChange;
 }
 
-function displayOption(value: unknown): { colors: boolean } | undefined {
+function displayOption(value: unknown): { colors: boolean; underscore?: true } | undefined {
   if (value === undefined) return undefined;
-  const colors = (value as { colors?: unknown } | null)?.colors;
-  if (typeof value !== 'object' || value === null || Object.keys(value).some((key) => key !== 'colors') || (colors !== undefined && typeof colors !== 'boolean')) {
-    throw new TypeError(`ptc request: display must be an object with an optional boolean colors, got ${show(value)}`);
+  const { colors, underscore } = (value ?? {}) as { colors?: unknown; underscore?: unknown };
+  if (
+    typeof value !== 'object' || value === null || Object.keys(value).some((key) => key !== 'colors' && key !== 'underscore') ||
+    (colors !== undefined && typeof colors !== 'boolean') || (underscore !== undefined && typeof underscore !== 'boolean')
+  ) {
+    throw new TypeError(`ptc request: display must be an object with optional booleans colors and underscore, got ${show(value)}`);
   }
-  return Object.freeze({ colors: colors === true });
+  return Object.freeze({ colors: colors === true, ...(underscore === true ? { underscore: true as const } : {}) });
 }
 
 function resolveTimeout(value: unknown, config: ResolvedConfig): number | null {

@@ -44,6 +44,13 @@ export interface Runtime {
   /** Ends the owner's retained environment (after a run in progress finishes). */
   release(owner: object): Promise<void>;
   /**
+   * For a front end's Tab: the names that can follow `path` in the owner's retained environment
+   * (`[]`: its top-level names and globals; `['foo']`: the properties of `foo`), sorted. Empty
+   * while the owner has no live environment or a run in progress. No program code runs: getters
+   * are not called and proxies are not asked.
+   */
+  complete(owner: object, path: string[]): Promise<string[]>;
+  /**
    * persistent-in-memory only, before the first run: source run once in every new environment.
    * Returns its unregistration: environments started after the call run no initializer, and the
    * promise resolves once the runs that were already initializing with it have ended.
@@ -216,6 +223,12 @@ export function createRuntime(input?: RuntimeConfig): Runtime {
       // The same owners resolve() accepts as a stateOwner: any object, a function included.
       if ((typeof owner !== 'object' || owner === null) && typeof owner !== 'function') throw new TypeError(`ptc release(): owner must be an object, got ${show(owner)}`);
       await executor.release(owner);
+    },
+
+    async complete(owner, path) {
+      if ((typeof owner !== 'object' || owner === null) && typeof owner !== 'function') throw new TypeError(`ptc complete(): owner must be an object, got ${show(owner)}`);
+      if (!Array.isArray(path) || !path.every((name) => typeof name === 'string')) throw new TypeError(`ptc complete(): path must be an array of names, got ${show(path)}`);
+      return executor.complete(owner, path);
     },
 
     async warmUp() {

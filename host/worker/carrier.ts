@@ -119,6 +119,9 @@ export class Carrier {
   /** The id of the host's `run` call while a program runs; the carrier may send only then. */
   #runCall: string | undefined;
   readonly #lifecycle = new Lifecycle<CarrierState>('carrier', 'booting', CARRIER_MOVES);
+  /** Ids of the host's `complete` calls between runs, whose replies may arrive then. */
+  readonly #completeCalls = new Set<string>();
+  #capabilities: readonly string[] = [];
   #stderrTail = '';
   readonly #settled: Promise<void>;
 
@@ -167,6 +170,7 @@ export class Carrier {
         this.#handshake = undefined;
         // A carrier that exited has had its handshake rejected already; a late hello changes nothing.
         if (this.state !== 'booting') return;
+        this.#capabilities = hello.capabilities;
         this.#lifecycle.to('ready');
         pending?.resolve(hello);
       },
@@ -271,6 +275,7 @@ export class Carrier {
         if (message.t === 'q' && typeof message.i === 'string') {
           this.#awaiting.add(message.i);
           if (message.m === 'run') this.#runCall = message.i;
+          if (message.m === 'complete') this.#completeCalls.add(message.i);
         }
         if (message.t === 's') this.#serving.delete(message.i as string);
         const quick = quickFrame(message);
@@ -310,9 +315,20 @@ export class Carrier {
     }
   }
 
+  /** Between runs of a retained carrier: the names that can follow `path` (carrier/run/complete.ts); none from a carrier without the capability. */
+  async complete(path: string[]): Promise<string[]> {
+    if (this.#rpc === undefined || this.#channelClosed || !this.#capabilities.includes('complete')) return [];
+    const names: unknown = await this.#rpc.complete(path).catch(() => []);
+    // The carrier caps its answer (5000 names of up to 200 characters); anything else is not one.
+    if (!Array.isArray(names) || names.length > 5000 || !names.every((name) => typeof name === 'string' && name.length <= 200)) return [];
+    return names as string[];
+  }
+
   /** Asks the carrier to stop its active run cooperatively (a one-way notification). */
   revoke(): void {
     if (this.#rpc !== undefined && !this.#channelClosed) void this.#rpc.$callEvent('revoke').catch(() => {});
+    // A run stuck in a synchronous loop cannot read the revoke; the interrupt pipe reaches it.
+    if (!this.#channelClosed) this.connection.interrupt?.();
   }
 
   /** Stops all traffic: later frames and replies are ignored, pending calls reject. */
@@ -375,7 +391,7 @@ export class Carrier {
     // The carrier's code sends nothing between runs. A frame then ends the carrier, but not the
     // run whose reply came before it: that result stays what it was, however the frames after the
     // reply were cut into chunks.
-    if (this.#runCall === undefined) {
+    if (this.#runCall === undefined && !(frame.t === 's' && this.#completeCalls.delete(frame.i!))) {
       const what = frame.t === 's' ? 'a reply' : `a "${frame.m}" ${frame.i === undefined ? 'message' : 'request'}`;
       this.#fail(`invalid control message: ${what} while no program runs`, true);
       return;

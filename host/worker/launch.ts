@@ -56,6 +56,10 @@ export function launchCommand(launch: LocalLaunch | undefined, maxOldGenerationS
   // handler meets vm.Script imports through a callback that needs the flag.
   const heap = `--max-old-space-size=${maxOldGenerationSizeMb}`;
   const vmModules = '--experimental-vm-modules';
+  // An interrupt (carrier/run/interrupt.ts) that lands in a program's timer callback leaves Node's
+  // async-id stack one level deep; the check would abort the carrier for it. (A program that enables
+  // async_hooks turns the check back on: then such an interrupt ends the carrier, as a kill would.)
+  const hookChecks = '--no-force-async-hooks-checks';
   switch (chosen.kind) {
     case 'embedded':
       // A single-executable app treats argv as its own; Node options reach it through NODE_OPTIONS.
@@ -63,14 +67,14 @@ export function launchCommand(launch: LocalLaunch | undefined, maxOldGenerationS
         kind: 'embedded',
         executable: chosen.executable ?? process.execPath,
         args: [],
-        env: { ...env, [CARRIER_SELECTOR]: '1', NODE_OPTIONS: `${heap} ${vmModules}` },
+        env: { ...env, [CARRIER_SELECTOR]: '1', NODE_OPTIONS: `${heap} ${vmModules} ${hookChecks}` },
         readable,
       };
     case 'node-script':
       return {
         kind: 'node-script',
         executable: chosen.executable,
-        args: [heap, vmModules, chosen.bootstrapPath ?? defaultBootstrapPath()],
+        args: [heap, vmModules, hookChecks, chosen.bootstrapPath ?? defaultBootstrapPath()],
         env,
         readable,
       };
@@ -83,7 +87,7 @@ export function launchCommand(launch: LocalLaunch | undefined, maxOldGenerationS
       return {
         kind: 'source',
         executable: process.execPath,
-        args: [heap, vmModules, carrierSourcePath()],
+        args: [heap, vmModules, hookChecks, carrierSourcePath()],
         env: privateCompileCache(cache) ? { ...env, NODE_COMPILE_CACHE: cache } : env,
         // The carrier imports its sibling modules and node_modules from the checkout (the
         // installed package's carrier is one file, which the sandbox exposes as an argument).

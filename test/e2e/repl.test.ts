@@ -2,7 +2,7 @@
 // that tmux drives (keys in, the pane's text out), from source and through the built binary.
 // Also the session's two pure parts: when input is incomplete, and how a failure reads.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -142,7 +142,7 @@ test('piped: an empty line submits unfinished input, and input that ends unfinis
   assert.match(stdout, /^[^]*Uncaught SyntaxError: [^]*\n'after'\n[^]*Uncaught SyntaxError: [^\n]+\n$/);
 });
 
-test('piped: commands, images and a deadline that costs the environment', () => {
+test('piped: commands, images and a deadline that interrupts a loop and keeps the environment', () => {
   const input = [
     '.help',
     '.nope',
@@ -156,11 +156,11 @@ test('piped: commands, images and a deadline that costs the environment', () => 
   ].join('\n');
   const { code, stdout } = script(input, ['--config', GRACE, '--timeout-ms', '500']);
   assert.is(code, 1);
-  assert.match(stdout, /^\.exit +leave the session/);
+  assert.match(stdout, /^\.break +discard the input[^]*\n\.exit +leave the session/);
   assert.match(stdout, /\nunknown command \.nope; \.help lists the commands\n/);
   assert.match(stdout, /\n\[image img-1 \d+x\d+ \S+rgb-300x7\.png\]\n/);
   assert.not.match(stdout, /never runs/);
-  assert.match(stdout, /\ntimeout: execution timed out during execution \(deadline 500 ms elapsed\)\nthe environment was reset; earlier variables are gone\n'undefined'\n$/);
+  assert.match(stdout, /\ntimeout: execution timed out during execution \(deadline 500 ms elapsed\)\n'number'\n$/);
 });
 
 test('piped: an environment lost while idle is reported by the next submission', async () => {
@@ -383,14 +383,18 @@ async function interactive(command: string[]): Promise<void> {
     term.keys('S', 'Enter');
     await term.expect('S', ['ptc> x + 1', '42', 'ptc>']);
 
-    // A program that an interval keeps running cannot acknowledge the stop; after stopGraceMs the
-    // process group is killed and the next submission starts a new environment. (With nothing
-    // pending at all, the run would fail at once as a stall: test/integration/stall.test.ts.)
-    term.type('S', 'inspect("wait" + "ing"); setInterval(() => {}, 1000); await new Promise(() => {})');
+    // A program blocked in a system call (here spawnSync waiting for its child) cannot be
+    // interrupted; after stopGraceMs the process group is killed, the message says why, and the
+    // next submission starts a new environment.
+    term.type('S', 'inspect("wait" + "ing"); (await import("node:child_process")).execFileSync("sleep", ["600"])');
     term.keys('S', 'Enter');
     await term.expect('S', ['waiting']);
     term.keys('S', 'C-c');
-    await term.expect('S', ['interrupted (environment reset)', 'ptc>']);
+    await term.expect('S', [
+      'interrupted (environment reset)',
+      'it did not stop within stopGraceMs (300 ms), so its process was ended: a blocking call (a read that never returns) cannot be interrupted, and under node-permission, on a remote carrier or on a Node before 26 no synchronous code can',
+      'ptc>',
+    ]);
     term.type('S', 'typeof x');
     term.keys('S', 'Enter');
     await term.expect('S', ['ptc> typeof x', "'undefined'", 'ptc>']);
@@ -423,6 +427,131 @@ async function interactive(command: string[]): Promise<void> {
     term.kill();
   }
 }
+
+/** Tab, `_` and `_error`, Ctrl-C on a synchronous loop, .editor, .save, and history and .load in a second session. */
+async function features(command: string[]): Promise<void> {
+  const term = new Terminal();
+  const history = join(work, `history-${command.length}`);
+  const saved = join(work, `saved-${command.length}.ts`);
+  rmSync(history, { force: true });
+  const withHistory = ['env', `PTC_REPL_HISTORY=${history}`, ...command, 'repl'];
+  try {
+    term.start('F', withHistory);
+    await term.expect('F', ['ptc>']);
+    assert.match(term.lines('F')[0]!, /^ptc \d+\.\d+\.\d+ repl · persistent-in-memory \(scoped REPL\) · sandbox \S+, policy workspace-write · \.help for commands$/);
+    term.type('F', 'let foo = { alpha: 1, beta: [2] }');
+    term.keys('F', 'Enter');
+    await term.expect('F', ['ptc> let foo = { alpha: 1, beta: [2] }', 'ptc>']);
+
+    // Tab completes a retained object's property, asked from the carrier.
+    term.type('F', 'foo.al');
+    term.keys('F', 'Tab');
+    await term.expect('F', ['ptc> foo.alpha']);
+    term.keys('F', 'Enter');
+    await term.expect('F', ['ptc> foo.alpha', '1', 'ptc>']);
+
+    // _ is the last value; assigning it turns the automatic value off, with Node's notice.
+    term.type('F', '_ + 1');
+    term.keys('F', 'Enter');
+    await term.expect('F', ['ptc> _ + 1', '2', 'ptc>']);
+    term.type('F', '.save ' + saved);
+    term.keys('F', 'Enter');
+    await term.expect('F', [`ptc> .save ${saved}`, `Session saved to: ${saved}`, 'ptc>']);
+    assert.is(readFileSync(saved, 'utf8'), 'let foo = { alpha: 1, beta: [2] }\nfoo.alpha\n_ + 1\n');
+    term.type('F', 'throw new RangeError("too far")');
+    term.keys('F', 'Enter');
+    await term.expect('F', ['Uncaught RangeError: too far']);
+    term.type('F', '_error.message');
+    term.keys('F', 'Enter');
+    await term.expect('F', ['ptc> _error.message', "'too far'", 'ptc>']);
+    term.type('F', '_ = 5');
+    term.keys('F', 'Enter');
+    await term.expect('F', ['ptc> _ = 5', 'Expression assignment to _ now disabled.', '5', 'ptc>']);
+    term.type('F', '10');
+    term.keys('F', 'Enter');
+    await term.expect('F', ['ptc> 10', '10', 'ptc>']);
+    term.type('F', '_');
+    term.keys('F', 'Enter');
+    await term.expect('F', ['ptc> _', '5', 'ptc>']);
+
+    // Ctrl-C interrupts a synchronous loop at once, and every variable survives.
+    term.type('F', 'let kept = 7');
+    term.keys('F', 'Enter');
+    await term.expect('F', ['ptc> let kept = 7', 'ptc>']);
+    term.type('F', 'inspect("spin" + "ning"); while (true) {}');
+    term.keys('F', 'Enter');
+    await term.expect('F', ['spinning']);
+    term.keys('F', 'C-c');
+    await term.expect('F', ['interrupted (variables kept)', 'ptc>']);
+    term.type('F', 'kept + foo.alpha');
+    term.keys('F', 'Enter');
+    await term.expect('F', ['ptc> kept + foo.alpha', '8', 'ptc>']);
+
+    // .editor takes lines as they are; Ctrl-D runs them.
+    term.type('F', '.editor');
+    term.keys('F', 'Enter');
+    await term.expect('F', ['ptc> .editor', '// Entering editor mode (Ctrl+D to finish, Ctrl+C to cancel)']);
+    term.type('F', 'const z = kept * 2');
+    term.keys('F', 'Enter');
+    term.type('F', 'z + 1');
+    term.keys('F', 'C-d');
+    await term.expect('F', ['const z = kept * 2', 'z + 1', '15', 'ptc>']);
+
+    term.type('F', '.exit');
+    term.keys('F', 'Enter');
+    assert.is(await term.exitStatus('F'), '0');
+    assert.is(statSync(history).mode & 0o777, 0o600);
+    assert.match(readFileSync(history, 'utf8'), /^let foo = \{ alpha: 1, beta: \[2\] \}\nfoo\.alpha\n[^]*\nkept \+ foo\.alpha\n\.editor\nconst z = kept \* 2\n\.exit\n$/);
+
+    // A second session: the first one's lines are under the up arrow; .load runs a saved file.
+    term.start('G', withHistory);
+    await term.expect('G', ['ptc>']);
+    term.keys('G', 'Up');
+    await term.expect('G', ['ptc> .exit']);
+    term.keys('G', 'Up');
+    await term.expect('G', ['ptc> const z = kept * 2']);
+    term.keys('G', 'Up');
+    await term.expect('G', ['ptc> .editor']);
+    term.keys('G', 'Up');
+    await term.expect('G', ['ptc> kept + foo.alpha']);
+    term.keys('G', 'C-u');
+    term.type('G', '.load ' + saved);
+    term.keys('G', 'Enter');
+    await term.expect('G', [`ptc> .load ${saved}`, '1', '2', 'ptc>']);
+    term.type('G', 'foo.beta');
+    term.keys('G', 'Enter');
+    await term.expect('G', ['ptc> foo.beta', '[ 2 ]', 'ptc>']);
+    // .clear ends the environment: the next submission starts a new one.
+    term.type('G', '.clear');
+    term.keys('G', 'Enter');
+    await term.expect('G', ['ptc> .clear', 'Clearing context...', 'ptc>']);
+    term.type('G', 'typeof foo');
+    term.keys('G', 'Enter');
+    await term.expect('G', ['ptc> typeof foo', "'undefined'", 'ptc>']);
+    term.keys('G', 'C-d');
+    assert.is(await term.exitStatus('G'), '0');
+
+    // An empty PTC_REPL_HISTORY keeps no history.
+    const before = readFileSync(history, 'utf8');
+    term.start('H', ['env', 'PTC_REPL_HISTORY=', ...command, 'repl']);
+    await term.expect('H', ['ptc>']);
+    term.keys('H', 'Up');
+    await term.expect('H', ['ptc>']);
+    term.type('H', '1 + 1');
+    term.keys('H', 'Enter');
+    await term.expect('H', ['ptc> 1 + 1', '2', 'ptc>']);
+    term.keys('H', 'C-d');
+    assert.is(await term.exitStatus('H'), '0');
+    assert.is(readFileSync(history, 'utf8'), before);
+  } finally {
+    term.kill();
+  }
+}
+
+test('terminal: Tab, _, Ctrl-C on a loop, .editor, .save, history and .load (source)', () => features(SOURCE));
+
+if (existsSync(BIN)) test('terminal: Tab, _, Ctrl-C on a loop, .editor, .save, history and .load (dist/ptc)', () => features([BIN]));
+else test.skip('terminal features through dist/ptc: run "npm run build" first', () => {});
 
 test('terminal: live output, multi-line input, Ctrl-C, .exit (source)', () => interactive(SOURCE));
 

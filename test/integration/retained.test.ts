@@ -324,34 +324,8 @@ test('abort: a cooperative stop keeps the environment', async () => {
   assert.is(valueOf(await run('kept')), 'yes');
 });
 
-test('timeout: a run still waiting on a timer is not cut short by the stop, so the environment is cleared', async () => {
-  const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', stopGraceMs: 300 }), {});
-  await run('var lost = 1');
-  const stopped = await run('await new Promise((resolve) => setTimeout(resolve, 60_000))', { timeoutMs: 300 });
-  assert.equal([failureOf(stopped).kind, failureOf(stopped).state], ['timeout', 'cleared']);
-  const after = await run('typeof lost');
-  assert.is(valueOf(after), 'undefined');
-  assert.equal((after as { environment?: unknown }).environment, { fresh: true });
-});
-
-test('timeout: a synchronous loop cannot acknowledge, so the environment is cleared', async () => {
-  const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', stopGraceMs: 300 }), {});
-  await run('var lost = 1');
-  const reason = failureOf(await run('while (true) {}', { timeoutMs: 300 }));
-  assert.is(reason.kind, 'timeout');
-  assert.is(reason.state, 'cleared');
-  const next = await run('typeof lost');
-  assert.is(valueOf(next), 'undefined');
-  assert.is(next.environment?.fresh, true);
-});
-
-test('timeout: a program that ignores the stop past stopGraceMs is killed and cleared', async () => {
-  const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', stopGraceMs: 300 }), {});
-  // The interval keeps the run pending (a bare never-settling promise would be a stall, stall.test.ts).
-  const reason = failureOf(await run('setInterval(() => {}, 1000); await new Promise(() => {})', { timeoutMs: 300 }));
-  assert.is(reason.kind, 'timeout');
-  assert.is(reason.state, 'cleared');
-});
+// Synchronous loops, runs that a timer or an interval keeps waiting after the stop, and blocking
+// calls: test/integration/interrupt.test.ts.
 
 test('failures that end the environment report it cleared; exceptions keep earlier mutations', async () => {
   const run = runner(runtimeWith({ executionMode: 'persistent-in-memory', maxOutputBytes: 1000 }), {});

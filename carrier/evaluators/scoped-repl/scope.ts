@@ -7,7 +7,7 @@
 // plan() runs with the built-ins restored (scoped-repl.ts compiles inside withPristineBuiltins);
 // keep() and the copied values' lookups run from the program's prologue, after the program may have
 // replaced Map and Set methods, so the collections they touch are the captured Safe ones.
-import { SafeMap, SafeSet } from '../../hardening/intrinsics.ts';
+import { append, SafeMap, SafeSet } from '../../hardening/intrinsics.ts';
 import type { Declarations } from './declarations.ts';
 
 interface Entry {
@@ -62,6 +62,20 @@ export class ScopeChain {
 
   clear(): void {
     this.entries.clear();
+  }
+
+  /** The retained names (for completion). */
+  names(): string[] {
+    const names: string[] = [];
+    this.entries.forEach((_entry, name) => append(names, name));
+    return names;
+  }
+
+  /** The value the next call would copy for `name`, when there is one. */
+  lookup(name: string): { value: unknown } | undefined {
+    const entry = this.entries.get(name);
+    const value = entry === undefined ? UNREADABLE : readEntry(entry);
+    return value === UNREADABLE ? undefined : { value };
   }
 }
 

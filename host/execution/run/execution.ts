@@ -15,7 +15,7 @@ export interface Execution {
   cwd: string;
   bindings: Map<string, BindingFunction>;
   discardCompletion: boolean;
-  display?: { colors: boolean };
+  display?: { colors: boolean; underscore?: true };
   timeoutMs: number | null;
   /** CPU budget of this run, ms of the whole process tree; null for none. */
   cpuTimeMs: number | null;

@@ -22,6 +22,9 @@ export async function survivesFailure(env: RunEnvironment, state: RunState, runn
   const stoppable = ((failure.kind === 'timeout' && failure.cpuTimeMs === undefined) || failure.kind === 'abort') && state.codeStarted && !state.initializing;
   const preserved = stoppable && env.lost === undefined && (await revoke(env, running, stopGraceMs));
   failure.state = preserved ? 'preserved' : 'cleared';
+  // Interrupts end synchronous loops (carrier/run/interrupt.ts); what outlasts the grace is a call
+  // V8 cannot interrupt, or a carrier that cannot be interrupted (node-permission, a relay).
+  if (stoppable && !preserved && env.lost === undefined) failure.message += `; it did not stop within stopGraceMs (${stopGraceMs} ms), so its process was ended: a blocking call (a read that never returns) cannot be interrupted, and under node-permission, on a remote carrier or on a Node before 26 no synchronous code can`;
   return preserved;
 }
 

@@ -41,6 +41,9 @@ export interface CarrierConnection {
    * start (the tree's storage writes), so a run that takes a pooled carrier does not. Where the
    * tree is measured elsewhere (a relay) it is absent. */
   countIdle?(): void;
+  /** Asks the carrier to terminate the JavaScript its run is busy in (carrier/run/interrupt.ts),
+   * keeping the process; absent where no interrupt pipe reaches the carrier (a relay). */
+  interrupt?(): void;
   /** Kills the carrier and everything it started; idempotent, synchronous, safe after exit. */
   kill(): void;
   /** Hands over, synchronously, bytes already written to stdout/stderr but not yet read. Where

@@ -9,13 +9,22 @@ import { filterStdio, sendFilter } from '../../../supervision/seccomp-fd.ts';
 import type { LaunchCommand } from '../../sandbox/index.ts';
 import { ResourceGuard, spawnCgroup } from '../../../supervision/resources/guard.ts';
 import type { CarrierConnection, StdioStream } from './connection.ts';
+import { INTERRUPT_ENV, INTERRUPT_FD } from '../../../wire/revision.ts';
+
+/** The spawn's stdio: stdout, stderr, control, bwrap's filter when there is one, and the interrupt pipe. */
+function carrierStdio(filter: Uint8Array | undefined): ('ignore' | 'pipe')[] {
+  const stdio = filterStdio(['ignore', 'pipe', 'pipe', 'pipe'], filter) as ('ignore' | 'pipe')[];
+  while (stdio.length < INTERRUPT_FD) stdio.push('ignore');
+  stdio[INTERRUPT_FD] = 'pipe';
+  return stdio;
+}
 
 /** Starts `command` in `cwd` as a carrier with fd 3 as its control channel. */
 export function openLocalConnection(command: LaunchCommand, cwd: string): CarrierConnection {
   const child = spawn(command.executable, command.args, {
     cwd,
-    env: command.env,
-    stdio: filterStdio(['ignore', 'pipe', 'pipe', 'pipe'], command.seccompFilter),
+    env: { ...command.env, [INTERRUPT_ENV]: String(INTERRUPT_FD) },
+    stdio: carrierStdio(command.seccompFilter),
     // POSIX: its own session and process group, so one signal reaches everything the program
     // starts. Windows: not detached, so it stays in libuv's kill-on-close job (process-tree.ts).
     ...treeSpawnOptions(),
@@ -32,6 +41,9 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
   const control = child.stdio[3] as Socket;
   const stdout = child.stdout as Socket;
   const stderr = child.stderr as Socket;
+  const interrupts = (child.stdio as unknown as (Socket | null)[])[INTERRUPT_FD] ?? null;
+  interrupts?.on('error', () => {});
+  interrupts?.unref();
   const exitListeners: Array<(code: number | null, signal: NodeJS.Signals | null) => void> = [];
   const failureListeners: Array<(message: string) => void> = [];
   const settled = new Promise<void>((resolve) => {
@@ -72,6 +84,9 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
       if (child.pid !== undefined) storageBase = treeStorageWrites(child.pid);
     },
     kill: () => killChildTree(child),
+    interrupt() {
+      if (interrupts !== null && interrupts.writable) interrupts.write('!');
+    },
     drainStdio(accept) {
       for (const stream of ['stdout', 'stderr'] as const) drains[stream]((chunk) => accept(chunk, stream));
     },
