@@ -5,6 +5,7 @@
 // hands out non-recording spans and the run skips what only a recording span would use (the
 // /proc reads of the carrier's usage). The types below are the slice of the API this file uses,
 // so the library's declarations name no package its users may not have.
+import { createRequire } from 'node:module';
 import { procAvailable, treeUsage, type TreeUsage } from '../../supervision/resources/proc.ts';
 
 declare const PTC_BUILD: unknown;
@@ -61,23 +62,31 @@ export interface TraceContext {
   tracestate?: string;
 }
 
-let loading: Promise<TracingApi | undefined> | undefined;
+/** The API once looked for: the module, or null when it cannot be had. */
+let loaded: TracingApi | null | undefined;
 
 /**
  * The API, loaded once, or undefined when it cannot be: not installed, or the single binary, which
- * carries no copy of it (its bundle keeps the import out, build/build.ts) and whose process no
- * user can register an SDK in.
+ * carries no copy of it (its bundle keeps the require out, build/build.ts) and whose process no
+ * user can register an SDK in. Loaded with require, synchronously: a run must reach its owner in
+ * the turn it was called (a release() called right after run() waits for that run), so nothing
+ * before the run may await. The package's CommonJS build and its ESM build share one registry
+ * (a global keyed by the API's major version), so the SDK a host registers is found either way.
  */
-export function tracingApi(): Promise<TracingApi | undefined> {
-  loading ??= typeof PTC_BUILD !== 'undefined'
-    ? Promise.resolve(undefined)
-    : import('@opentelemetry/api').then((module) => module as unknown as TracingApi, () => undefined);
-  return loading;
+export function tracingApi(): TracingApi | undefined {
+  if (loaded === undefined) {
+    try {
+      loaded = typeof PTC_BUILD !== 'undefined' ? null : (createRequire(import.meta.url)('@opentelemetry/api') as TracingApi);
+    } catch {
+      loaded = null;
+    }
+  }
+  return loaded ?? undefined;
 }
 
 /** Replaces the loaded API (undefined: tracing off, as without the package); for the tests and the bench that compare both. */
 export function useTracingApi(api: TracingApi | undefined): void {
-  loading = Promise.resolve(api);
+  loaded = api ?? null;
 }
 
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
@@ -231,7 +240,7 @@ function markFailed(span: OtelSpan, failure: { kind: string; message?: string })
 }
 
 /** The trace of a run about to start, or undefined when tracing is off (no API). */
-export async function startRunTrace(attributes: Attributes, given: TraceContext | undefined): Promise<RunTrace | undefined> {
-  const api = await tracingApi();
+export function startRunTrace(attributes: Attributes, given: TraceContext | undefined): RunTrace | undefined {
+  const api = tracingApi();
   return api === undefined ? undefined : new RunTrace(api, attributes, given);
 }

@@ -18,22 +18,27 @@ export function traceContextOf(options: RunOptions, what: string): TraceContext 
   return { traceparent, ...(tracestate !== undefined ? { tracestate } : {}) };
 }
 
-/** Runs `execute` in the run's span, when tracing is on, and ends the span with its result. */
-export async function traced(
+/**
+ * Runs `execute` in the run's span, when tracing is on, and ends the span with its result.
+ * `execute` is called in this turn, with nothing awaited first: the run claims its owner at once.
+ */
+export function traced(
   config: ResolvedConfig,
   run: { runId: string; resumed: boolean; context: TraceContext | undefined },
   execute: (trace: RunTrace | undefined) => Promise<RunResult>,
 ): Promise<RunResult> {
   const attributes = { 'ptc.run.id': run.runId, 'ptc.run.mode': config.executionMode, ...(run.resumed ? { 'ptc.run.resumed': true } : {}) };
-  const trace = await startRunTrace(attributes, run.context);
+  const trace = startRunTrace(attributes, run.context);
   if (trace === undefined) return execute(undefined);
-  let result: RunResult;
-  try {
-    result = await execute(trace);
-  } catch (error) {
-    trace.fail(error);
-    throw error;
-  }
-  trace.end({ status: result.status, warm: result.warm, sandbox: result.sandbox, ...(result.status === 'failed' ? { failure: result.failure } : {}) });
-  return result;
+  const started = execute(trace);
+  return started.then(
+    (result) => {
+      trace.end({ status: result.status, warm: result.warm, sandbox: result.sandbox, ...(result.status === 'failed' ? { failure: result.failure } : {}) });
+      return result;
+    },
+    (error: unknown) => {
+      trace.fail(error);
+      throw error;
+    },
+  );
 }

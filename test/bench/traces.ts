@@ -19,7 +19,7 @@ const ROUNDS = 16;
 /** The row: run() with the API and no SDK ÷ run() with tracing off. */
 export async function tracesRows(): Promise<TargetRow[]> {
   console.log(`\n20. tracing's cost without an SDK: a warm retained run with ${CALLS} binding calls, @opentelemetry/api loaded vs tracing off (median of ${ROUNDS} alternating blocks of ${BLOCK} runs)`);
-  const api = await tracingApi();
+  const api = tracingApi();
   if (api === undefined) throw new Error('@opentelemetry/api did not load: it is a devDependency of the checkout');
   // What makes "no SDK" true: the global provider is still the API's own proxy, with no delegate.
   if (trace.getTracerProvider().constructor.name !== 'ProxyTracerProvider') throw new Error('an SDK is registered in the bench process');

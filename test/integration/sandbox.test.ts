@@ -41,7 +41,7 @@ test('bwrap: the default policy writes the workspace and nothing outside it, and
   const inside = join(workspace, 'inside.txt');
   const result = await run(tryWrites([inside, join(outside, 'a.txt'), join(workspace, 'escape', 'b.txt'), join(workspace, '..', 'outside', 'c.txt'), `/proc/self/root${outside}/d.txt`]), undefined);
   // Outside the workspace is absent from the sandbox's fresh root (docs/host-view.md): ENOENT,
-  // which `denied` counts only for a path that exists on the host (none of these does).
+  // which `denied` counts whether or not the host has the path (none of these exists there).
   assert.equal(valueOf(result), {
     [inside]: 'ok',
     [join(outside, 'a.txt')]: 'ENOENT',
@@ -49,7 +49,7 @@ test('bwrap: the default policy writes the workspace and nothing outside it, and
     [join(workspace, '..', 'outside', 'c.txt')]: 'ENOENT',
     [`/proc/self/root${outside}/d.txt`]: 'ENOENT',
   });
-  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: false, memory: 'none', disk: 'watchdog', ...reportLimits(), ...reportLocation() });
+  assert.equal(result.sandbox, { mode: 'workspace-write', backend: 'bwrap', enforcement: 'full', network: false, denied: true, memory: 'none', disk: 'watchdog', ...reportLimits(), ...reportLocation() });
   // What the sandbox shows read-only refuses the write, and that is a denial.
   const system = await run(tryWrites(['/usr/ptc-sandbox-test.txt']), undefined);
   assert.equal(valueOf(system), { '/usr/ptc-sandbox-test.txt': 'EROFS' });
