@@ -147,12 +147,15 @@ function alive(host: HostIdentity, me: HostIdentity): boolean {
   }
 }
 
-/** Field 22 of /proc/<pid>/stat: clock ticks from boot to the process's start; undefined when
- * there is no such process, null when /proc would not say. */
+/** Field 22 of the stat of the process's main thread: clock ticks from boot to the process's
+ * start; undefined when there is no such process, null when /proc would not say. Read through
+ * task/<pid>/, not /proc/<pid>/stat: qemu-user answers a process's reads of its own
+ * /proc/self/stat and /proc/<pid>/stat itself, with a start time a tick off the kernel's, so a ptc
+ * run under emulation marked its directory with a time no other host read back, and they swept it. */
 function startTime(pid: number): string | undefined | null {
   let stat: string;
   try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'ENOENT' ? undefined : null;
   }

@@ -426,8 +426,9 @@ function pidNamespace(): string {
   }
 }
 
+/** The start time of process `pid`, read as host-temp.ts reads it: through task/<pid>/, which qemu-user does not answer itself. */
 function startTime(pid: number): string | undefined {
-  const stat = systemFiles.read(`/proc/${pid}/stat`);
+  const stat = systemFiles.read(`/proc/${pid}/task/${pid}/stat`);
   // Field 22 (starttime), counted from the last ")" since the command name may hold one.
   return stat?.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
 }

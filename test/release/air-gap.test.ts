@@ -60,7 +60,7 @@ for (const [name, binary, arch] of [['dist/ptc (linux-x64)', join(repoRoot, 'dis
     const args = ['run', '--json', '--sandbox-backend', 'bwrap', '--require-enforcement', 'full', '--bindings', join(bindingsDir, 'tools.mjs'), '-'];
     const { code, stdout, stderr } = airGapped([binary, ...args], cwd, PROGRAM);
     assert.is(stderr, '');
-    assert.is(code, 0);
+    assert.is(code, 0, stdout);
     const result = decodeJson(stdout) as any;
     assert.equal(withoutWarm(result), {
       status: 'ok',

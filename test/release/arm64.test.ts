@@ -92,6 +92,28 @@ test('output past the budget is output-limit', () => {
   assert.is(result.failure.kind, 'output-limit');
 });
 
+
+test('a run under emulation survives the sweeps of native ptc hosts starting beside it (its host marks name a start time they read back)', async () => {
+  // qemu-user answers a process's own /proc/self/stat with a start time a tick off the kernel's;
+  // a host that marked its cgroups and temp directory with that time had them swept, its carrier
+  // killed, by every native ptc that started meanwhile.
+  const { spawn } = await import('node:child_process');
+  const emulated = spawn(BIN, ['run', '--json', '--sandbox-backend', 'bwrap', '-'], { cwd: work, env: { PATH: '/usr/bin:/bin' } });
+  let stdout = '';
+  emulated.stdout.on('data', (chunk) => (stdout += chunk));
+  const ended = new Promise<number | null>((resolve) => emulated.on('close', resolve));
+  emulated.stdin.end('await new Promise((resolve) => setTimeout(resolve, 8000)); return "survived"');
+  // Native hosts, each sweeping what it takes for leftovers of gone hosts as it starts.
+  const native = join(repoRoot, 'dist', 'ptc');
+  for (let i = 0; i < 6; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const sweeper = spawnSync(native, ['run', '--json', '--sandbox-backend', 'bwrap', '-'], { cwd: work, input: 'return 1', encoding: 'utf8', timeout: 120_000 });
+    assert.is(sweeper.status, 0, sweeper.stderr + sweeper.stdout);
+  }
+  assert.is(await ended, 0, stdout);
+  assert.is(json(stdout).value, 'survived');
+});
+
 test.after(() => rmSync(work, { recursive: true, force: true }));
 
 test.run();
