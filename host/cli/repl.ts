@@ -12,7 +12,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createInterface, type Interface } from 'node:readline';
 import { inspect } from 'node:util';
 import type { Argv } from 'yargs';
-import { availableBackends, createRuntime, VERSION, type Bindings, type Failure, type OutputEntry, type Runtime, type RunResult, type RuntimeConfig } from '../index.ts';
+import { RETAINED_MODES, type RetainedMode } from '../modes.ts';
+import { availableBackends, createRuntime, resolvePersistentExecution, VERSION, type Bindings, type Failure, type OutputEntry, type Runtime, type RunResult, type RuntimeConfig } from '../index.ts';
 import { asObjectLiteral, completionTarget, declaredNames, isIncomplete } from './repl-input.ts';
 import { HISTORY_SIZE, historyPath, loadHistory, saveHistory } from './repl-history.ts';
 import { limitOptions, loadBindings, loadConfig, messageOf, numberFlag, sandboxOptions, UsageError } from './options.ts';
@@ -35,7 +36,7 @@ _ is the last value and _error the last error thrown; assigning _ yourself turns
 Input continues on "...> " lines until it parses; an empty line submits it as it is.
 `;
 
-type ReplMode = 'persistent-in-memory' | 'vm-script';
+type ReplMode = RetainedMode;
 
 export interface ReplArgs {
   mode: ReplMode;
@@ -53,8 +54,8 @@ export function replOptions(command: Argv): Argv {
   command
     .option('mode', {
       type: 'string',
-      choices: ['persistent-in-memory', 'vm-script'],
-      default: 'persistent-in-memory',
+      choices: RETAINED_MODES,
+      default: RETAINED_MODES[0],
       describe: 'Retained mode: REPL statements, or Scripts sharing one context',
     })
     .option('repl-node', { type: 'boolean', default: false, describe: "Use Node's REPL evaluator instead of the scoped REPL" })
@@ -114,9 +115,10 @@ async function bannerLine(config: RuntimeConfig, runtime: Runtime): Promise<stri
 
 /** The configuration with the session's retained mode; the mode fields of --config give way to the flags. */
 export function retainedConfig(base: RuntimeConfig, mode: ReplMode, replNode: boolean): RuntimeConfig {
-  return mode === 'vm-script'
-    ? { ...base, executionMode: 'vm-script', scriptPersistence: true, replScoped: false }
-    : { ...base, executionMode: 'persistent-in-memory', scriptPersistence: false, replScoped: !replNode };
+  // The retained settings of each mode come from the one table of them (resolvePersistentExecution);
+  // only the REPL's own choice of evaluator is added here.
+  const settings = resolvePersistentExecution(mode === 'vm-script' ? 'vm-script' : 'scoped-repl');
+  return { ...base, ...settings, ...(settings.executionMode === 'persistent-in-memory' ? { replScoped: !replNode } : {}) };
 }
 
 interface SessionRequest {

@@ -7,6 +7,9 @@ import type { ImportPolicy } from '../../wire/import-policy.ts';
 /** The execution modes, named once: per-call, a fresh process per program (async function bodies); vm-script, Script programs; persistent-in-memory, a REPL retained per owner. */
 export const EXECUTION_MODES = ['per-call', 'vm-script', 'persistent-in-memory'] as const;
 export type ExecutionMode = (typeof EXECUTION_MODES)[number];
+/** The modes whose environments outlive a run: what `ptc repl` offers, the default first. */
+export const RETAINED_MODES = ['persistent-in-memory', 'vm-script'] as const satisfies readonly ExecutionMode[];
+export type RetainedMode = (typeof RETAINED_MODES)[number];
 
 /** Something the host noticed outside any run, with the state owner it concerns. */
 export interface RuntimeDiagnostic {
