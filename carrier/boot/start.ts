@@ -18,7 +18,7 @@ import { holdWaitAsync } from '../channel/stall.ts';
 import { PROGRAM_FORMATS, type RunOutcome, type RunRequest } from '../../wire/messages.ts';
 import { bootMark } from '../../wire/boot-mark.ts';
 import { complete, currentRun, evaluate, failCurrentRun, interrupted, revoke, saveCompileCache, useInterrupts, useStallWatch } from '../run/carrier.ts';
-import { watchInterrupts } from '../run/interrupt.ts';
+import { runRequested, watchInterrupts } from '../run/interrupt.ts';
 
 /** Starts the carrier: called once, before any program code exists in this process. */
 export function runCarrier(): void {
@@ -46,7 +46,16 @@ export function runCarrier(): void {
   captureStandardStreams();
 
   const channel = openChannel(
-    { run: ownApply((request: RunRequest) => evaluate(request, channel.host, forwarding)), revoke: ownApply(revoke), complete: ownApply(complete) },
+    {
+      // Each request the host sent is counted, as the host counts them, before it runs: an
+      // interrupt names its run by that count (the rehearsal below is not one of them).
+      run: ownApply((request: RunRequest) => {
+        runRequested();
+        return evaluate(request, channel.host, forwarding);
+      }),
+      revoke: ownApply(revoke),
+      complete: ownApply(complete),
+    },
     [...PROGRAM_FORMATS, 'images', 'revoke', 'complete'],
   );
   useStallWatch(channel.stalls);

@@ -17,7 +17,9 @@
 // itself (its pending calls reject, its `catch` and `finally` run); so the worker waits REVOKE_MS
 // for the revoke to arrive before it terminates, and a revoked run that still has not settled after
 // SETTLE_MS (a loop in a `finally`, or an interval that keeps a never-settling run alive) is
-// terminated then.
+// terminated then. Each byte names the run it stops (the host's count of run requests, low byte),
+// and the worker acts only while that run is the current one: a run that ended on its revoke may be
+// followed at once by the next, which a byte meant for the first must not end.
 import { Worker, MessageChannel, type MessagePort } from 'node:worker_threads';
 
 /** States of the shared cell: no run, a run, a revoked run, a termination on its way. */
@@ -39,6 +41,8 @@ const { Session } = require('node:inspector');
 const { fd, cell, port } = workerData;
 const state = new Int32Array(cell);
 let pending = false;
+let target = -1;
+const current = () => Atomics.load(state, 1) === target;
 function terminate(expected) {
   if (Atomics.compareExchange(state, 0, expected, ${TERMINATING}) !== expected) return false;
   // Connected only for this: with a session open, a carrier that exits waits for it to disconnect.
@@ -52,13 +56,17 @@ function terminate(expected) {
 }
 function attempt() {
   pending = false;
+  if (!current()) return;
   if (terminate(${RUNNING})) return;
   if (Atomics.load(state, 0) !== ${REVOKED}) return;
   pending = true;
-  setTimeout(() => { pending = false; terminate(${REVOKED}); }, ${SETTLE_MS});
+  setTimeout(() => { pending = false; if (current()) terminate(${REVOKED}); }, ${SETTLE_MS});
 }
 const pipe = new Socket({ fd, readable: true, writable: false });
-pipe.on('data', () => {
+pipe.on('data', (bytes) => {
+  const run = Atomics.load(state, 1);
+  if (!bytes.includes(run & 0xff)) return;
+  target = run;
   if (!pending) { pending = true; setTimeout(attempt, ${REVOKE_MS}); }
 });
 pipe.on('error', () => {});
@@ -67,6 +75,14 @@ parentPort.postMessage('ready');
 
 let cell: Int32Array | undefined;
 let onTerminated: (() => void) | undefined;
+/** Run requests this carrier received, counted as the host counts those it sent. */
+let requested = 0;
+
+/** A run request arrived (every one, retained or not, in the order the host sent them). */
+export function runRequested(): void {
+  requested++;
+  if (cell !== undefined) Atomics.store(cell, 1, requested);
+}
 
 /**
  * Starts the worker that reads interrupts from `fd`; `terminated` is called on this thread after V8
@@ -74,8 +90,9 @@ let onTerminated: (() => void) | undefined;
  */
 export function watchInterrupts(fd: number, terminated: () => void): void {
   if (cell !== undefined) return;
-  const shared = new SharedArrayBuffer(4);
+  const shared = new SharedArrayBuffer(8);
   cell = new Int32Array(shared);
+  Atomics.store(cell, 1, requested);
   onTerminated = terminated;
   const { port1, port2 } = new MessageChannel();
   port1.on('message', () => {

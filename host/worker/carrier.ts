@@ -122,6 +122,8 @@ export class Carrier {
   /** Ids of the host's `complete` calls between runs, whose replies may arrive then. */
   readonly #completeCalls = new Set<string>();
   #capabilities: readonly string[] = [];
+  /** Run requests sent, counted as the carrier counts them: an interrupt names its run by this count. */
+  #runsSent = 0;
   #stderrTail = '';
   readonly #settled: Promise<void>;
 
@@ -274,7 +276,10 @@ export class Carrier {
       serialize: (message: Record<string, unknown>) => {
         if (message.t === 'q' && typeof message.i === 'string') {
           this.#awaiting.add(message.i);
-          if (message.m === 'run') this.#runCall = message.i;
+          if (message.m === 'run') {
+            this.#runCall = message.i;
+            this.#runsSent++;
+          }
           if (message.m === 'complete') this.#completeCalls.add(message.i);
         }
         if (message.t === 's') this.#serving.delete(message.i as string);
@@ -328,7 +333,7 @@ export class Carrier {
   revoke(): void {
     if (this.#rpc !== undefined && !this.#channelClosed) void this.#rpc.$callEvent('revoke').catch(() => {});
     // A run stuck in a synchronous loop cannot read the revoke; the interrupt pipe reaches it.
-    if (!this.#channelClosed) this.connection.interrupt?.();
+    if (!this.#channelClosed) this.connection.interrupt?.(this.#runsSent);
   }
 
   /** Stops all traffic: later frames and replies are ignored, pending calls reject. */

@@ -53,6 +53,23 @@ for (const [mode, config] of MODES) {
     });
   }
 
+  test(`${mode}: the interrupt of a run that ended on its revoke does not end the run right after it`, async () => {
+    if (!interruptible) return;
+    const runtime = runtimeWith({ ...config, stopGraceMs: 60_000 });
+    const owner = {};
+    const run = runner(runtime, owner);
+    await run('var kept = 41');
+    // A run waiting on a binding ends on the revoke itself, well before the interrupt's wait is
+    // over; the next run starts at once and is busy when that wait ends.
+    const controller = new AbortController();
+    const waiting = run('await hang()', { bindings: { hang: () => new Promise(() => {}) } }, { signal: controller.signal });
+    setTimeout(() => controller.abort(), 200);
+    assert.is(failureOf(await waiting).kind, 'abort');
+    const next = await run('const until = Date.now() + 400; while (Date.now() < until) {} kept + 1');
+    assert.is(valueOf(next), 42);
+    assert.equal(next.environment, { fresh: false });
+  });
+
   test(`${mode}: an abort interrupts a synchronous loop and keeps the environment`, async () => {
     if (!interruptible) return;
     const run = runner(runtimeWith({ ...config, stopGraceMs: 60_000 }), {});

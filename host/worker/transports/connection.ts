@@ -42,8 +42,9 @@ export interface CarrierConnection {
    * tree is measured elsewhere (a relay) it is absent. */
   countIdle?(): void;
   /** Asks the carrier to terminate the JavaScript its run is busy in (carrier/run/interrupt.ts),
-   * keeping the process; absent where no interrupt pipe reaches the carrier (a relay). */
-  interrupt?(): void;
+   * keeping the process; absent where no interrupt pipe reaches the carrier (a relay). `run` is the
+   * count of run requests sent, which names the run to stop: the carrier ignores it once that run has gone. */
+  interrupt?(run: number): void;
   /** Kills the carrier and everything it started; idempotent, synchronous, safe after exit. */
   kill(): void;
   /** Hands over, synchronously, bytes already written to stdout/stderr but not yet read. Where

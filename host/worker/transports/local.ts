@@ -84,8 +84,9 @@ export function openLocalConnection(command: LaunchCommand, cwd: string): Carrie
       if (child.pid !== undefined) storageBase = treeStorageWrites(child.pid);
     },
     kill: () => killChildTree(child),
-    interrupt() {
-      if (interrupts !== null && interrupts.writable) interrupts.write('!');
+    interrupt(run) {
+      // One byte, the run's count (low byte): the carrier ignores an interrupt for a run already gone.
+      if (interrupts !== null && interrupts.writable) interrupts.write(Buffer.of(run & 0xff));
     },
     drainStdio(accept) {
       for (const stream of ['stdout', 'stderr'] as const) drains[stream]((chunk) => accept(chunk, stream));
