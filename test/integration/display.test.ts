@@ -55,12 +55,12 @@ test('display text shares the output budget', async () => {
   }
 });
 
-test('a display option that is not { colors?: boolean } is a TypeError naming it', async () => {
+test('a display option that is not { colors?: boolean, underscore?: boolean } is a TypeError naming it', async () => {
   const runtime = createTestRuntime();
   try {
-    for (const bad of [true, { colors: 'yes' }, { colour: true }]) {
+    for (const bad of [true, { colors: 'yes' }, { colour: true }, { underscore: 1 }]) {
       assert.throws(() => runtime.resolve({ program: '1', display: bad as never }), (error: Error) =>
-        error instanceof TypeError && error.message.startsWith('ptc request: display must be an object with an optional boolean colors, got '));
+        error instanceof TypeError && error.message.startsWith('ptc request: display must be an object with optional booleans colors and underscore, got '));
     }
   } finally {
     await runtime.dispose();
