@@ -1,7 +1,11 @@
-// Entry of the single executable: the hidden selector makes it a carrier, otherwise it is the CLI.
-// Both branches load lazily so a carrier never initialises the CLI's modules, and vice versa.
-import { CARRIER_SELECTOR } from '../wire/revision.ts';
+// Entry of the single executable: the hidden selector makes it a carrier, another makes it this
+// user's resident pool, otherwise it is the CLI. Each branch loads lazily so a carrier never
+// initialises the CLI's modules, and vice versa.
+import { CARRIER_SELECTOR, RESIDENT_SELECTOR } from '../wire/revision.ts';
 import { bootMark } from '../wire/boot-mark.ts';
+
+/** Defined by build/build.ts: the package's version. */
+declare const PTC_BUILD: { version: string };
 
 // Boot marks (ptc:*) time each phase of a start for `npm run bench` (test/bench/boot.ts); without
 // the bench's probe each is one property read (wire/boot-mark.ts).
@@ -9,12 +13,39 @@ bootMark('ptc:entry');
 
 if (process.env[CARRIER_SELECTOR] === '1') {
   void import('../carrier/boot/start.ts').then(({ runCarrier }) => runCarrier());
+} else if (process.env[RESIDENT_SELECTOR] !== undefined) {
+  const bootCwd = process.env[RESIDENT_SELECTOR];
+  delete process.env[RESIDENT_SELECTOR];
+  void import('../host/cli/resident-daemon.ts')
+    .then(({ serveResident, residentIdleMs }) => serveResident(PTC_BUILD.version, bootCwd, residentIdleMs(process.env)))
+    .then(
+      () => process.exit(0),
+      (error: Error) => {
+        process.stderr.write(`${error.message}\n`);
+        process.exit(1);
+      },
+    );
 } else {
-  const argv = process.argv.slice(2);
-  void import('../host/cli/head-start.ts')
-    .then(({ runsInDefaultCarrier }) => (runsInDefaultCarrier(argv) ? import('../host/prestart.ts').then(({ prestartDefaultCarrier }) => prestartDefaultCarrier()) : undefined))
-    .then(() => import('../host/cli/cli.ts'))
-    .then(async ({ main }) => {
-      process.exitCode = await main(argv);
-    });
+  void cli(process.argv.slice(2));
+}
+
+async function cli(argv: string[]): Promise<void> {
+  // `ptc run` first asks this user's resident pool (when one serves this environment), whose
+  // carrier is already booted; otherwise it runs here, its carrier booting beside the CLI's modules.
+  let startIn: string | undefined;
+  if (argv[0] === 'run') {
+    const { runResident } = await import('../host/cli/resident-client.ts');
+    const outcome = await runResident(argv.slice(1), PTC_BUILD.version);
+    if ('exitCode' in outcome) {
+      process.exitCode = outcome.exitCode;
+      return;
+    }
+    startIn = outcome.startIn;
+  }
+  const { runsInDefaultCarrier } = await import('../host/cli/head-start.ts');
+  if (runsInDefaultCarrier(argv)) await (await import('../host/prestart.ts')).prestartDefaultCarrier();
+  const { main } = await import('../host/cli/cli.ts');
+  process.exitCode = await main(argv);
+  // PTC_RESIDENT=1: the next `ptc run` here finds a pool, started once this run has printed.
+  if (startIn !== undefined) await (await import('../host/cli/resident-client.ts')).startPool(startIn);
 }

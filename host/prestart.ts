@@ -16,3 +16,16 @@ export async function prestartDefaultCarrier(): Promise<void> {
   if (confinement !== undefined && 'recipe' in confinement) prestart(confinement.recipe);
   bootMark('ptc:spawned');
 }
+
+/**
+ * Keeps a warm pool for runs of `config` in `cwd` (the resident pool's, one per directory it
+ * serves): resolves with the function that lets it go, or undefined when such a run would not
+ * take a pooled carrier (its confinement cannot be prepared ahead, or the config asks for none).
+ */
+export async function holdWarmPool(config: Record<string, unknown>, cwd: string): Promise<(() => Promise<void>) | undefined> {
+  const [{ confine }, { holdPool }, { resolveConfig }] = await Promise.all([import('./worker/confinement.ts'), import('./worker/pool.ts'), import('./runtime/config.ts')]);
+  const resolved = resolveConfig(config);
+  const confinement = await confine(resolved, resolved.policy, cwd).catch(() => undefined);
+  if (confinement === undefined || !('recipe' in confinement)) return undefined;
+  return holdPool(confinement.recipe, resolved.pool, resolved.graceMs);
+}

@@ -3,6 +3,8 @@ export const PROTOCOL_REVISION = 7;
 
 /** Environment variable that selects carrier mode in the embedded binary; removed before user code runs. */
 export const CARRIER_SELECTOR = 'PTC_CARRIER';
+/** Set by `ptc run` when it starts this user's resident pool (host/cli/resident-daemon.ts): the executable then runs as the pool, booting a carrier for the directory this variable names. */
+export const RESIDENT_SELECTOR = 'PTC_RESIDENT_DAEMON';
 
 /** The control channel's file descriptor in the carrier (a socket pair end inherited from the host). */
 export const CONTROL_FD = 3;

@@ -10,7 +10,7 @@ import type { ReplArgs } from './repl.ts';
 import { EXECUTION_MODES } from '../modes.ts';
 
 /** The command names; only the one being run gets its parser built (see main). */
-const COMMANDS = ['run', 'repl', 'mcp', 'serve', 'runs', 'resume', 'revert', 'version', 'bootstrap'];
+const COMMANDS = ['run', 'repl', 'mcp', 'serve', 'runs', 'resume', 'revert', 'resident', 'version', 'bootstrap'];
 /** The commands whose builders live in the front ends' modules (loaded by frontEnds()). */
 const FRONT_END_COMMANDS = ['repl', 'mcp', 'serve', 'runs', 'resume', 'revert'];
 
@@ -140,6 +140,20 @@ export async function main(argv: string[]): Promise<number> {
       },
     );
   }
+  if (declared('resident')) {
+    parser.command(
+      'resident <action>',
+      'Start, list or stop this user\'s resident pools: a `ptc run` whose environment one serves runs in its already-booted carrier',
+      building('resident', (command) => residentOptions(command)
+        .example('$0 resident start', 'Start a pool for this environment; later `ptc run`s here start in about a bare Node\'s time')
+        .example('$0 resident status', 'List this user\'s pools')
+        .example('$0 resident stop', 'Stop them all')),
+      async (args) => {
+        const { residentCommand } = await import('./resident.ts');
+        exitCode = await residentCommand(args as unknown as import('./resident.ts').ResidentArgs, VERSION);
+      },
+    );
+  }
   if (declared('version')) {
     parser.command(
       'version',
@@ -172,7 +186,7 @@ export async function main(argv: string[]): Promise<number> {
     );
   }
   parser
-    .demandCommand(1, 'Name a command: run, repl, serve, mcp, runs, resume, revert, version or bootstrap')
+    .demandCommand(1, 'Name a command: run, repl, serve, mcp, runs, resume, revert, resident, version or bootstrap')
     .strict()
     .example('$0 run triage.ts --bindings tools.mjs', 'Run a program whose bindings are the functions tools.mjs exports')
     .example("echo 'return 1 + 1' | $0 run -", 'Run a program from stdin')
@@ -219,6 +233,16 @@ function runOptions(command: Argv): Argv {
     .option('discard-completion', { type: 'boolean', default: false, describe: 'Do not return the completion value' });
   sandboxOptions(command);
   return limitOptions(command);
+}
+
+const RESIDENT_ACTIONS = ['start', 'status', 'stop'] as const;
+
+/** The options of `ptc resident` (its command runs in resident.ts, loaded only then). */
+function residentOptions(command: Argv): Argv {
+  return command
+    .positional('action', { type: 'string', choices: RESIDENT_ACTIONS, describe: 'start one for this environment, list them, or stop them all' })
+    .option('json', { type: 'boolean', default: false, describe: 'status: print one JSON object: the directory, the socket of this environment\'s pool, and the pools running' })
+    .option('idle-ms', { type: 'string', requiresArg: true, describe: 'start: exit after this long with no client (default 300000, or PTC_RESIDENT_IDLE_MS)' });
 }
 
 async function runCommand(args: RunArgs): Promise<number> {

@@ -37,7 +37,7 @@ const USAGE_ERRORS: Array<[string[], string]> = [
   [['runs', '--jurnal', 'x.db'], 'ptc: unknown option --jurnal (did you mean --journal?)\n'],
   [['rn', 'x.ts'], 'ptc: unknown command "rn" (did you mean "run"?)\n'],
   [['rnus'], 'ptc: unknown command "rnus" (did you mean "runs"?)\n'],
-  [['frobnicate'], 'ptc: unknown command "frobnicate" (commands: run, repl, mcp, serve, runs, resume, revert, version, bootstrap)\n'],
+  [['frobnicate'], 'ptc: unknown command "frobnicate" (commands: run, repl, mcp, serve, runs, resume, revert, resident, version, bootstrap)\n'],
   [['run', 'a.ts', 'b.ts'], 'ptc: unexpected argument "b.ts" (ptc run --help says what it takes)\n'],
 ];
 
