@@ -16,55 +16,76 @@ const { INITIAL, ROUND } = (() => {
   };
 })();
 
-const rotate = (value: number, bits: number): number => (value >>> bits) | (value << (32 - bits));
-
-/** The SHA-256 digest of `data`. */
+/** The SHA-256 digest of `data`. Rotations are written out, not called: a `ptc run` runs this once or twice, in V8's interpreter, where each call costs more than the arithmetic. */
 export function sha256(data: Uint8Array): Uint8Array {
   const length = data.length;
   const blocks = Math.ceil((length + 9) / 64);
   const padded = new Uint8Array(blocks * 64);
   padded.set(data);
   padded[length] = 0x80;
-  const view = new DataView(padded.buffer);
   // The message length in bits, big-endian, in the last 8 bytes.
-  view.setUint32(padded.length - 8, Math.floor(length / 2 ** 29));
-  view.setUint32(padded.length - 4, (length * 8) >>> 0);
+  const bitsHigh = Math.floor(length / 2 ** 29);
+  const bitsLow = (length * 8) >>> 0;
+  const end = padded.length;
+  padded[end - 8] = bitsHigh >>> 24;
+  padded[end - 7] = bitsHigh >>> 16;
+  padded[end - 6] = bitsHigh >>> 8;
+  padded[end - 5] = bitsHigh;
+  padded[end - 4] = bitsLow >>> 24;
+  padded[end - 3] = bitsLow >>> 16;
+  padded[end - 2] = bitsLow >>> 8;
+  padded[end - 1] = bitsLow;
   const hash = Uint32Array.from(INITIAL);
-  const words = new Uint32Array(64);
-  for (let block = 0; block < blocks; block++) {
-    for (let i = 0; i < 16; i++) words[i] = view.getUint32(block * 64 + i * 4);
-    for (let i = 16; i < 64; i++) {
-      const a = words[i - 15]!;
-      const b = words[i - 2]!;
-      const s0 = rotate(a, 7) ^ rotate(a, 18) ^ (a >>> 3);
-      const s1 = rotate(b, 17) ^ rotate(b, 19) ^ (b >>> 10);
-      words[i] = (words[i - 16]! + s0 + words[i - 7]! + s1) >>> 0;
+  const w = new Uint32Array(64);
+  for (let offset = 0; offset < end; offset += 64) {
+    for (let i = 0; i < 16; i++) {
+      const at = offset + i * 4;
+      w[i] = (padded[at]! << 24) | (padded[at + 1]! << 16) | (padded[at + 2]! << 8) | padded[at + 3]!;
     }
-    let [a, b, c, d, e, f, g, h] = hash as unknown as [number, number, number, number, number, number, number, number];
+    for (let i = 16; i < 64; i++) {
+      const x = w[i - 15]!;
+      const y = w[i - 2]!;
+      const s0 = ((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3);
+      const s1 = ((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10);
+      w[i] = w[i - 16]! + s0 + w[i - 7]! + s1;
+    }
+    let a = hash[0]!;
+    let b = hash[1]!;
+    let c = hash[2]!;
+    let d = hash[3]!;
+    let e = hash[4]!;
+    let f = hash[5]!;
+    let g = hash[6]!;
+    let h = hash[7]!;
     for (let i = 0; i < 64; i++) {
-      const t1 = (h + (rotate(e, 6) ^ rotate(e, 11) ^ rotate(e, 25)) + ((e & f) ^ (~e & g)) + ROUND[i]! + words[i]!) >>> 0;
-      const t2 = ((rotate(a, 2) ^ rotate(a, 13) ^ rotate(a, 22)) + ((a & b) ^ (a & c) ^ (b & c))) >>> 0;
+      const t1 = (h + (((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7))) + ((e & f) ^ (~e & g)) + ROUND[i]! + w[i]!) | 0;
+      const t2 = ((((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10))) + ((a & b) ^ (a & c) ^ (b & c))) | 0;
       h = g;
       g = f;
       f = e;
-      e = (d + t1) >>> 0;
+      e = (d + t1) | 0;
       d = c;
       c = b;
       b = a;
-      a = (t1 + t2) >>> 0;
+      a = (t1 + t2) | 0;
     }
-    hash[0] = (hash[0]! + a) >>> 0;
-    hash[1] = (hash[1]! + b) >>> 0;
-    hash[2] = (hash[2]! + c) >>> 0;
-    hash[3] = (hash[3]! + d) >>> 0;
-    hash[4] = (hash[4]! + e) >>> 0;
-    hash[5] = (hash[5]! + f) >>> 0;
-    hash[6] = (hash[6]! + g) >>> 0;
-    hash[7] = (hash[7]! + h) >>> 0;
+    hash[0] = hash[0]! + a;
+    hash[1] = hash[1]! + b;
+    hash[2] = hash[2]! + c;
+    hash[3] = hash[3]! + d;
+    hash[4] = hash[4]! + e;
+    hash[5] = hash[5]! + f;
+    hash[6] = hash[6]! + g;
+    hash[7] = hash[7]! + h;
   }
   const digest = new Uint8Array(32);
-  const out = new DataView(digest.buffer);
-  for (let i = 0; i < 8; i++) out.setUint32(i * 4, hash[i]!);
+  for (let i = 0; i < 8; i++) {
+    const word = hash[i]!;
+    digest[i * 4] = word >>> 24;
+    digest[i * 4 + 1] = word >>> 16;
+    digest[i * 4 + 2] = word >>> 8;
+    digest[i * 4 + 3] = word;
+  }
   return digest;
 }
 

@@ -1,4 +1,5 @@
-// 16. Where a start goes: `dist/ptc run return1.ts --json`, `dist/ptc --version` and a carrier's
+// 16. Where a start goes: `dist/ptc run return1.ts --json` (with a resident pool serving it, and
+// with none running), `dist/ptc --version` and a carrier's
 // boot, each against `node -e 0` (interleaved, median), and each split into phases. The phases
 // come from a second set of starts with test/bench/boot-probe.cjs loaded (through NODE_OPTIONS,
 // which the binary honours): the process's clock origin, Node's bootstrapComplete, ptc's boot
@@ -6,7 +7,7 @@
 // ms of its own, so the phases add up to a little more than the unprobed figure.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -41,9 +42,9 @@ function probeReport(stderr: string): ProbeReport {
 }
 
 /** One probed start of `file args`: its report, and when the bench spawned it and saw it close. */
-async function probedStart(file: string, args: string[]): Promise<{ report: ProbeReport; spawned: number; closed: number }> {
+async function probedStart(file: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ report: ProbeReport; spawned: number; closed: number }> {
   const spawned = now();
-  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NODE_OPTIONS: `--require ${PROBE}` } });
+  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...env, NODE_OPTIONS: `--require ${PROBE}` } });
   let stderr = '';
   child.stdout.resume();
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
@@ -89,6 +90,39 @@ function runPhases({ report, spawned, closed }: Awaited<ReturnType<typeof probed
     ['exit', report.exit - m.disposed!],
     ['teardown (until reaped)', closed - (report.origin + report.exit)],
   ];
+}
+
+/** The phases of a `ptc run` that a resident pool runs (host/cli/resident-client.ts's marks). */
+function residentPhases({ report, spawned, closed }: Awaited<ReturnType<typeof probedStart>>): Phases {
+  const m = report.marks;
+  for (const name of ['entry', 'resident-parsed', 'resident-place', 'resident-open', 'resident-message']) {
+    if (m[name] === undefined) throw new Error(`ptc run made no ptc:${name} mark: did the pool serve it? (marks: ${JSON.stringify(m)})`);
+  }
+  return [
+    ['exec', report.origin - spawned],
+    ['Node bootstrap', report.bootstrap],
+    ['bundle load', m.entry! - report.bootstrap],
+    ['fast path: modules, argv', m['resident-parsed']! - m.entry!],
+    ['find the pool', m['resident-place']! - m['resident-parsed']!],
+    ['connect, handshake', m['resident-open']! - m['resident-place']!],
+    ['run in the pool', m['resident-message']! - m['resident-open']!],
+    ['print, exit', report.exit - m['resident-message']!],
+    ['teardown (until reaped)', closed - (report.origin + report.exit)],
+  ];
+}
+
+/**
+ * An environment of its own whose resident pool serves the bench's `ptc run`s (`ptc resident
+ * start` with it): the pool serves only clients whose environment is the same, so the cold rows,
+ * run with the bench's own environment, find none.
+ */
+export async function residentEnvironment(work: string, name: string, extra: NodeJS.ProcessEnv = {}): Promise<NodeJS.ProcessEnv> {
+  const runtimeDir = join(work, name);
+  mkdirSync(runtimeDir, { mode: 0o700 });
+  const env = { ...process.env, XDG_RUNTIME_DIR: runtimeDir, PTC_RESIDENT_IDLE_MS: '600000', ...extra };
+  const started = await exec(BIN, ['resident', 'start'], env);
+  if (!/pool \d+/.test(started)) throw new Error(`ptc resident start printed ${JSON.stringify(started)}`);
+  return env;
 }
 
 function versionPhases({ report, spawned, closed }: Awaited<ReturnType<typeof probedStart>>): Phases {
@@ -146,17 +180,23 @@ const phase = (phases: Phases, name: string): number => phases.find(([label]) =>
 const times = (value: number, floor: number): string => `${value.toFixed(1)} ms = ${(value / floor).toFixed(2)}× node -e 0`;
 
 /** The measured reason of each MISS among the rows, from the probed phases, and what it would take. */
-function missNotes(rows: TargetRow[], floor: number, run: Phases, version: Phases, carrier: Phases): string[] {
+function missNotes(rows: TargetRow[], floor: number, resident: Phases, run: Phases, version: Phases, carrier: Phases): string[] {
   const notes: string[] = [];
-  const [runRow, versionRow, coldRow] = rows;
+  const [residentRow, runRow, versionRow, coldRow] = rows;
+  if (residentRow?.pass === false) {
+    const parts = resident.slice(0, -1).map(([name, value]) => `${name.trim()} ${value.toFixed(1)}`).join(', ');
+    notes.push(
+      `ptc run with a resident pool: one Node start plus the pool's run (${parts} ms, probed); ` +
+        `Node's own start and the bundle's load alone are ${times(phase(resident, 'exec') + phase(resident, 'Node bootstrap') + phase(resident, 'bundle load'), floor)}.`,
+    );
+  }
   const beforeSpawn = ['exec', 'Node bootstrap', 'bundle load', 'sandbox set-up', '  of which bwrap probe', 'carrier spawn (spare)'].reduce((sum, name) => sum + phase(run, name), 0);
   const carrierBoot = carrier.at(-1)![1];
   if (runRow?.pass === false) {
     notes.push(
       `ptc run: two Node starts, one after the other: the host reaches the carrier's spawn after ${times(beforeSpawn, floor)} ` +
         `(exec, bootstrap, bundle, sandbox set-up), and a carrier takes ${times(carrierBoot, floor)} from spawn to hello under its sandbox; ` +
-        `the CLI's own parsing and library load overlap that boot. With all of ptc's own work at zero the two starts alone exceed 1.5×: ` +
-        `it would take a carrier already running when the CLI starts (a resident warm pool the CLI connects to), not a faster boot.`,
+        `the CLI's own parsing and library load overlap that boot. With no pool running that is the path; a resident pool (the row above) takes both starts off it.`,
     );
   }
   if (versionRow?.pass === false) {
@@ -183,8 +223,13 @@ async function firstRunOk(runtime: Runtime): Promise<void> {
 
 /** Section 16; returns the issue's rows it measures (ptc run and ptc --version whole, the carrier's cold boot) and, for each MISS, its measured reason. */
 export async function boot(): Promise<{ rows: TargetRow[]; notes: string[] }> {
-  console.log('\n16. boot: `dist/ptc run return1.ts --json`, `dist/ptc --version`, a cold carrier run, vs `node -e 0` (median of 20 after 3 warm-ups, interleaved), then each start in phases (median of 10 probed starts)');
-  const names = { run: 'whole process, trivial program: ptc run', version: 'whole process: ptc --version', cold: 'carrier cold boot (no spare): run()' };
+  console.log('\n16. boot: `dist/ptc run return1.ts --json` (a resident pool serving, and none running), `dist/ptc --version`, a cold carrier run, vs `node -e 0` (median of 20 after 3 warm-ups, interleaved), then each start in phases (median of 10 probed starts)');
+  const names = {
+    resident: 'whole process, trivial program: ptc run, a resident pool serving',
+    run: 'whole process, trivial program: ptc run, no pool running (cold path)',
+    version: 'whole process: ptc --version',
+    cold: 'carrier cold boot (no spare): run()',
+  };
   if (!existsSync(BIN)) {
     console.log('  skipped: dist/ptc is missing (npm run build)');
     return { rows: Object.values(names).map((name) => skippedRow(name, 'dist/ptc is missing (npm run build)')), notes: [] };
@@ -194,14 +239,18 @@ export async function boot(): Promise<{ rows: TargetRow[]; notes: string[] }> {
   writeFileSync(program, 'return 1\n');
   // A runtime with no spare: every run boots its carrier, as a run that finds no warm one does.
   const cold = createRuntime({ launch: { kind: 'embedded', executable: BIN }, prestartCarrier: false });
+  const pooled = await residentEnvironment(work, 'pool');
+  const probedPool = await residentEnvironment(work, 'probed-pool', { NODE_OPTIONS: `--require ${PROBE}` });
+  const returnsOne = async (env?: NodeJS.ProcessEnv): Promise<void> => {
+    const printed = JSON.parse(await exec(BIN, ['run', program, '--json'], env)) as { status: string; value?: unknown };
+    if (printed.status !== 'ok' || printed.value !== 1) throw new Error(`ptc run printed ${JSON.stringify(printed)}`);
+  };
   try {
     const samples = await interleave(
       {
         floor: () => exec(NODE, ['-e', '0']),
-        run: async () => {
-          const printed = JSON.parse(await exec(BIN, ['run', program, '--json'])) as { status: string; value?: unknown };
-          if (printed.status !== 'ok' || printed.value !== 1) throw new Error(`ptc run printed ${JSON.stringify(printed)}`);
-        },
+        resident: () => returnsOne(pooled),
+        run: () => returnsOne(),
         version: () => exec(BIN, ['--version']),
         cold: () => firstRunOk(cold),
       },
@@ -211,7 +260,7 @@ export async function boot(): Promise<{ rows: TargetRow[]; notes: string[] }> {
     const floorText = `${ms(floor).trim()} node -e 0`;
     console.log(`${pad('floor: node -e 0')}${ms(floor)}`);
     const rows: TargetRow[] = [];
-    for (const [key, label, target] of [['run', 'dist/ptc run --json', 1.5], ['version', 'dist/ptc --version', 1.5], ['cold', 'run() cold, embedded', 1.3]] as const) {
+    for (const [key, label, target] of [['resident', 'ptc run --json, pool', 1.5], ['run', 'ptc run --json, no pool', 3], ['version', 'dist/ptc --version', 1.5], ['cold', 'run() cold, embedded', 1.3]] as const) {
       const own = median(samples[key]!);
       const row = targetRow(names[key], ms(own).trim(), floorText, ratio(own, floor), { max: target });
       rows.push(row);
@@ -220,6 +269,8 @@ export async function boot(): Promise<{ rows: TargetRow[]; notes: string[] }> {
 
     const runs: Phases[] = [];
     const runTotals: number[] = [];
+    const residents: Phases[] = [];
+    const residentTotals: number[] = [];
     const versions: Phases[] = [];
     const versionTotals: number[] = [];
     const carriers: Phases[] = [];
@@ -227,20 +278,26 @@ export async function boot(): Promise<{ rows: TargetRow[]; notes: string[] }> {
       const run = await probedStart(BIN, ['run', program, '--json']);
       runs.push(runPhases(run));
       runTotals.push(run.closed - run.spawned);
+      const resident = await probedStart(BIN, ['run', program, '--json'], probedPool);
+      residents.push(residentPhases(resident));
+      residentTotals.push(resident.closed - resident.spawned);
       const version = await probedStart(BIN, ['--version']);
       versions.push(versionPhases(version));
       versionTotals.push(version.closed - version.spawned);
       carriers.push(await probedCarrier(work));
     }
     const runMedians = medianPhases(runs, runTotals);
+    const residentMedians = medianPhases(residents, residentTotals);
     const versionMedians = medianPhases(versions, versionTotals);
     const carrierMedians = medianPhases(carriers, carriers.map((phases) => phases.reduce((sum, [, value]) => sum + value, 0)));
     carrierMedians[carrierMedians.length - 1]![0] = 'spawn to hello (probed)';
-    printPhases('dist/ptc run return1.ts --json (the spare carrier boots beside the CLI from "carrier spawn" on):', runMedians);
+    printPhases('dist/ptc run return1.ts --json, a resident pool serving:', residentMedians);
+    printPhases('dist/ptc run return1.ts --json, no pool running (the spare carrier boots beside the CLI from "carrier spawn" on):', runMedians);
     printPhases('dist/ptc --version:', versionMedians);
     printPhases('a carrier, spawned as the host spawns it, until its hello is read:', carrierMedians);
-    return { rows, notes: missNotes(rows, floor, runMedians, versionMedians, carrierMedians) };
+    return { rows, notes: missNotes(rows, floor, residentMedians, runMedians, versionMedians, carrierMedians) };
   } finally {
+    for (const env of [pooled, probedPool]) await exec(BIN, ['resident', 'stop'], env).catch(() => undefined);
     await cold.dispose();
     rmSync(work, { recursive: true, force: true });
   }

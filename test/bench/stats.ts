@@ -83,8 +83,8 @@ export function printTable(missing: Array<[string, string]>): void {
 export const measuredRows = (): Set<string> => new Set(table.map((entry) => entry.row));
 
 /** Spawns a process, drains its stdout, and resolves with it once the process has exited with 0. */
-export async function exec(file: string, args: string[]): Promise<string> {
-  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+export async function exec(file: string, args: string[], env?: NodeJS.ProcessEnv): Promise<string> {
+  const child = spawn(file, args, { stdio: ['ignore', 'pipe', 'inherit'], ...(env ? { env } : {}) });
   let out = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
   const [code] = await once(child, 'close');

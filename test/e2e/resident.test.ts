@@ -186,18 +186,31 @@ test('a client killed mid-run ends its run in the pool', async () => {
   }
 });
 
-test('the pool\'s directory, token and socket are this user\'s alone', () => {
+test('the pool\'s directory, token and socket are this user\'s alone; start, status and stop say what docs/cli.md shows', () => {
   const at = place();
   try {
-    start(at);
+    const started = ptc(at, ['resident', 'start']);
+    assert.match(started.stdout, /^ptc resident: pool \d+ started \(\/.+\.sock\)\n$/);
+    assert.match(ptc(at, ['resident', 'status']).stdout, /^pool \d+: ptc \d+\.\d+\.\d+\S*, 0 runs, 0 running, carriers kept for 1 directories, exits after 300000 ms idle, serves this environment \(\/.+\.sock\)\n$/);
+    assert.match(ptc(at, ['resident', 'start']).stdout, /^ptc resident: pool \d+ already serves this environment \(\/.+\.sock\)\n$/);
     const { directory, socket } = status(at);
     assert.is(statSync(directory!).mode & 0o777, 0o700);
     assert.is(statSync(join(directory!, 'token')).mode & 0o777, 0o600);
     assert.is(statSync(socket!).mode & 0o077, 0);
     assert.is(statSync(socket!).uid, process.getuid!());
+    assert.match(ptc(at, ['resident', 'stop']).stdout, /^ptc resident: stopped pool \d+\n$/);
+    assert.is(ptc(at, ['resident', 'stop']).stdout, 'ptc resident: no pool is running\n');
   } finally {
     stop(at);
   }
+});
+
+test('a pool whose socket is removed exits', async () => {
+  const at = place();
+  const pid = start(at, ['--idle-ms', '600000']);
+  const { socket } = status(at);
+  rmSync(socket!);
+  await until('the pool noticed its socket is gone and exited', () => !alive(pid));
 });
 
 test('another user cannot connect to the pool, and their ptc run does not use it', async () => {
