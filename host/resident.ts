@@ -11,10 +11,10 @@
 //
 // Which pool: the socket is named for the identity of the process that would run the program
 // in-process: this executable (its path, device, inode, size, times), ptc's version and protocol
-// revision, the uid and umask, and every environment variable the host reads while running
-// one. A pool started by another binary, an upgraded one or another environment has another name,
+// revision, the uid and umask, every environment variable the host reads while running one, and
+// what confines the process (namespaces, root, cgroup, resource limits, capabilities, seccomp). A pool started by another binary, an upgraded one or another environment has another name,
 // and the handshake compares the whole identity, so a name that collides is refused too.
-import { closeSync, constants, fstatSync, openSync, readSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, readlinkSync, readSync, statSync, writeSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { hex, hmacSha256, sha256 } from './resident-hash.ts';
 import { cacheDirectory, isPrivateDirectory, makePrivateDirectory } from './sandbox/private-directory.ts';
@@ -67,6 +67,7 @@ export function residentPlace(version: string, create: boolean, env: NodeJS.Proc
 /** The identity of a process that would run a program in-process: see the head of this file. */
 export function residentIdentity(version: string, env: NodeJS.ProcessEnv = process.env): string {
   const executable = statSync(process.execPath);
+  const root = statSync('/');
   const umask = process.umask();
   return JSON.stringify({
     ptc: version,
@@ -75,7 +76,36 @@ export function residentIdentity(version: string, env: NodeJS.ProcessEnv = proce
     uid: process.getuid?.() ?? null,
     umask,
     env: RESIDENT_ENVIRONMENT.map((name) => env[name] ?? null),
+    // What confines the process itself: a client in another mount, network or user namespace, a
+    // chroot, another cgroup (a service's memory limit), lower resource limits, fewer capabilities
+    // or a seccomp filter would run a program differently in-process, and must not reach a pool
+    // started outside them.
+    root: [root.dev, root.ino],
+    namespaces: NAMESPACES.map((name) => link(`/proc/self/ns/${name}`)),
+    cgroup: text('/proc/self/cgroup'),
+    limits: text('/proc/self/limits'),
+    status: text('/proc/self/status')?.split('\n').filter((line) => STATUS_FIELDS.test(line)) ?? null,
   });
+}
+
+const NAMESPACES = ['cgroup', 'ipc', 'mnt', 'net', 'pid', 'time', 'user', 'uts'];
+/** The lines of /proc/self/status that say what the process may do (not what it is doing). */
+const STATUS_FIELDS = /^(Uid|Gid|Groups|Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp|Seccomp_filters):/;
+
+function link(path: string): string | null {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return null;
+  }
+}
+
+function text(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
 }
 
 /** The token of the pools in `directory`, read from its 0600 file; undefined when there is none, or it is not this user's alone. */

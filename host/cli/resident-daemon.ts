@@ -28,6 +28,8 @@ export function residentIdleMs(env: NodeJS.ProcessEnv): number {
   return env.PTC_RESIDENT_IDLE_MS !== undefined && Number.isInteger(value) && value > 0 ? value : DEFAULT_IDLE_MS;
 }
 
+type Output = NodeJS.WritableStream & { isTTY: boolean };
+
 interface Warm {
   key: string;
   release: Promise<(() => Promise<void>) | undefined>;
@@ -44,7 +46,6 @@ export async function serveResident(version: string, bootCwd: string, idleMs: nu
   const server = await listen(place);
   if (server === undefined) return; // another pool serves this identity
   const socketStats = lstatSync(place.socket);
-  const runtimes = new Map<string, Runtime>();
   const warm: Warm[] = [];
   const connections = new Set<Socket>();
   let runs = 0;
@@ -52,15 +53,6 @@ export async function serveResident(version: string, bootCwd: string, idleMs: nu
   let lastActive = Date.now();
   let closing = false;
 
-  const runtimeFor = (config: Record<string, unknown>): Runtime => {
-    const key = canonical(config);
-    let runtime = runtimes.get(key);
-    if (runtime === undefined) {
-      runtime = createRuntime(config as RuntimeConfig);
-      runtimes.set(key, runtime);
-    }
-    return runtime;
-  };
   const keepWarm = (config: Record<string, unknown>, cwd: string): void => {
     const key = `${canonical(config)}\0${cwd}`;
     const index = warm.findIndex((entry) => entry.key === key);
@@ -80,7 +72,6 @@ export async function serveResident(version: string, bootCwd: string, idleMs: nu
     if (stillOurs(place.socket, socketStats)) unlinkSync(place.socket);
     for (const socket of connections) socket.destroy();
     await Promise.all(warm.map((entry) => entry.release.then((release) => release?.())));
-    await Promise.all([...runtimes.values()].map((runtime) => runtime.dispose()));
   };
   const checker = setInterval(() => {
     const idle = connections.size === 0 && Date.now() - lastActive >= idleMs;
@@ -134,22 +125,38 @@ export async function serveResident(version: string, bootCwd: string, idleMs: nu
   }
 
   async function runOne(message: Record<string, unknown>, socket: Socket, lines: LineReader): Promise<number> {
-    const stream = (type: 'stdout' | 'stderr', isTTY: boolean) => ({
+    const stream = (type: 'stdout' | 'stderr', isTTY: boolean): Output => ({
       isTTY,
       write(text: string | Uint8Array): boolean {
         send(socket, { type, text: typeof text === 'string' ? text : Buffer.from(text).toString('utf8') });
         return true;
       },
-    }) as unknown as NodeJS.WritableStream & { isTTY: boolean };
+    }) as unknown as Output;
     const tty = (message.tty ?? {}) as { stdout?: unknown; stderr?: unknown };
     const stdout = stream('stdout', tty.stdout === true);
     const stderr = stream('stderr', tty.stderr === true);
     const config = (typeof message.config === 'object' && message.config !== null ? message.config : {}) as Record<string, unknown>;
-    const cwd = String(message.cwd);
+    // A runtime of its own for each run, as `ptc run` makes in its own process: its dispose() below
+    // ends the carrier's whole process tree before the client hears the exit code, as the ordinary
+    // path's does before that process exits. Its carrier comes from the pool keepWarm() holds.
     let runtime: Runtime;
+    try {
+      runtime = createRuntime(config as RuntimeConfig);
+    } catch (error) {
+      stderr.write(`ptc: ${messageOf(error).replace(/\s*\n\s*/g, ' ')}\n`);
+      return 2;
+    }
+    try {
+      return await runIn(runtime, message, config, stdout, stderr, lines);
+    } finally {
+      await runtime.dispose();
+    }
+  }
+
+  async function runIn(runtime: Runtime, message: Record<string, unknown>, config: Record<string, unknown>, stdout: Output, stderr: Output, lines: LineReader): Promise<number> {
+    const cwd = String(message.cwd);
     let spec;
     try {
-      runtime = runtimeFor(config);
       spec = runtime.resolve({
         program: String(message.program),
         cwd,

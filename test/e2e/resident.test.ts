@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { repoRoot } from '../helpers/runtime.ts';
-import { asUser, binaryFor, ensureUser, removeReachableBinary, VICTIM } from '../helpers/users.ts';
+import { asUser, binaryFor, ensureUser, processesNaming, removeReachableBinary, VICTIM } from '../helpers/users.ts';
 
 const BUILT = join(repoRoot, 'dist', 'ptc');
 const work = realpathSync(mkdtempSync(join(tmpdir(), 'ptc-resident-')));
@@ -394,6 +394,40 @@ test('an idle pool exits on its own and leaves no socket, process or temporary f
     }
   });
   assert.equal(left, [], 'no process of the pool is left');
+});
+
+test('when a pooled ptc run exits, the processes its program started are gone, as in-process', () => {
+  const at = place();
+  try {
+    start(at);
+    for (const [how, env] of [['in-process', { PTC_RESIDENT: '0' }], ['pooled', {}]] as const) {
+      const marker = `${how === 'pooled' ? 4321 : 1234}.5`;
+      writeFileSync(join(at.dir, 'ws', 'spawn.ts'), `const cp = await import('node:child_process'); cp.spawn('sleep', ['${marker}'], { detached: true, stdio: 'ignore' }).unref(); await new Promise((r) => setTimeout(r, 200)); return 1`);
+      const result = ptc(at, ['run', 'spawn.ts'], { env });
+      assert.is(result.stdout, '1\n', `${how}: ${result.stderr}`);
+      assert.equal(processesNaming(marker), [], `${how}: the program's sleep is gone when ptc run has exited`);
+    }
+    assert.is(status(at).pools[0]!.runs, 1);
+  } finally {
+    stop(at);
+  }
+});
+
+test('a client in another mount namespace, or with lower resource limits, is not served by the pool', () => {
+  const at = place();
+  try {
+    start(at);
+    const other = (argv: string[]) => spawnSync(argv[0]!, argv.slice(1), { cwd: join(at.dir, 'ws'), input: 'return 9', encoding: 'utf8', env: at.env });
+    const namespaced = other(isRoot ? ['unshare', '--mount', at.bin, 'run', '-'] : ['unshare', '--user', '--map-root-user', '--mount', at.bin, 'run', '-']);
+    assert.is(namespaced.stdout, '9\n', namespaced.stderr);
+    const limited = other(['sh', '-c', `ulimit -n 512 && exec '${at.bin}' run -`]);
+    assert.is(limited.stdout, '9\n', limited.stderr);
+    assert.is(status(at).pools[0]!.runs, 0, 'neither reached the pool');
+    assert.is(ptc(at, ['run', '-'], { input: 'return 9' }).stdout, '9\n');
+    assert.is(status(at).pools[0]!.runs, 1, 'the same environment does');
+  } finally {
+    stop(at);
+  }
 });
 
 test('PTC_RESIDENT=0 never uses a pool; without PTC_RESIDENT=1 none is started', () => {
