@@ -104,6 +104,20 @@ function residentSetting(env: NodeJS.ProcessEnv): 'start' | 'use' | 'off' {
  * declines (and says whether to start one) otherwise, before reading the program.
  */
 export async function runResident(argv: string[], version: string, env: NodeJS.ProcessEnv = process.env): Promise<ResidentOutcome> {
+  let ready: Awaited<ReturnType<typeof prepare>>;
+  try {
+    ready = await prepare(argv, version, env);
+  } catch (error) {
+    // Nothing was sent yet: whatever went wrong (an unreadable /proc, a refused stat), the
+    // ordinary path runs the program.
+    return { declined: `the pool could not be asked: ${(error as Error).message}` };
+  }
+  if ('declined' in ready) return ready;
+  return { exitCode: await runThrough(ready.session, ready.run, ready.program, ready.cwd) };
+}
+
+/** Everything before the program is sent: the command line, the pool, the handshake, the program's text. */
+async function prepare(argv: string[], version: string, env: NodeJS.ProcessEnv): Promise<{ declined: string; startIn?: string } | { session: Session; run: ResidentRun; program: { source: string; filename: string }; cwd: string }> {
   const setting = residentSetting(env);
   if (setting === 'off') return { declined: 'PTC_RESIDENT=0' };
   const run = residentRun(argv);
@@ -131,7 +145,7 @@ export async function runResident(argv: string[], version: string, env: NodeJS.P
     // The ordinary path reads it again and says why it cannot.
     return { declined: 'the program cannot be read' };
   }
-  return { exitCode: await runThrough(session, run, program, cwd) };
+  return { session, run, program, cwd };
 }
 
 export interface Session {

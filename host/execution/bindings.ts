@@ -1,9 +1,10 @@
 // Host bindings: the agent's tools. A nested object of functions becomes a namespace, so
 // `{ github: { listIssues } }` is called as `github.listIssues(...)` in the program. Arguments and
 // results are lossless JSON checked here, on the host; a result may carry images made by `image()`.
-import { inspect, types } from 'node:util';
+import { types } from 'node:util';
 import { encodeJson, LossyValueError, isPlainObject } from '../../wire/json.ts';
 import { decodeJsonAsync } from '../../wire/decode.ts';
+import { describeThrown } from '../../wire/thrown.ts';
 import type { ImageDescriptor, ImagePlacement, InvokeResult } from '../../wire/messages.ts';
 import { show } from '../../wire/show.ts';
 
@@ -159,18 +160,6 @@ function pathOf(visit: Visit): Array<string | number> {
  * with a throwing getter); a value the reply cannot carry must not leave the call unanswered.
  */
 export function bindingFailure(thrown: unknown): Error {
-  let message: string;
-  let code: unknown;
-  try {
-    if (typeof thrown === 'object' && thrown !== null && (types.isNativeError(thrown) || typeof (thrown as { message?: unknown }).message === 'string')) {
-      message = String((thrown as { message?: unknown }).message);
-      code = (thrown as { code?: unknown }).code;
-    } else {
-      message = typeof thrown === 'string' ? thrown : inspect(thrown, { depth: 4, breakLength: Infinity, maxStringLength: 10_000 });
-    }
-  } catch {
-    message = 'the binding threw a value that cannot be described';
-    code = undefined;
-  }
-  return Object.assign(new Error(message), typeof code === 'string' ? { code } : {});
+  const { message, code } = describeThrown(thrown);
+  return Object.assign(new Error(message), code !== undefined ? { code } : {});
 }
