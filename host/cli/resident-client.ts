@@ -36,6 +36,8 @@ export interface ResidentRun {
   json: boolean;
   discardCompletion: boolean;
   cwd: string | undefined;
+  /** The --bindings module: loaded here, in this process, whose functions the pool calls back. */
+  bindings?: string;
   /** The configuration the ordinary path would build from these flags (options.ts applyFlags). */
   config: Record<string, unknown>;
 }
@@ -76,6 +78,7 @@ export function residentRun(argv: string[]): ResidentRun | undefined {
       value = next;
     }
     if (flag === 'cwd') run.cwd = value;
+    else if (flag === 'bindings') run.bindings = value;
     else if (flag === 'mode') {
       if (!(EXECUTION_MODES as readonly string[]).includes(value)) return undefined;
       run.config.executionMode = value;
@@ -113,11 +116,11 @@ export async function runResident(argv: string[], version: string, env: NodeJS.P
     return { declined: `the pool could not be asked: ${(error as Error).message}` };
   }
   if ('declined' in ready) return ready;
-  return { exitCode: await runThrough(ready.session, ready.run, ready.program, ready.cwd) };
+  return { exitCode: await runThrough(ready.session, ready.run, ready.program, ready.cwd, ready.relayed) };
 }
 
 /** Everything before the program is sent: the command line, the pool, the handshake, the program's text. */
-async function prepare(argv: string[], version: string, env: NodeJS.ProcessEnv): Promise<{ declined: string; startIn?: string } | { session: Session; run: ResidentRun; program: { source: string; filename: string }; cwd: string }> {
+async function prepare(argv: string[], version: string, env: NodeJS.ProcessEnv): Promise<{ declined: string; startIn?: string } | { session: Session; run: ResidentRun; program: { source: string; filename: string }; cwd: string; relayed: RelayedBindings | undefined }> {
   const setting = residentSetting(env);
   if (setting === 'off') return { declined: 'PTC_RESIDENT=0' };
   const run = residentRun(argv);
@@ -137,6 +140,15 @@ async function prepare(argv: string[], version: string, env: NodeJS.ProcessEnv):
     return { declined: 'the pool at this name serves another executable or environment', ...(startIn ? { startIn } : {}) };
   }
   bootMark('ptc:resident-open');
+  let relayed: RelayedBindings | undefined;
+  if (run.bindings !== undefined) {
+    const loaded = await relayable(run.bindings);
+    if ('declined' in loaded) {
+      session.socket.destroy();
+      return loaded;
+    }
+    relayed = loaded;
+  }
   let program: { source: string; filename: string };
   try {
     program = await readProgram(run.file);
@@ -145,7 +157,7 @@ async function prepare(argv: string[], version: string, env: NodeJS.ProcessEnv):
     // The ordinary path reads it again and says why it cannot.
     return { declined: 'the program cannot be read' };
   }
-  return { session, run, program, cwd };
+  return { session, run, program, cwd, relayed };
 }
 
 export interface Session {
@@ -195,7 +207,7 @@ export function request(session: Session, message: Record<string, unknown>): voi
   send(session.socket, { ...message, proof: proof(session.token, 'client', session.daemonNonce) });
 }
 
-async function runThrough(session: Session, run: ResidentRun, program: { source: string; filename: string }, cwd: string): Promise<number> {
+async function runThrough(session: Session, run: ResidentRun, program: { source: string; filename: string }, cwd: string, relayed: RelayedBindings | undefined): Promise<number> {
   const { socket, lines } = session;
   request(session, {
     type: 'run',
@@ -208,6 +220,7 @@ async function runThrough(session: Session, run: ResidentRun, program: { source:
     discardCompletion: run.discardCompletion,
     tty: { stdout: process.stdout.isTTY === true, stderr: process.stderr.isTTY === true },
     colors: colorEnabled(process.stdout),
+    ...(relayed !== undefined ? { bindings: relayed.shape } : {}),
   });
   // As the ordinary path: the first SIGINT or SIGTERM asks for the run to end, and its failure
   // is printed; a second one ends ptc at once (and the pool ends the run when the socket closes).
@@ -222,7 +235,9 @@ async function runThrough(session: Session, run: ResidentRun, program: { source:
         return 1;
       }
       bootMark('ptc:resident-message');
-      if (message.type === 'stdout') process.stdout.write(String(message.text));
+      if (message.type === 'call') {
+        if (relayed !== undefined) void answer(socket, relayed, message);
+      } else if (message.type === 'stdout') process.stdout.write(String(message.text));
       else if (message.type === 'stderr') process.stderr.write(String(message.text));
       else if (message.type === 'exit') return typeof message.code === 'number' ? message.code : 1;
     }
@@ -231,6 +246,73 @@ async function runThrough(session: Session, run: ResidentRun, program: { source:
     process.off('SIGTERM', interrupt);
     socket.end();
   }
+}
+
+/** A --bindings module's functions, and its shape for the pool: a function is 'f', a namespace an object of the same. */
+interface RelayedBindings {
+  shape: Record<string, unknown>;
+  functions: Map<string, (...args: unknown[]) => unknown>;
+}
+
+/**
+ * Loads the --bindings module as the ordinary path does; declines (the ordinary path then runs,
+ * with the module already loaded) when it cannot be loaded, or holds what the relay cannot carry
+ * the same way: a value that is neither a function nor a plain object of them, or a function that
+ * binding() marked (its approval, revert and reconcile live in this process).
+ */
+async function relayable(path: string): Promise<RelayedBindings | { declined: string }> {
+  const { loadBindings } = await import('./options.ts');
+  let bindings: Record<string, unknown>;
+  try {
+    bindings = await loadBindings(path) as Record<string, unknown>;
+  } catch {
+    return { declined: 'the --bindings module cannot be loaded' };
+  }
+  const functions = new Map<string, (...args: unknown[]) => unknown>();
+  const walk = (node: Record<string, unknown>, prefix: string): Record<string, unknown> | undefined => {
+    const shape: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(node)) {
+      const name = prefix === '' ? key : `${prefix}.${key}`;
+      if (typeof value === 'function') {
+        if (Object.getOwnPropertySymbols(value).length > 0) return undefined;
+        functions.set(name, value as (...args: unknown[]) => unknown);
+        shape[key] = 'f';
+        continue;
+      }
+      const proto = typeof value === 'object' && value !== null ? Object.getPrototypeOf(value) : undefined;
+      if (proto !== null && proto !== Object.prototype) return undefined;
+      const inner = walk(value as Record<string, unknown>, name);
+      if (inner === undefined) return undefined;
+      shape[key] = inner;
+    }
+    return shape;
+  };
+  const shape = walk(bindings, '');
+  return shape === undefined ? { declined: 'the --bindings module holds what the pool cannot call the same way' } : { shape, functions };
+}
+
+/** Calls one binding for the pool and sends what it returned or threw, as the dispatch would encode it. */
+async function answer(socket: Socket, relayed: RelayedBindings, message: Record<string, unknown>): Promise<void> {
+  const [{ decodeJson }, { encodeJson, LossyValueError }, { describeThrown }, { types }] = await Promise.all([
+    import('../../wire/decode.ts'), import('../../wire/json.ts'), import('../../wire/thrown.ts'), import('node:util'),
+  ]);
+  const id = message.id;
+  const fn = relayed.functions.get(String(message.name));
+  let value: unknown;
+  try {
+    if (fn === undefined) throw new Error(`no binding ${String(message.name)}`);
+    value = await fn(...(decodeJson(String(message.args)) as unknown[]));
+  } catch (thrown) {
+    return send(socket, { type: 'throw', id, ...describeThrown(thrown) });
+  }
+  if (value === undefined) return send(socket, { type: 'return', id });
+  let text: string;
+  try {
+    text = encodeJson(value, 'result', { isProxy: types.isProxy });
+  } catch (error) {
+    return send(socket, error instanceof LossyValueError ? { type: 'lossy', id, message: error.message } : { type: 'throw', id, ...describeThrown(error) });
+  }
+  send(socket, { type: 'return', id, value: text });
 }
 
 function isDirectory(path: string): boolean {

@@ -6,7 +6,9 @@
 // taken from it, or when its executable is replaced.
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { lstatSync, unlinkSync, type Stats } from 'node:fs';
-import { createRuntime, type Runtime, type RuntimeConfig } from '../index.ts';
+import { createRuntime, type Bindings, type Runtime, type RuntimeConfig } from '../index.ts';
+import { decodeJson } from '../../wire/decode.ts';
+import { encodeJson } from '../../wire/json.ts';
 import { holdWarmPool } from '../prestart.ts';
 import { DEFAULT_IDLE_MS, ensureToken, nonce, proof, proofMatches, residentIdentity, residentPlace, type ResidentPlace } from '../resident.ts';
 import { HumanPrinter, resultJson } from './print.ts';
@@ -147,17 +149,19 @@ export async function serveResident(version: string, bootCwd: string, idleMs: nu
       return 2;
     }
     try {
-      return await runIn(runtime, message, config, stdout, stderr, lines);
+      return await runIn(runtime, message, config, stdout, stderr, socket, lines);
     } finally {
       await runtime.dispose();
     }
   }
 
-  async function runIn(runtime: Runtime, message: Record<string, unknown>, config: Record<string, unknown>, stdout: Output, stderr: Output, lines: LineReader): Promise<number> {
+  async function runIn(runtime: Runtime, message: Record<string, unknown>, config: Record<string, unknown>, stdout: Output, stderr: Output, socket: Socket, lines: LineReader): Promise<number> {
     const cwd = String(message.cwd);
+    const relay = relayTo(socket, message.bindings);
     let spec;
     try {
       spec = runtime.resolve({
+        ...(relay.bindings !== undefined ? { bindings: relay.bindings } : {}),
         program: String(message.program),
         cwd,
         filename: String(message.filename),
@@ -170,11 +174,17 @@ export async function serveResident(version: string, bootCwd: string, idleMs: nu
     }
     keepWarm(config, cwd);
     const controller = new AbortController();
-    // The client's Ctrl-C, and a client gone (killed, or its terminal closed), end the run.
+    // The client's Ctrl-C, and a client gone (killed, or its terminal closed), end the run; the
+    // client's answers to binding calls settle them.
     void (async () => {
       for (;;) {
         const next = await lines.next();
-        if (next === undefined || next.type === 'interrupt') return controller.abort(new Error('interrupted'));
+        if (next === undefined) {
+          relay.close();
+          return controller.abort(new Error('interrupted'));
+        }
+        if (next.type === 'interrupt') controller.abort(new Error('interrupted'));
+        else relay.settle(next);
       }
     })();
     const printer = new HumanPrinter(stdout, stderr, message.colors === true);
@@ -193,6 +203,40 @@ export async function serveResident(version: string, bootCwd: string, idleMs: nu
   // configuration (what a plain `ptc run` there asks for).
   keepWarm({ prestartCarrier: false }, bootCwd);
   await new Promise<void>((resolve) => server.once('close', () => resolve()));
+}
+
+/**
+ * The bindings of a run whose `ptc run` loaded a --bindings module: each calls the client, which
+ * runs the function and answers with its value or what it threw (host/cli/resident-client.ts
+ * answer()), so the program reads what the ordinary path would give it.
+ */
+function relayTo(socket: Socket, shape: unknown): { bindings?: Bindings; settle(message: Record<string, unknown>): void; close(): void } {
+  const pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void; name: string }>();
+  let nextId = 0;
+  const call = (name: string) => (...args: unknown[]): Promise<unknown> => new Promise((resolve, reject) => {
+    const id = ++nextId;
+    pending.set(id, { resolve, reject, name });
+    send(socket, { type: 'call', id, name, args: encodeJson(args, 'args') });
+  });
+  const build = (node: Record<string, unknown>, prefix: string): Bindings => Object.fromEntries(Object.entries(node).map(([key, value]) => {
+    const name = prefix === '' ? key : `${prefix}.${key}`;
+    return [key, value === 'f' ? call(name) : build(value as Record<string, unknown>, name)];
+  })) as Bindings;
+  return {
+    ...(typeof shape === 'object' && shape !== null ? { bindings: build(shape as Record<string, unknown>, '') } : {}),
+    settle(message) {
+      const waiting = pending.get(Number(message.id));
+      if (waiting === undefined) return;
+      pending.delete(Number(message.id));
+      if (message.type === 'return') waiting.resolve(typeof message.value === 'string' ? decodeJson(message.value) : undefined);
+      else if (message.type === 'lossy') waiting.reject(Object.assign(new TypeError(`binding ${waiting.name} returned a value that is not lossless JSON: ${String(message.message)}`), { code: 'PTC_INVALID_RESULT' }));
+      else waiting.reject(Object.assign(new Error(String(message.message)), typeof message.code === 'string' ? { code: message.code } : {}));
+    },
+    close() {
+      for (const waiting of pending.values()) waiting.reject(new Error('the ptc run process that holds the bindings went away'));
+      pending.clear();
+    },
+  };
 }
 
 /** Listens at the place's socket; undefined when a live pool already does. A socket nobody listens on is stale: it is replaced. */

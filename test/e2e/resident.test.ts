@@ -118,6 +118,51 @@ test('a run through the pool prints what the ordinary path prints, byte for byte
   }
 });
 
+const TOOLS = `
+export const add = (a, b) => a + b;
+export const ns = { big: () => 12345678901234567890n, negativeZero: () => -0, deep: { echo: (x) => x } };
+export function fail() { throw Object.assign(new RangeError('nope'), { code: 'E_NOPE' }); }
+export function throwsString() { throw 'plain words'; }
+export function throwsObject() { throw { reason: 1 }; }
+export const lossy = () => new Map([[1, 2]]);
+export const nothing = () => undefined;
+export const later = async (ms) => { await new Promise((r) => setTimeout(r, ms)); return ms; };
+`;
+const USES_TOOLS = `
+inspect(await add(2, 3), await ns.big(), Object.is(await ns.negativeZero(), -0), await ns.deep.echo({ a: [1, 2n, "x"], b: null }));
+for (const name of ['fail', 'throwsString', 'throwsObject', 'lossy']) {
+  try { await globalThis[name](); } catch (error) { inspect(name, error.name, error.message, error.code); }
+}
+inspect(await nothing(), await Promise.all([later(30), later(10), add(1, 1)]));
+return 'done';
+`;
+
+test('a run with --bindings is served too: the pool calls back into ptc run, and the program reads what it reads in-process', () => {
+  const at = place();
+  try {
+    writeFileSync(join(at.dir, 'ws', 'tools.mjs'), TOOLS);
+    writeFileSync(join(at.dir, 'ws', 'uses.ts'), USES_TOOLS);
+    writeFileSync(join(at.dir, 'ws', 'marked.mjs'), `export const f = () => 1; f[Symbol.for('mark')] = true;`);
+    const triage = ['run', join(repoRoot, 'examples', 'triage.ts'), '--bindings', join(repoRoot, 'examples', 'tools.mjs')];
+    const cases = [['run', 'uses.ts', '--bindings', 'tools.mjs'], ['run', 'uses.ts', '--bindings', 'tools.mjs', '--json'], triage, ['run', '-', '--bindings', 'marked.mjs'], ['run', '-', '--bindings', 'missing.mjs']];
+    const input = 'return await f()';
+    const ordinary = cases.map((args) => ptc(at, args, { input, env: { PTC_RESIDENT: '0' } }));
+    start(at);
+    cases.forEach((args, index) => {
+      const pooled = ptc(at, args, { input });
+      assert.is(pooled.code, ordinary[index]!.code, `${args.join(' ')}: ${pooled.stderr}`);
+      assert.is(unwarmed(pooled.stdout), unwarmed(ordinary[index]!.stdout), args.join(' '));
+      assert.is(pooled.stderr, ordinary[index]!.stderr, args.join(' '));
+    });
+    assert.match(ordinary[0]!.stdout, /E_NOPE/);
+    assert.match(ordinary[2]!.stdout, /unlabeled issues/);
+    // The first three went through the pool; a binding() mark or a module that fails runs in-process.
+    assert.is(status(at).pools[0]!.runs, 3);
+  } finally {
+    stop(at);
+  }
+});
+
 test('each run gets a fresh carrier in every mode: nothing one program leaves reaches the next', () => {
   const at = place();
   try {
