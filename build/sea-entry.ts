@@ -30,6 +30,11 @@ if (process.env[CARRIER_SELECTOR] === '1') {
 }
 
 async function cli(argv: string[]): Promise<void> {
+  // `ptc --version` alone prints what the parser would print for it, without loading the parser.
+  if (argv.length === 1 && argv[0] === '--version') {
+    process.stdout.write(`ptc ${PTC_BUILD.version}\n`);
+    return;
+  }
   // `ptc run` first asks this user's resident pool (when one serves this environment), whose
   // carrier is already booted; otherwise it runs here, its carrier booting beside the CLI's modules.
   let startIn: string | undefined;

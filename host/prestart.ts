@@ -29,3 +29,8 @@ export async function holdWarmPool(config: Record<string, unknown>, cwd: string)
   if (confinement === undefined || !('recipe' in confinement)) return undefined;
   return holdPool(confinement.recipe, resolved.pool, resolved.graceMs);
 }
+
+/** pauseBoots() of the warm pools (host/worker/pool.ts), loaded: the resident pool holds every boot while a run's client waits for its exit code. */
+export async function bootPauser(): Promise<() => () => void> {
+  return (await import('./worker/pool.ts')).pauseBoots;
+}

@@ -9,7 +9,7 @@ import { lstatSync, unlinkSync, type Stats } from 'node:fs';
 import { createRuntime, type Bindings, type Runtime, type RuntimeConfig } from '../index.ts';
 import { decodeJson } from '../../wire/decode.ts';
 import { encodeJson } from '../../wire/json.ts';
-import { holdWarmPool } from '../prestart.ts';
+import { bootPauser, holdWarmPool } from '../prestart.ts';
 import { DEFAULT_IDLE_MS, ensureToken, nonce, proof, proofMatches, residentIdentity, residentPlace, type ResidentPlace } from '../resident.ts';
 import { HumanPrinter, resultJson } from './print.ts';
 import { messageOf } from './options.ts';
@@ -48,6 +48,7 @@ export async function serveResident(version: string, bootCwd: string, idleMs: nu
   const server = await listen(place);
   if (server === undefined) return; // another pool serves this identity
   const socketStats = lstatSync(place.socket);
+  const pauseBoots = await bootPauser();
   const warm: Warm[] = [];
   const connections = new Set<Socket>();
   let runs = 0;
@@ -148,14 +149,18 @@ export async function serveResident(version: string, bootCwd: string, idleMs: nu
       stderr.write(`ptc: ${messageOf(error).replace(/\s*\n\s*/g, ' ')}\n`);
       return 2;
     }
+    let resume: (() => void) | undefined;
     try {
-      return await runIn(runtime, message, config, stdout, stderr, socket, lines);
+      return await runIn(runtime, message, config, stdout, stderr, socket, lines, () => (resume = pauseBoots()));
     } finally {
+      // The refill this run's end scheduled would hold the event loop while the carrier is ended;
+      // it boots once the client has been told.
       await runtime.dispose();
+      setImmediate(() => resume?.());
     }
   }
 
-  async function runIn(runtime: Runtime, message: Record<string, unknown>, config: Record<string, unknown>, stdout: Output, stderr: Output, socket: Socket, lines: LineReader): Promise<number> {
+  async function runIn(runtime: Runtime, message: Record<string, unknown>, config: Record<string, unknown>, stdout: Output, stderr: Output, socket: Socket, lines: LineReader, ended: () => void): Promise<number> {
     const cwd = String(message.cwd);
     const relay = relayTo(socket, message.bindings);
     let spec;
@@ -192,6 +197,7 @@ export async function serveResident(version: string, bootCwd: string, idleMs: nu
       signal: controller.signal,
       ...(message.json === true ? {} : { onOutput: printer.entry }),
     });
+    ended();
     if (message.json === true) stdout.write(`${resultJson(result)}\n`);
     else printer.outcome(result);
     return result.status === 'ok' ? 0 : 1;

@@ -38,6 +38,8 @@ const LOW_WATER = 1;
 let running = 0;
 /** Pools whose next spawn waits for the runs in flight to end. */
 const deferred = new Set<Pool>();
+/** Holds on every pool's boots (see pauseBoots()). */
+let paused = 0;
 
 /**
  * Whether a pool starts carriers, as one state; enter() makes its moves:
@@ -135,12 +137,27 @@ function step(pool: Pool): void {
   prune(pool);
   const wanted = target(pool);
   while (pool.idle.length > wanted) void pool.idle.shift()!.terminate(0);
-  if (pool.idle.length < wanted && pool.booting < BOOTS_AT_ONCE && pool.lifecycle.state !== 'failing' && !defer(pool)) {
+  if (pool.idle.length < wanted && pool.booting < BOOTS_AT_ONCE && pool.lifecycle.state !== 'failing' && paused === 0 && !defer(pool)) {
     pool.idle.push(boot(pool));
     if (pool.idle.length < wanted) schedule(pool);
   }
   if (pool.takes.length > 0) armShrink(pool);
   settleWaiters(pool);
+}
+
+/**
+ * Holds every pool's next boot until the returned function is called: a spawn holds this
+ * process's event loop for milliseconds, which the resident pool (host/cli/resident-daemon.ts)
+ * keeps out of the window between a run's result and its client hearing the exit code.
+ */
+export function pauseBoots(): () => void {
+  paused++;
+  let resumed = false;
+  return () => {
+    if (resumed) return;
+    resumed = true;
+    if (--paused === 0) for (const pool of pools.values()) schedule(pool);
+  };
 }
 
 /** Whether the pool's next spawn waits for the runs in flight to end: it does while the pool holds more than LOW_WATER booted carriers. */

@@ -475,6 +475,21 @@ test('a client in another mount namespace, or with lower resource limits, is not
   }
 });
 
+test('a pooled ptc run loads neither node:crypto nor child_process: it starts like one Node process', () => {
+  const at = place();
+  at.env.NODE_OPTIONS = `--require ${join(repoRoot, 'test', 'fixtures', 'start', 'loaded-builtins.cjs')}`;
+  try {
+    start(at);
+    const result = ptc(at, ['run', '-', '--json'], { input: 'return 1' });
+    assert.is(JSON.parse(result.stdout).value, 1, result.stderr);
+    assert.is(status(at).pools[0]!.runs, 1, 'the pool ran it');
+    const builtins = JSON.parse(result.stderr.split('\n').find((line) => line.startsWith('@builtins '))!.slice('@builtins '.length)) as string[];
+    assert.equal(builtins.filter((builtin) => ['crypto', 'child_process', 'http', 'assert', 'perf_hooks'].includes(builtin)), [], builtins.join(' '));
+  } finally {
+    stop(at);
+  }
+});
+
 test('PTC_RESIDENT=0 never uses a pool; without PTC_RESIDENT=1 none is started', () => {
   const at = place();
   try {
