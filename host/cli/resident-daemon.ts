@@ -4,7 +4,7 @@
 // printer — only its process is already started. Who may connect and which pool serves whom:
 // host/resident.ts. It exits when no client has connected for its idle time, when its socket is
 // taken from it, or when its executable is replaced.
-import { createServer, connect, type Server, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import { lstatSync, unlinkSync, type Stats } from 'node:fs';
 import { createRuntime, type Bindings, type Runtime, type RuntimeConfig } from '../index.ts';
 import { decodeJson } from '../../wire/decode.ts';
@@ -14,6 +14,7 @@ import { DEFAULT_IDLE_MS, ensureToken, nonce, proof, proofMatches, residentIdent
 import { HumanPrinter, resultJson } from './print.ts';
 import { messageOf } from './options.ts';
 import { LineReader, send } from './resident-lines.ts';
+import { open } from './resident-client.ts';
 
 /** Directories (per configuration) whose carriers the pool keeps booted; the least recently used past this are let go. */
 const MAX_WARM_DIRECTORIES = 4;
@@ -258,9 +259,11 @@ async function listen(place: ResidentPlace): Promise<Server | undefined> {
     }).finally(() => process.umask(umask));
     if (error === undefined) return server;
     if (error.code !== 'EADDRINUSE') throw error;
-    if (await answers(place.socket)) return undefined;
-    // Only a socket of ours is removed: the directory is private, so anything else there is a
-    // leftover of this user's, and lstat (not stat) never follows a link out of it.
+    if (await servesIdentity(place)) return undefined;
+    // A socket nobody listens on (a pool that was killed), a listener that cannot prove it holds
+    // the token, or a pool of another identity at this name: replaced. (A pool that finds its
+    // socket replaced exits.) Only a socket is removed: the directory is private, so anything
+    // there is this user's, and lstat (not stat) never follows a link out of it.
     try {
       if (lstatSync(place.socket).isSocket()) unlinkSync(place.socket);
       else throw new Error(`ptc resident: ${place.socket} exists and is not a socket`);
@@ -271,16 +274,12 @@ async function listen(place: ResidentPlace): Promise<Server | undefined> {
   return undefined;
 }
 
-/** Whether something listens at `path`. */
-function answers(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect(path);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
+/** Whether a pool that proves it holds the token, and serves this identity, listens at the place's socket. */
+async function servesIdentity(place: ResidentPlace): Promise<boolean> {
+  const session = await open(place.directory, place.socket);
+  if ('declined' in session) return false;
+  session.socket.destroy();
+  return session.identity === place.identity;
 }
 
 /** Whether the socket file at `path` is still the one this pool made. */

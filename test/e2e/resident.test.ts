@@ -389,11 +389,51 @@ test('a changed executable is not served by the old pool: that one exits, and a 
     assert.is(ptc(at, ['run', '-'], { input: 'return 2' }).stdout, '2\n');
     assert.is(status(at).pools.find((pool) => pool.pid === old)?.runs ?? 1, 1, 'the old pool got no run');
     await until('the old pool noticed its executable changed and exited', () => !alive(old));
-    const fresh = start(at);
+    // On demand: the run goes in-process and starts a pool for the new executable.
+    assert.is(ptc(at, ['run', '-'], { input: 'return 2', env: { PTC_RESIDENT: '1' } }).stdout, '2\n');
+    await until('a fresh pool serves the new executable', () => status(at).pools.some((pool) => pool.thisEnvironment));
+    const fresh = status(at).pools.find((pool) => pool.thisEnvironment)!.pid;
     assert.is.not(fresh, old);
     assert.is(ptc(at, ['run', '-'], { input: 'return 3' }).stdout, '3\n');
     assert.is(status(at).pools.find((pool) => pool.pid === fresh)!.runs, 1);
   } finally {
+    stop(at);
+  }
+});
+
+test('a pool of another identity at this pool\'s name is not used, and PTC_RESIDENT=1 replaces it with a fresh one', async () => {
+  const at = place();
+  start(at);
+  const { socket, directory } = status(at);
+  stop(at);
+  // A listener that holds the token and proves it, but is a pool of something else (another
+  // version, another environment) under a colliding name.
+  const script = `
+    const { createHmac } = require('node:crypto');
+    const token = require('node:fs').readFileSync(${JSON.stringify(join(directory!, 'token'))});
+    const server = require('node:net').createServer((connection) => {
+      connection.setEncoding('utf8');
+      connection.on('data', (chunk) => {
+        process.stdout.write(JSON.stringify(chunk) + '\\n');
+        const hello = JSON.parse(chunk.split('\\n')[0]);
+        if (hello.type === 'hello') connection.write(JSON.stringify({ type: 'hello', proof: createHmac('sha256', token).update('daemon\\0' + hello.nonce).digest('hex'), nonce: 'n', pid: 1, identity: '{"ptc":"0.0.0-other"}' }) + '\\n');
+      });
+    });
+    server.listen(${JSON.stringify(socket)}, () => process.stdout.write('"listening"\\n'));
+    process.stdin.on('end', () => process.exit(0)).resume();`;
+  const fake = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let output = '';
+  fake.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  try {
+    await until('the other pool listens', () => output.includes('"listening"'), 10_000);
+    const first = ptc(at, ['run', '-'], { input: 'return "the-secret-program"', env: { PTC_RESIDENT: '1' } });
+    assert.is(first.stdout, "'the-secret-program'\n", first.stderr);
+    await until('a fresh pool took the name', () => status(at).pools.some((pool) => pool.thisEnvironment));
+    assert.is(ptc(at, ['run', '-'], { input: 'return 4' }).stdout, '4\n');
+    assert.is(status(at).pools.find((pool) => pool.thisEnvironment)!.runs, 1);
+    assert.not.match(output, /secret/, 'the other pool never got the program');
+  } finally {
+    fake.stdin!.end();
     stop(at);
   }
 });
