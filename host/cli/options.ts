@@ -10,6 +10,7 @@ import { importFile } from './import-file.ts';
 
 import { UsageError } from './usage-error.ts';
 import { applyImportFlags, importOptions } from './import-flags.ts';
+import { LIMIT_FLAGS } from './limit-flags.ts';
 
 // Loaded by the flags that read files: `ptc --version` and `--help` need none of it.
 const files = () => import('node:fs/promises');
@@ -21,19 +22,7 @@ export function messageOf(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).replace(/^ptc (?=[a-z])/, '');
 }
 
-/** Flags that override numeric config fields; each is read by numberFlag(). */
-export const LIMIT_FLAGS = {
-  'timeout-ms': 'timeoutMs',
-  'max-timeout-ms': 'maxTimeoutMs',
-  'max-output-bytes': 'maxOutputBytes',
-  'max-old-generation-size-mb': 'maxOldGenerationSizeMb',
-  'cpu-time-ms': 'cpuTimeMs',
-  'max-memory-mb': 'maxMemoryMb',
-  'max-disk-mb': 'maxDiskMb',
-  'max-message-bytes': 'maxMessageBytes',
-  'max-pending-calls': 'maxPendingCalls',
-  'grace-ms': 'graceMs',
-} as const;
+export { LIMIT_FLAGS };
 
 export interface RunArgs {
   file?: string;

@@ -11,21 +11,10 @@ import { EXECUTION_MODES } from '../modes.ts';
 import { colorEnabled } from './color.ts';
 import { bootMark } from '../../wire/boot-mark.ts';
 import { LineReader, send } from './resident-lines.ts';
+import { LIMIT_FLAGS } from './limit-flags.ts';
 
 /** The `ptc run` flags the fast path takes: a boolean, or the config field a valued flag sets. */
 const BOOLEAN_FLAGS = new Set(['json', 'discard-completion']);
-const LIMIT_FIELDS: Record<string, string> = {
-  'timeout-ms': 'timeoutMs',
-  'max-timeout-ms': 'maxTimeoutMs',
-  'max-output-bytes': 'maxOutputBytes',
-  'max-old-generation-size-mb': 'maxOldGenerationSizeMb',
-  'cpu-time-ms': 'cpuTimeMs',
-  'max-memory-mb': 'maxMemoryMb',
-  'max-disk-mb': 'maxDiskMb',
-  'max-message-bytes': 'maxMessageBytes',
-  'max-pending-calls': 'maxPendingCalls',
-  'grace-ms': 'graceMs',
-};
 
 /** How long a pool may take to answer a hello before the ordinary path runs the program instead. */
 const HANDSHAKE_MS = 2_000;
@@ -82,10 +71,10 @@ export function residentRun(argv: string[]): ResidentRun | undefined {
     else if (flag === 'mode') {
       if (!(EXECUTION_MODES as readonly string[]).includes(value)) return undefined;
       run.config.executionMode = value;
-    } else if (LIMIT_FIELDS[flag] !== undefined) {
+    } else if (Object.hasOwn(LIMIT_FLAGS, flag)) {
       const number = value.trim() === '' ? Number.NaN : Number(value);
       if (!Number.isFinite(number)) return undefined;
-      run.config[LIMIT_FIELDS[flag]!] = number;
+      run.config[LIMIT_FLAGS[flag as keyof typeof LIMIT_FLAGS]] = number;
     } else return undefined;
   }
   return run;
