@@ -19,11 +19,13 @@
 import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { execFileSync } from 'node:child_process';
 import * as esbuild from 'esbuild';
 import { BuildError } from './errors.ts';
 import { makeExecutable } from './inject.ts';
 import { nodeVersionOf, pinnedNodeVersion, requirePinnedNode, type PackageJson } from './node-pin.ts';
 import { makeSeaBlob, readSeaConfig } from './sea-blob.ts';
+import { PART_WRAPPER } from './part-loader.ts';
 
 export { BuildError };
 
@@ -84,6 +86,33 @@ function pinnedNode(pkg: PackageJson, explicit?: string): { path: string; versio
   return { path, version };
 }
 
+/** The parts of the single executable (build/parts/), each an asset `<name>.cjs` with its code cache `<name>.cache`. */
+export const PARTS = ['host', 'carrier'] as const;
+
+/**
+ * Wraps each part as build/part-loader.ts compiles it, and makes its V8 code cache with the pinned
+ * Node that the executable embeds. V8 accepts a cache only from the
+ * same version and flags, on the platform that made it: cross-built executables go without.
+ */
+function makePartCaches(node: string): void {
+  const script = `
+    const { readFileSync, writeFileSync } = require('node:fs');
+    const vm = require('node:vm');
+    const [open, close, ...files] = JSON.parse(process.argv[1]);
+    for (const file of files) {
+      const source = open + readFileSync(file, 'utf8') + close;
+      writeFileSync(file, source);
+      const compiled = new vm.Script(source, { filename: 'ptc:' + require('node:path').basename(file) });
+      writeFileSync(file.replace(/\\.cjs$/, '.cache'), compiled.createCachedData());
+    }`;
+  const files = PARTS.map((name) => join(DIST, 'parts', `${name}.cjs`));
+  try {
+    execFileSync(node, ['-e', script, JSON.stringify([...PART_WRAPPER, ...files])], { stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    throw new BuildError(`making the parts' code caches failed: ${String((err as { stderr?: Buffer }).stderr ?? (err as Error).message)}`, { cause: err });
+  }
+}
+
 async function bundle(options: esbuild.BuildOptions): Promise<void> {
   try {
     // nodePaths lets a throwaway --entry outside the tree resolve the project's packages.
@@ -132,18 +161,17 @@ export async function build(opts: { node?: string; entry?: string; bootstrapEntr
   const binary = join(DIST, 'ptc');
 
   mkdirSync(DIST, { recursive: true });
-  for (const f of [cjs, bootstrap, blob, binary]) rmSync(f, { force: true });
+  for (const f of [cjs, bootstrap, blob, binary, join(DIST, 'parts')]) rmSync(f, { force: true, recursive: true });
 
   // Constant visible to bundled code: `typeof PTC_BUILD !== 'undefined'` is true only in
   // dist/ builds (declare it as `declare const PTC_BUILD: {version: string; node: string}`).
   const buildInfo = JSON.stringify({ version: pkg.version, node: node.version });
 
-  // 1. The SEA main script. Bundled ESM-only packages (yargs) read import.meta.url at
-  //    top level; esbuild leaves import.meta empty in cjs output, so point it (and
-  //    dirname/filename) at the file that runs: in the SEA, __filename is the executable.
-  await bundle({
-    entryPoints: [entry],
-    outfile: cjs,
+  // 1. The SEA main script, and the parts it loads (build/parts/, build/part-loader.ts). Bundled
+  //    ESM-only packages (yargs) read import.meta.url at top level; esbuild leaves import.meta
+  //    empty in cjs output, so point it (and dirname/filename) at the file that runs: in the SEA,
+  //    __filename is the executable.
+  const hostOptions: esbuild.BuildOptions = {
     format: 'cjs',
     target: 'node24',
     // See build/shims/: the real string-width costs ~50 ms at every start, Node's assert (which
@@ -159,7 +187,14 @@ export async function build(opts: { node?: string; entry?: string; bootstrapEntr
       PTC_BUILD: buildInfo,
     },
     banner: { js: `const __ptc_import_meta_url = require('node:url').pathToFileURL(__filename).href;` },
-  });
+  };
+  await bundle({ ...hostOptions, entryPoints: [entry], outfile: cjs });
+  // A part runs in a vm.Script, whose import() would need a loader of its own: esbuild writes
+  // each import() of the parts as a require() instead.
+  for (const name of PARTS) {
+    await bundle({ ...hostOptions, entryPoints: [join(ROOT, 'build', 'parts', `${name}.ts`)], outfile: join(DIST, 'parts', `${name}.cjs`), supported: { 'dynamic-import': false } });
+  }
+  makePartCaches(node.path);
   lap('bundle ptc.cjs');
 
   // 2. The carrier bootstrap: plain ESM that any Node >= 20.12 can run with no install.

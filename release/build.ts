@@ -47,7 +47,9 @@ export async function release(opts: { entry?: string; bootstrapEntry?: string; l
   const result = await build({ entry: opts.entry, bootstrapEntry: opts.bootstrapEntry, quiet: false });
 
   const seaConfig = readSeaConfig(join(ROOT, 'sea-config.json'));
-  const crossBlob = makeSeaBlob(result.node, ROOT, { ...seaConfig, output: CROSS_BLOB, useCodeCache: false, useSnapshot: false });
+  // Another platform's V8 would refuse this one's code caches: the parts' caches stay out too.
+  const crossAssets = Object.fromEntries(Object.entries(seaConfig.assets ?? {}).filter(([name]) => !name.endsWith('.cache')));
+  const crossBlob = makeSeaBlob(result.node, ROOT, { ...seaConfig, assets: crossAssets, output: CROSS_BLOB, useCodeCache: false, useSnapshot: false });
 
   rmSync(OUT, { recursive: true, force: true });
   mkdirSync(OUT, { recursive: true });

@@ -250,7 +250,7 @@ interface RelayedBindings {
  * binding() marked (its approval, revert and reconcile live in this process).
  */
 async function relayable(path: string): Promise<RelayedBindings | { declined: string }> {
-  const { loadBindings } = await import('./options.ts');
+  const { loadBindings } = await import('./bindings-module.ts');
   let bindings: Record<string, unknown>;
   try {
     bindings = await loadBindings(path) as Record<string, unknown>;

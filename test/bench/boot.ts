@@ -131,8 +131,7 @@ function versionPhases({ report, spawned, closed }: Awaited<ReturnType<typeof pr
     ['exec', report.origin - spawned],
     ['Node bootstrap', report.bootstrap],
     ['bundle load', m.entry! - report.bootstrap],
-    ['CLI modules (yargs)', m.cli! - m.entry!],
-    ['parse and print', report.exit - m.cli!],
+    ['print and exit', report.exit - m.entry!],
     ['teardown (until reaped)', closed - (report.origin + report.exit)],
   ];
 }
@@ -201,8 +200,8 @@ function missNotes(rows: TargetRow[], floor: number, resident: Phases, run: Phas
   }
   if (versionRow?.pass === false) {
     notes.push(
-      `ptc --version loads no library; what is left is yargs' own cost: its modules (node:assert, which its platform shim imports, is a shim of ptc's: build/shims/assert.ts) ${times(phase(version, 'CLI modules (yargs)'), floor)}, ` +
-        `its parse and print ${times(phase(version, 'parse and print'), floor)}, on top of the bundle's load ${times(phase(version, 'bundle load'), floor)}.`,
+      `ptc --version loads no part and no parser (build/sea-entry.ts prints it): the main script's load ${times(phase(version, 'bundle load'), floor)}, ` +
+        `printing and exit ${times(phase(version, 'print and exit'), floor)}; the rest is Node's own start, which the floor pays too.`,
     );
   }
   if (coldRow?.pass === false) {
