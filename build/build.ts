@@ -20,6 +20,7 @@ import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync } f
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as esbuild from 'esbuild';
+import { ASCII_OUTPUT, writeAscii } from './ascii.ts';
 import { BuildError } from './errors.ts';
 import { makeExecutable } from './inject.ts';
 import { nodeVersionOf, pinnedNodeVersion, requirePinnedNode, type PackageJson } from './node-pin.ts';
@@ -87,13 +88,15 @@ function pinnedNode(pkg: PackageJson, explicit?: string): { path: string; versio
 async function bundle(options: esbuild.BuildOptions): Promise<void> {
   try {
     // nodePaths lets a throwaway --entry outside the tree resolve the project's packages.
-    await esbuild.build({
+    const result = await esbuild.build({
       logLevel: 'warning',
       bundle: true,
       platform: 'node',
       nodePaths: [join(ROOT, 'node_modules')],
       ...options,
+      ...ASCII_OUTPUT,
     });
+    writeAscii(result.outputFiles);
   } catch (err) {
     // esbuild has already printed the errors.
     throw new BuildError(`esbuild failed for ${rel(String((options.entryPoints as string[])[0]))}: ${(err as Error).message.split('\n')[0].replace(/:$/, '')} (see above)`);
