@@ -21,6 +21,7 @@ import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { execFileSync } from 'node:child_process';
 import * as esbuild from 'esbuild';
+import { ASCII_OUTPUT, writeAscii } from './ascii.ts';
 import { BuildError } from './errors.ts';
 import { makeExecutable } from './inject.ts';
 import { nodeVersionOf, pinnedNodeVersion, requirePinnedNode, type PackageJson } from './node-pin.ts';
@@ -116,13 +117,15 @@ function makePartCaches(node: string): void {
 async function bundle(options: esbuild.BuildOptions): Promise<void> {
   try {
     // nodePaths lets a throwaway --entry outside the tree resolve the project's packages.
-    await esbuild.build({
+    const result = await esbuild.build({
       logLevel: 'warning',
       bundle: true,
       platform: 'node',
       nodePaths: [join(ROOT, 'node_modules')],
       ...options,
+      ...ASCII_OUTPUT,
     });
+    writeAscii(result.outputFiles);
   } catch (err) {
     // esbuild has already printed the errors.
     throw new BuildError(`esbuild failed for ${rel(String((options.entryPoints as string[])[0]))}: ${(err as Error).message.split('\n')[0].replace(/:$/, '')} (see above)`);

@@ -25,6 +25,7 @@ import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as esbuild from 'esbuild';
 import { MINIMUM_NODE } from '../host/supported-node.ts';
+import { ASCII_OUTPUT, writeAscii } from './ascii.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
@@ -64,7 +65,8 @@ function rel(file: string): string {
 
 async function bundle(options: esbuild.BuildOptions): Promise<void> {
   try {
-    await esbuild.build({ logLevel: 'warning', bundle: true, platform: 'node', format: 'esm', banner: { js: REQUIRE_BANNER }, ...options });
+    const result = await esbuild.build({ logLevel: 'warning', bundle: true, platform: 'node', format: 'esm', banner: { js: REQUIRE_BANNER }, ...options, ...ASCII_OUTPUT });
+    writeAscii(result.outputFiles);
   } catch (err) {
     // esbuild has already printed the errors.
     throw new PackageError(`esbuild failed: ${(err as Error).message.split('\n')[0]} (see above)`, { cause: err });

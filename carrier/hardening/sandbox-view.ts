@@ -4,7 +4,7 @@
 // nearest mount is such a placeholder is outside every directory the sandbox shows of the host.
 import { readFileSync } from 'node:fs';
 import { networkInterfaces } from 'node:os';
-import { append, NumberCtor, regexpExec, splitLines, StringCtor, stringIncludes, stringStartsWith } from './intrinsics.ts';
+import { append, NumberCtor, ownKeys, regexpExec, splitLines, StringCtor, stringIncludes, stringStartsWith } from './intrinsics.ts';
 
 interface Mount {
   point: string;
@@ -13,8 +13,14 @@ interface Mount {
 
 /** The mounts, deepest last; undefined outside bubblewrap's fresh root (or where /proc cannot be read). */
 let mounts: Mount[] | undefined;
-/** Whether the fresh root has no network interface but loopback: read at start-up, as the program cannot change it. */
-let offline = false;
+/**
+ * Whether the fresh root has no network interface but loopback: read when an error first asks (a
+ * failed lookup or connection), not at start-up, where it cost every carrier ~0.4 ms; the program
+ * cannot change the interfaces (bubblewrap leaves it no capability), so it is read once.
+ */
+let offline: boolean | undefined;
+// Captured before any program exists: a program may replace node:os's export.
+const interfacesOf = networkInterfaces;
 
 // "<id> <parent> <dev> <root> <mount point> <options> ... - <fstype> <source> <super options>"
 const MOUNTINFO_LINE = /^\S+ \S+ \S+ (\S+) (\S+) (\S+)(?: \S+)*? - (\S+) /;
@@ -43,7 +49,6 @@ export function readSandboxView(): void {
   }
   if (!freshRoot) return;
   mounts = found;
-  offline = onlyLoopback();
 }
 
 /** Whether the carrier runs in bubblewrap's fresh root. */
@@ -65,14 +70,17 @@ export function hiddenFromHost(path: string): boolean {
 
 /** Whether the sandbox has no network interface but loopback (bubblewrap's --unshare-net). */
 export function networkOff(): boolean {
-  return offline;
+  if (mounts === undefined) return false;
+  return (offline ??= onlyLoopback());
 }
 
 function onlyLoopback(): boolean {
   try {
-    const interfaces = networkInterfaces();
-    for (const name in interfaces) {
-      const addresses = interfaces[name] ?? [];
+    const interfaces = interfacesOf();
+    // Own names only: a for-in would also visit what a program put on Object.prototype.
+    const names = ownKeys(interfaces);
+    for (let each = 0; each < names.length; each++) {
+      const addresses = interfaces[names[each] as string] ?? [];
       for (let index = 0; index < addresses.length; index++) if (addresses[index]!.internal !== true) return false;
     }
     return true;

@@ -20,7 +20,8 @@
 // terminated then. Each byte names the run it stops (the host's count of run requests, low byte),
 // and the worker acts only while that run is the current one: a run that ended on its revoke may be
 // followed at once by the next, which a byte meant for the first must not end.
-import { Worker, MessageChannel, type MessagePort } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
+import { requireBuiltin } from '../hardening/builtins.ts';
 
 /** States of the shared cell: no run, a run, a revoked run, a termination on its way. */
 const IDLE = 0;
@@ -94,6 +95,9 @@ export function watchInterrupts(fd: number, terminated: () => void): void {
   cell = new Int32Array(shared);
   Atomics.store(cell, 1, requested);
   onTerminated = terminated;
+  // Loaded here, not at boot: node:worker_threads is ~1.5 ms of a carrier's start, and only a
+  // retained run, before any of its program runs, gets here (a per-call carrier never does).
+  const { Worker, MessageChannel } = requireBuiltin('node:worker_threads') as typeof import('node:worker_threads');
   const { port1, port2 } = new MessageChannel();
   port1.on('message', () => {
     if (Atomics.compareExchange(cell!, 0, TERMINATING, IDLE) === TERMINATING) onTerminated?.();

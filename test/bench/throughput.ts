@@ -231,8 +231,27 @@ async function retainedMemory(notes: string[]): Promise<TargetRow> {
     }
     await Promise.all(nodes.map((child) => (child.exitCode === null && child.signalCode === null ? once(child, 'exit') : undefined)));
   }
+  const own = await environmentsPss({});
+  // The same environments under node-permission, whose carriers start no interrupt watch (the
+  // permission model refuses the worker it needs, carrier/run/interrupt.ts): what that worker costs.
+  const unwatched = await environmentsPss({ sandbox: { backend: 'node-permission' } });
+  const row = targetRow(`${RETAINED} idle retained environments, PSS of each whole tree, ${CARRIER} ÷ ${RETAINED} idle node -i`, mbText(own.pss), `${mbText(floor.pss)} node -i`, own.pss / floor.pss, { max: 1.1 });
+  console.log(`  ${RETAINED} retained environments: ${own.processes} processes, ${mbText(own.pss * RETAINED)} PSS in all; ${RETAINED} node -i ${mbText(floor.pss * RETAINED)}; under node-permission (no interrupt watch) ${mbText(unwatched.carriers.pss)} a carrier`);
+  if (!row.pass) {
+    notes.push(
+      `idle retained environments: ${mbText(own.pss)} PSS each, its carrier ${mbText(own.carriers.pss)} (${split(own.carriers)}) and its sandbox helpers ${mbText(own.helpers.pss)}; ` +
+        `an idle node -i is ${mbText(floor.pss)} (${split(floor)}). Of what the carrier adds, its interrupt watch's worker thread (a second Node environment, which a stuck run's interrupt needs) is about ${mbText(own.carriers.pss - unwatched.carriers.pss)}: ` +
+        `a carrier under node-permission, which starts none, is ${mbText(unwatched.carriers.pss)} (${split(unwatched.carriers)}). Ending that worker while the carrier idles would not give it back: a carrier whose worker had started and ended still held all but 1.3 MB of the 6.7 MB of anonymous memory the worker added (measured, one carrier each way), so it would take an interrupt that needs no worker; ` +
+        `the rest is ptc's code and heap and the environment's own context. Fewer V8 threads (--v8-pool-size=1) and a 1 MB young generation measured under 0.5 MB less. It would take ${mbText(own.pss - 1.1 * floor.pss)} less per environment.`,
+    );
+  }
+  return row;
+}
+
+/** PSS of 20 idle retained environments of `config` (every process of each one's tree), per environment: carriers, sandbox helpers and all. */
+async function environmentsPss(config: RuntimeConfig): Promise<{ pss: number; carriers: { pss: number; anon: number; file: number }; helpers: { pss: number; anon: number; file: number }; processes: number }> {
   // No pool: only the environments' processes are below this one.
-  const runtime = createRuntime({ ...LAUNCH, executionMode: 'persistent-in-memory', prestartCarrier: false, maxRetainedEnvironments: RETAINED });
+  const runtime = createRuntime({ ...LAUNCH, ...config, executionMode: 'persistent-in-memory', prestartCarrier: false, maxRetainedEnvironments: RETAINED });
   try {
     const owners = Array.from({ length: RETAINED }, () => ({}));
     for (const owner of owners) await ok(runtime, { program: '1', stateOwner: owner });
@@ -248,17 +267,7 @@ async function retainedMemory(notes: string[]): Promise<TargetRow> {
     };
     const carriers = pssOf(processes.filter(isCarrier), RETAINED);
     const helpers = pssOf(processes.filter((pid) => !isCarrier(pid)), RETAINED);
-    const own = carriers.pss + helpers.pss;
-    const row = targetRow(`${RETAINED} idle retained environments, PSS of each whole tree, ${CARRIER} ÷ ${RETAINED} idle node -i`, mbText(own), `${mbText(floor.pss)} node -i`, own / floor.pss, { max: 1.1 });
-    console.log(`  ${RETAINED} retained environments: ${processes.length} processes, ${mbText(own * RETAINED)} PSS in all; ${RETAINED} node -i ${mbText(floor.pss * RETAINED)}`);
-    if (!row.pass) {
-      notes.push(
-        `idle retained environments: ${mbText(own)} PSS each, its carrier ${mbText(carriers.pss)} (${split(carriers)}) and its sandbox helpers ${mbText(helpers.pss)}; ` +
-          `an idle node -i is ${mbText(floor.pss)} (${split(floor)}). The carrier's anonymous memory (ptc's code and heap, the rehearsed per-call path's compiled code) is what it adds; ` +
-          `fewer V8 threads (--v8-pool-size=1) and a 1 MB young generation measured under 0.5 MB less. It would take ${mbText(own - 1.1 * floor.pss)} less per environment.`,
-      );
-    }
-    return row;
+    return { pss: carriers.pss + helpers.pss, carriers, helpers, processes: processes.length };
   } finally {
     await runtime.dispose();
   }

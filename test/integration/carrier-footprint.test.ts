@@ -34,6 +34,16 @@ const bundledAsOneModule = process.env.PTC_TEST_LAUNCH === 'node-script' || proc
   for (const name of ['tls', 'internal/tls/wrap']) assert.not.ok(loaded.includes(name), `${name} is loaded: ${loaded.join(' ')}`);
 });
 
+// The interrupt watch's worker (carrier/run/interrupt.ts) starts with a retained carrier's first
+// run, and node:worker_threads loads only then (test/integration/interrupt.test.ts shows the watch
+// still works). Only the binary's carrier is CommonJS: a carrier that runs as ES modules (from
+// source, dist/bootstrap.mjs, the package's) loads it at start anyway, as Node's ES module facade
+// of node:util, which the carrier imports, reads every export of util, one of which loads it.
+(process.env.PTC_TEST_LAUNCH === 'embedded' ? test : test.skip)('the binary\'s per-call carrier does not load node:worker_threads', async () => {
+  const result = await runProgram(`return process.moduleLoadList.includes('NativeModule worker_threads')`);
+  assert.equal(result.status === 'ok' && result.value, false, JSON.stringify(result));
+});
+
 test('a program that imports TLS itself gets it', async () => {
   const loaded = await loadedModules(`typeof (await import('node:tls')).connect`);
   assert.ok(loaded.includes('tls'), loaded.join(' '));

@@ -82,6 +82,14 @@ test('bwrap: a read-only directory names the path and the options that make it w
   assert.is(result.sandbox.denied, true);
 });
 
+// The interfaces are read when the first failed lookup asks (carrier/hardening/sandbox-view.ts),
+// after the program started: names it added to Object.prototype are not taken for interfaces.
+test('bwrap without the network: the explanation holds after the program put an interface on Object.prototype', async () => {
+  const result = await run('bwrap', `Object.prototype.eth9 = [{ address: '192.0.2.9', internal: false }]; try { await (await import('node:dns/promises')).lookup('example.com') } catch (error) { return [error.code, error.message] } finally { delete Object.prototype.eth9 }`);
+  assert.equal(result.status === 'ok' && result.value, ['EAI_AGAIN', `getaddrinfo EAI_AGAIN example.com (ptc sandbox: the network is off for this run, so "example.com" is not reached; ${NETWORK})`]);
+  assert.is(result.sandbox.denied, true);
+});
+
 test('bwrap without the network: a lookup fails EAI_AGAIN naming the host and --allow-network; denied', async () => {
   const result = await run('bwrap', `try { await (await import('node:dns/promises')).lookup('example.com') } catch (error) { return [error.code, error.message] }`);
   assert.equal(result.status === 'ok' && result.value, ['EAI_AGAIN', `getaddrinfo EAI_AGAIN example.com (ptc sandbox: the network is off for this run, so "example.com" is not reached; ${NETWORK})`]);
