@@ -34,7 +34,7 @@ test('dist/ptc runs with no node on PATH', () => {
 });
 
 test('the bundles a carrier runs are ASCII, so V8 holds their source at one byte a character', () => {
-  for (const file of ['ptc.cjs', 'bootstrap.mjs']) {
+  for (const file of ['ptc.cjs', 'parts/carrier.cjs', 'parts/host.cjs', 'bootstrap.mjs']) {
     const text = readFileSync(join(ROOT, 'dist', file), 'utf8');
     const outside = /[^\x00-\x7f]/.exec(text);
     assert.is(outside, null, `dist/${file} has ${JSON.stringify(outside?.[0])} at offset ${outside?.index}: ${JSON.stringify(text.slice((outside?.index ?? 0) - 60, (outside?.index ?? 0) + 20))}`);
