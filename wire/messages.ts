@@ -83,6 +83,12 @@ export type RunOutcome = (
   denied?: boolean;
   /** Absolute paths the run met ENOENT for that lie outside every directory bubblewrap shows of the host (at most 8): the host tells whether they exist there, which would make the sandbox why. */
   hidden?: string[];
+  /**
+   * The CPU time in ms the carrier's own process spent from its `started` notice to this reply, for
+   * a run that announced its start: the host's last look at a CPU budget counts at least this much,
+   * however late it read the notice. A carrier can only raise its own charge with it.
+   */
+  cpuMs?: number;
 };
 
 /** A file as the carrier opened it (decimal strings: inode numbers can exceed 2^53). */

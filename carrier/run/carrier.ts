@@ -41,8 +41,18 @@ interface Run {
   readonly pending: InstanceType<typeof SafeSet<(error: Error) => void>>;
   /** How this run's code calls its bindings; set once the run's environment is ready. */
   call: BindingCaller | undefined;
+  /** This process's CPU time (µs) when the run announced its start, for RunOutcome.cpuMs. */
+  cpuAtStart: number | undefined;
   settle(outcome: RunOutcome): void;
 }
+
+// Captured before any program runs: a program may replace process.cpuUsage.
+const cpuUsage = process.cpuUsage;
+/** This process's CPU time so far, in µs (every thread's, as the kernel counts it for its cgroup). */
+const cpuMicros = (): number => {
+  const usage = apply(cpuUsage, process, []) as NodeJS.CpuUsage;
+  return usage.user + usage.system;
+};
 
 interface Environment {
   evaluator: Evaluator;
@@ -241,6 +251,7 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
     initializing: false,
     pending: new SafeSet(),
     call: undefined,
+    cpuAtStart: undefined,
     settle(result) {
       // First: a termination already on its way settles the run when it has landed (interrupted()).
       if (run.settled || !runSettling()) return;
@@ -256,6 +267,7 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
       if (takeDenied()) final.denied = true;
       const hidden = takeHidden();
       if (hidden.length > 0) final.hidden = hidden;
+      if (run.cpuAtStart !== undefined) final.cpuMs = (cpuMicros() - run.cpuAtStart) / 1000;
       resolveOutcome(fitOutcome(final, request.maxMessageBytes));
       // A per-call carrier ends now; a retained one idles until the owner's next run.
       if (request.retain) trimWhenIdle();
@@ -307,7 +319,10 @@ export function evaluate(request: RunRequest, host: HostLink, ready: Promise<voi
 function execute(run: Run, env: Environment, request: RunRequest, host: HostLink): void {
   const { evaluator } = env;
   const underscore = request.display?.underscore === true ? env.underscore : undefined;
-  if (request.announceStart !== false) host.started();
+  if (request.announceStart !== false) {
+    run.cpuAtStart = cpuMicros();
+    host.started();
+  }
   run.initializing = request.initializer !== undefined;
   const started = request.initializer === undefined ? resolved(true) : initialize(evaluator, request, host);
   then(

@@ -209,7 +209,7 @@ export class Environment {
     running.catch(() => {});
     await state.stopped;
 
-    resources.settle();
+    resources.settle(outcome?.cpuMs);
     disarm();
     state.end();
     execution.trace?.sampleAfter(this.#localPid());

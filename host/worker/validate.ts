@@ -68,6 +68,7 @@ export function checkRunOutcome(outcome: unknown): Check {
   if (!isObject(outcome)) return 'not an object';
   const value = outcome as Partial<RunOutcome> & Record<string, unknown>;
   if (value.denied !== undefined && typeof value.denied !== 'boolean') return 'denied must be a boolean';
+  if (value.cpuMs !== undefined && !(typeof value.cpuMs === 'number' && Number.isFinite(value.cpuMs) && value.cpuMs >= 0)) return 'cpuMs must be a non-negative number';
   if (value.hidden !== undefined && !(Array.isArray(value.hidden) && value.hidden.length <= 8 && value.hidden.every((path) => typeof path === 'string' && path.startsWith('/') && path.length <= 4096))) return 'hidden must be at most 8 absolute paths';
   switch (value.status) {
     case 'ok':

@@ -50,9 +50,9 @@ export class ResourceWatch {
     this.#watch?.started?.();
   }
 
-  /** A last look once the run has ended: a CPU overrun, a disk fill between two samples, or a limit the kernel kept since the last look at its events fails a run that had not failed. */
-  settle(): void {
-    const late = this.#state.failure === undefined ? this.#watch?.check() : undefined;
+  /** A last look once the run has ended (`reportedCpuMs`: the carrier's own count, RunOutcome.cpuMs): a CPU overrun, a disk fill between two samples, or a limit the kernel kept since the last look at its events fails a run that had not failed. */
+  settle(reportedCpuMs?: number): void {
+    const late = this.#state.failure === undefined ? this.#watch?.check(reportedCpuMs) : undefined;
     if (late !== undefined) this.#overrun(late);
     if (this.#state.failure === undefined && this.#limits.checkLimits()) {
       const over = this.#limits.overLimit()!;

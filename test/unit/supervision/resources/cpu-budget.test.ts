@@ -52,4 +52,29 @@ test('without a started notice, the set-up past SET_UP_ALLOWANCE_MS is charged',
   assert.ok(over !== undefined && over.usedMs > 80, JSON.stringify(over));
 });
 
+test('the last look counts at least what the carrier reports it spent since its notice, read however late', async () => {
+  // The host read the notice only after the 250 ms were spent (a loaded host's event loop): by
+  // its own count nothing was charged; the carrier's count (RunOutcome.cpuMs) is 250 ms.
+  const child = burner(0, 250);
+  const guard = new ResourceGuard(child.pid, { maxMemoryMb: null, maxDiskMb: null, writable: [] }, () => {});
+  try {
+    let text = '';
+    child.stdout.setEncoding('utf8');
+    while (!text.includes('done')) text += (await once(child.stdout, 'data'))[0];
+    const late = guard.watch(80, () => {});
+    late.started!();
+    assert.is(late.check(), undefined, 'by the host\'s own late reading, nothing was spent');
+    late.stop();
+    const reported = guard.watch(80, () => {});
+    reported.started!();
+    const over = reported.check(250);
+    assert.ok(over !== undefined && over.budgetMs === 80 && over.usedMs === 250, JSON.stringify(over));
+    reported.stop();
+  } finally {
+    child.stdin.end();
+    child.kill();
+    guard.release();
+  }
+});
+
 test.run();
