@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { repoRoot } from '../helpers/runtime.ts';
+import { processAlive, repoRoot } from '../helpers/runtime.ts';
 import { asUser, binaryFor, ensureUser, processesNaming, removeReachableBinary, VICTIM } from '../helpers/users.ts';
 
 const BUILT = join(repoRoot, 'dist', 'ptc');
@@ -60,14 +60,7 @@ function stop(at: Place): void {
   ptc(at, ['resident', 'stop']);
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+const alive = processAlive;
 
 async function until(what: string, check: () => boolean, limitMs = 30_000): Promise<void> {
   for (let waited = 0; !check(); waited += 50) {
