@@ -81,7 +81,9 @@ test('start() returns a handle whose async iteration streams every entry, from t
 
 test('cancel() stops a yielded run spinning in while(true) and leaves no process, its children included', async () => {
   const runtime = runtimeFor();
-  const marker = `sleep ${900_000 + (process.pid % 1000)}`;
+  // Unique to this test process and moment: the same suite runs under other launches at once, and
+  // a marker taken from the pid alone (mod 1000) was once shared by two of them (CI: 2 found).
+  const marker = `sleep ${900_000_000 + process.pid * 1000 + Math.floor(Math.random() * 1000)}`;
   const program = `const { spawn } = await import("node:child_process");\nspawn("sh", ["-c", ${JSON.stringify(marker)}], { stdio: "ignore" });\nconsole.log("spinning");\nwhile (true) {}`;
   const handle = runtime.start(runtime.resolve({ program }));
   // The first entry comes once the child was spawned and the loop is about to start.
