@@ -20,6 +20,11 @@ export function messageOf(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).replace(/^ptc (?=[a-z])/, '');
 }
 
+/** The one line `ptc` prints for a usage or configuration error, whatever raised it: yargs' own messages span lines ("Invalid values:\n  Argument:"). */
+export function usageLine(error: unknown): string {
+  return `ptc: ${messageOf(error).replace(/\s*\n\s*/g, ' ')}\n`;
+}
+
 export { LIMIT_FLAGS };
 
 export interface RunArgs {

@@ -12,7 +12,7 @@ import { encodeJson } from '../../wire/json.ts';
 import { bootPauser, holdWarmPool } from '../prestart.ts';
 import { DEFAULT_IDLE_MS, ensureToken, nonce, proof, proofMatches, residentIdentity, residentPlace, type ResidentPlace } from '../resident.ts';
 import { HumanPrinter, resultJson } from './print.ts';
-import { messageOf } from './options.ts';
+import { usageLine } from './options.ts';
 import { LineReader, send } from './resident-lines.ts';
 import { open } from './resident-client.ts';
 
@@ -104,7 +104,7 @@ export async function serveResident(version: string, bootCwd: string, idleMs: nu
     const message = await lines.next();
     clearTimeout(timer);
     if (message === undefined || !proofMatches(proof(token!, 'client', mine), message.proof)) return void socket.destroy();
-    lines.maxBytes = MAX_REQUEST_CHARS;
+    lines.maxChars = MAX_REQUEST_CHARS;
     if (message.type === 'status') {
       send(socket, { type: 'status', pid: process.pid, socket: place.socket, runs, running, warmDirectories: warm.length, idleMs, version });
       return void socket.end();
@@ -147,21 +147,21 @@ export async function serveResident(version: string, bootCwd: string, idleMs: nu
     try {
       runtime = createRuntime(config as RuntimeConfig);
     } catch (error) {
-      stderr.write(`ptc: ${messageOf(error).replace(/\s*\n\s*/g, ' ')}\n`);
+      stderr.write(usageLine(error));
       return 2;
     }
-    let resume: (() => void) | undefined;
     try {
-      return await runIn(runtime, message, config, stdout, stderr, socket, lines, () => (resume = pauseBoots()));
+      return await runIn(runtime, message, config, stdout, stderr, socket, lines);
     } finally {
-      // The refill this run's end scheduled would hold the event loop while the carrier is ended;
-      // it boots once the client has been told.
+      // The refill this run's end scheduled (for a turn after this one) would hold the event loop
+      // while the carrier is ended; it boots once the client has been told.
+      const resume = pauseBoots();
       await runtime.dispose();
-      setImmediate(() => resume?.());
+      setImmediate(resume);
     }
   }
 
-  async function runIn(runtime: Runtime, message: Record<string, unknown>, config: Record<string, unknown>, stdout: Output, stderr: Output, socket: Socket, lines: LineReader, ended: () => void): Promise<number> {
+  async function runIn(runtime: Runtime, message: Record<string, unknown>, config: Record<string, unknown>, stdout: Output, stderr: Output, socket: Socket, lines: LineReader): Promise<number> {
     const cwd = String(message.cwd);
     const relay = relayTo(socket, message.bindings);
     let spec;
@@ -175,7 +175,7 @@ export async function serveResident(version: string, bootCwd: string, idleMs: nu
       });
     } catch (error) {
       // As cli.ts: a configuration the library refuses is a usage error, on one line.
-      stderr.write(`ptc: ${messageOf(error).replace(/\s*\n\s*/g, ' ')}\n`);
+      stderr.write(usageLine(error));
       return 2;
     }
     keepWarm(config, cwd);
@@ -198,7 +198,6 @@ export async function serveResident(version: string, bootCwd: string, idleMs: nu
       signal: controller.signal,
       ...(message.json === true ? {} : { onOutput: printer.entry }),
     });
-    ended();
     if (message.json === true) stdout.write(`${resultJson(result)}\n`);
     else printer.outcome(result);
     return result.status === 'ok' ? 0 : 1;

@@ -6,7 +6,7 @@ export function send(socket: Socket, message: Record<string, unknown>): void {
   if (!socket.destroyed && socket.writable) socket.write(`${JSON.stringify(message)}\n`);
 }
 
-/** Reads a socket's messages one at a time; a line over `maxBytes` or one that is not a JSON object ends the stream. */
+/** Reads a socket's messages one at a time; a line longer than `maxChars` characters or one that is not a JSON object ends the stream. */
 export class LineReader {
   #buffered = '';
   readonly #queue: Record<string, unknown>[] = [];
@@ -14,10 +14,10 @@ export class LineReader {
   #ended = false;
   /** Why the stream ended early, when it did. */
   error: string | undefined;
-  maxBytes: number;
+  maxChars: number;
 
-  constructor(socket: Socket, maxBytes = 1 << 16) {
-    this.maxBytes = maxBytes;
+  constructor(socket: Socket, maxChars = 1 << 16) {
+    this.maxChars = maxChars;
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => this.#take(chunk, socket));
     socket.on('error', (error) => this.#end(error.message));
@@ -50,9 +50,9 @@ export class LineReader {
       }
       this.#deliver(message as Record<string, unknown>);
     }
-    if (this.#buffered.length > this.maxBytes) {
+    if (this.#buffered.length > this.maxChars) {
       socket.destroy();
-      this.#end(`a line over ${this.maxBytes} bytes`);
+      this.#end(`a line over ${this.maxChars} characters`);
     }
   }
 
