@@ -4,8 +4,9 @@ import { resolve as resolvePath } from 'node:path';
 import yargs, { type Argv } from 'yargs';
 import { bootMark } from '../../wire/boot-mark.ts';
 import { colorEnabled } from './color.ts';
+import { readProgram } from './program-file.ts';
 import { unknownArgumentLine, unknownOptions } from './did-you-mean.ts';
-import { limitOptions, loadBindings, loadConfig, messageOf, sandboxOptions, UsageError, type RunArgs } from './options.ts';
+import { limitOptions, loadBindings, loadConfig, sandboxOptions, usageLine, UsageError, type RunArgs } from './options.ts';
 import type { ReplArgs } from './repl.ts';
 import { EXECUTION_MODES } from '../modes.ts';
 
@@ -210,8 +211,7 @@ export async function main(argv: string[]): Promise<number> {
     if (argv.includes('--help') || argv.includes('-h')) return 0;
     return exitCode;
   } catch (error) {
-    // One line, whatever raised it: yargs' own messages span lines ("Invalid values:\n  Argument:").
-    process.stderr.write(`ptc: ${messageOf(error).replace(/\s*\n\s*/g, ' ')}\n`);
+    process.stderr.write(usageLine(error));
     return 2;
   }
 }
@@ -259,7 +259,7 @@ async function runCommand(args: RunArgs): Promise<number> {
       program: program.source,
       ...(bindings ? { bindings } : {}),
       ...(args.cwd !== undefined ? { cwd: args.cwd } : {}),
-      ...(program.filename !== undefined ? { filename: program.filename } : {}),
+      filename: program.filename,
       discardCompletion: args['discard-completion'],
     });
   } catch (error) {
@@ -286,19 +286,5 @@ async function runCommand(args: RunArgs): Promise<number> {
     process.off('SIGTERM', interrupt);
     await runtime.dispose();
     bootMark('ptc:disposed');
-  }
-}
-
-async function readProgram(file: string | undefined): Promise<{ source: string; filename?: string }> {
-  if (file === undefined || file === '-' || file === '') {
-    if (file === undefined && process.stdin.isTTY) throw new UsageError('no program: pass a file, or - to read stdin');
-    const chunks: Buffer[] = [];
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    return { source: Buffer.concat(chunks).toString('utf8'), filename: '[stdin]' };
-  }
-  try {
-    return { source: await (await files()).readFile(file, 'utf8'), filename: resolvePath(file) };
-  } catch (error) {
-    throw new UsageError(`cannot read program ${JSON.stringify(file)}: ${(error as Error).message}`);
   }
 }

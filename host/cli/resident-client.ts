@@ -4,13 +4,14 @@
 // not fully understand, and any pool it cannot trust, goes the ordinary way (cli.ts), which then
 // gives the same errors and output the pool would have.
 import type { Socket } from 'node:net';
-import { readFileSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import { nonce, proof, proofMatches, readToken, residentPlace, RESIDENT_SELECTOR } from '../resident.ts';
 import { EXECUTION_MODES } from '../modes.ts';
 import { colorEnabled } from './color.ts';
 import { bootMark } from '../../wire/boot-mark.ts';
 import { LineReader, send } from './resident-lines.ts';
+import { readProgram } from './program-file.ts';
 import { LIMIT_FLAGS } from './limit-flags.ts';
 
 /** The `ptc run` flags the fast path takes: a boolean, or the config field a valued flag sets. */
@@ -120,13 +121,14 @@ async function prepare(argv: string[], version: string, env: NodeJS.ProcessEnv):
   bootMark('ptc:resident-parsed');
   const place = residentPlace(version, false, env);
   bootMark('ptc:resident-place');
-  const startIn = setting === 'start' ? cwd : undefined;
-  if ('refused' in place) return { declined: place.refused, ...(startIn ? { startIn } : {}) };
+  // With PTC_RESIDENT=1, a pool found missing or unusable here is started after the run.
+  const noPool = (declined: string) => (setting === 'start' ? { declined, startIn: cwd } : { declined });
+  if ('refused' in place) return noPool(place.refused);
   const session = await open(place.directory, place.socket);
-  if ('declined' in session) return { declined: session.declined, ...(startIn ? { startIn } : {}) };
+  if ('declined' in session) return noPool(session.declined);
   if (session.identity !== place.identity) {
     session.socket.destroy();
-    return { declined: 'the pool at this name serves another executable or environment', ...(startIn ? { startIn } : {}) };
+    return noPool('the pool at this name serves another executable or environment');
   }
   bootMark('ptc:resident-open');
   let relayed: RelayedBindings | undefined;
@@ -310,15 +312,6 @@ function isDirectory(path: string): boolean {
   } catch {
     return false;
   }
-}
-
-async function readProgram(file: string | undefined): Promise<{ source: string; filename: string }> {
-  if (file === undefined || file === '-' || file === '') {
-    const chunks: Buffer[] = [];
-    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-    return { source: Buffer.concat(chunks).toString('utf8'), filename: '[stdin]' };
-  }
-  return { source: readFileSync(file, 'utf8'), filename: resolvePath(file) };
 }
 
 /**
