@@ -81,22 +81,23 @@ test('start() returns a handle whose async iteration streams every entry, from t
 
 test('cancel() stops a yielded run spinning in while(true) and leaves no process, its children included', async () => {
   const runtime = runtimeFor();
-  // Unique to this test process and moment: the same suite runs under other launches at once, and
-  // a marker taken from the pid alone (mod 1000) was once shared by two of them (CI: 2 found).
-  const marker = `sleep ${900_000_000 + process.pid * 1000 + Math.floor(Math.random() * 1000)}`;
-  const program = `const { spawn } = await import("node:child_process");\nspawn("sh", ["-c", ${JSON.stringify(marker)}], { stdio: "ignore" });\nconsole.log("spinning");\nwhile (true) {}`;
+  // The sleep's length, unique to this test process and moment (the suite runs under other
+  // launches at once), names the program's child and grandchild alike: `sh -c "sleep N"` (which
+  // may fork, and is then two processes for a moment) and the `sleep N` it starts.
+  const marker = String(900_000_000 + process.pid * 1000 + Math.floor(Math.random() * 1000));
+  const program = `const { spawn } = await import("node:child_process");\nspawn("sh", ["-c", "sleep ${marker}"], { stdio: "ignore" });\nconsole.log("spinning");\nwhile (true) {}`;
   const handle = runtime.start(runtime.resolve({ program }));
   // The first entry comes once the child was spawned and the loop is about to start.
   for await (const entry of handle) if (entry.type === 'text' && entry.text === 'spinning\n') break;
   const look = await handle.wait(0);
   assert.is(look.status, 'running');
-  assert.is(processesNaming(marker).length, 1, 'the program\'s child runs');
+  assert.ok(processesNaming(marker).length >= 1, 'the program\'s child runs');
   const result = await handle.cancel();
   assert.is(result.status, 'failed');
   assert.is(result.status === 'failed' && result.failure.kind, 'abort');
   // The result comes as the run ends; its processes are reaped moments later (a generous bound, not a speed check).
   assert.ok(await waitUntil(() => liveChildren().length === 0, 15_000), `children of the host left running: ${liveChildren().join(', ')}`);
-  assert.ok(await waitUntil(() => processesNaming(marker).length === 0, 15_000), 'the program\'s child left running');
+  assert.ok(await waitUntil(() => processesNaming(marker).length === 0, 15_000), 'the program\'s child or grandchild left running');
   const final = await handle.wait();
   assert.is(final.status, 'failed');
 });
